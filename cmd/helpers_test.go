@@ -1,0 +1,191 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// fixedNow is the clock of every command run by the tests.
+var fixedNow = time.Date(2026, 12, 2, 9, 30, 0, 0, time.UTC)
+
+// runCommand runs replayctl with args (split like a shell would, quotes included) through the
+// same path as Execute, on buffered streams that are TTYs or not, with a fixed clock.
+func runCommand(t *testing.T, isTTY bool, args string) (stdout, stderr string, exitCode int) {
+	t.Helper()
+	return execCommand(t, isTTY, args, nil)
+}
+
+// execCommand is runCommand with a hook that may change the Factory or the command tree (to
+// install a runF) before the command runs.
+func execCommand(t *testing.T, isTTY bool, args string, setup func(f *Factory, root *cobra.Command)) (stdout, stderr string, exitCode int) {
+	t.Helper()
+	ios, _, out, errOut := iostreams.Test()
+	ios.SetStdinTTY(isTTY)
+	ios.SetStdoutTTY(isTTY)
+	ios.SetStderrTTY(isTTY)
+	f := NewFactory(ios)
+	f.Now = func() time.Time { return fixedNow }
+	root := NewCmdRoot(f)
+	if setup != nil {
+		setup(f, root)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := run(ctx, f, root, splitArgs(t, args))
+	return out.String(), errOut.String(), code
+}
+
+// replaceCommand swaps root's subcommand of the same name for c.
+func replaceCommand(root, c *cobra.Command) {
+	for _, old := range root.Commands() {
+		if old.Name() == c.Name() {
+			root.RemoveCommand(old)
+		}
+	}
+	root.AddCommand(c)
+}
+
+// splitArgs splits s on spaces outside single or double quotes.
+func splitArgs(t *testing.T, s string) []string {
+	t.Helper()
+	var (
+		args  []string
+		cur   strings.Builder
+		inArg bool
+		quote rune
+	)
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '\'' || r == '"':
+			quote, inArg = r, true
+		case r == ' ':
+			if inArg {
+				args = append(args, cur.String())
+				cur.Reset()
+				inArg = false
+			}
+		default:
+			cur.WriteRune(r)
+			inArg = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unterminated quote in %q", s)
+	}
+	if inArg {
+		args = append(args, cur.String())
+	}
+	return args
+}
+
+// testManifest returns a sealed, valid manifest whose figures are all distinct, so a test can
+// find each one in the output: 12 targets, 25 uncertain exclusions, one in flight, one conflict.
+func testManifest(t *testing.T) *manifest.Manifest {
+	t.Helper()
+	ids := make([]string, 12)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("evt-%03d", i)
+	}
+	uncertain := make([]manifest.LedgerExclusion, 25)
+	for i := range uncertain {
+		uncertain[i] = manifest.LedgerExclusion{EventID: fmt.Sprintf("evt-u-%02d", i), EffectVersion: 3, State: "uncertain"}
+	}
+	since := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	lease := time.Date(2026, 12, 2, 9, 45, 0, 0, time.UTC)
+	m := &manifest.Manifest{
+		APIVersion: manifest.APIVersion,
+		ID:         "job-20261202-test01",
+		CreatedAt:  fixedNow,
+		CreatedBy:  "alice",
+		Reason:     "payments provider outage INC-4521 fixed; re-run failed charges",
+		Ticket:     "INC-4521",
+		Consumer:   "billing",
+		Source: manifest.Source{
+			Stream:        "DLQ_BILLING",
+			SubjectFilter: "dlq.billing.>",
+			Since:         &since,
+			FailureMatch:  "timeout|503",
+			Headers: manifest.Headers{
+				EventID: "Event-Id", Reason: "Dlq-Reason", OriginalSubject: "Dlq-Original-Subject",
+				Attempts: "Dlq-Attempts", FailedAt: "Dlq-Failed-At",
+			},
+			FirstSeq:      101,
+			LastSeq:       1334,
+			StreamLastSeq: 1400,
+		},
+		EffectVersion: manifest.EffectVersion{From: 3, To: 4},
+		Stats: manifest.Stats{
+			Scanned:                    1234,
+			MissingEventID:             7,
+			InvalidEventID:             6,
+			NotMatchingFailureFilter:   41,
+			Candidates:                 987,
+			RepeatedInSource:           55,
+			DuplicateInSource:          2,
+			LedgerPayloadMismatch:      1,
+			AlreadyCompleted:           911,
+			CompletedUnderOlderVersion: 5,
+			AlreadyCompletedRatio:      0.9281,
+			ExcludedUncertain:          25,
+			ExcludedInFlight:           1,
+			OverMax:                    30,
+			Targets:                    12,
+			FailureReasons:             map[string]int64{"bad gateway": 1, "timeout": 7, "provider 503": 4},
+		},
+		ExpectedExternalCalls: 29,
+		ExternalCallsEstimate: manifest.CallsEstimate{
+			Method: "recorded effect_count", KnownTargets: 8, KnownCalls: 21,
+			EstimatedTargets: 4, MeanPerEffect: 2, SampleSize: 77,
+		},
+		Excluded: manifest.Excluded{
+			Uncertain: uncertain,
+			InFlight: []manifest.LedgerExclusion{{EventID: "evt-f-00", EffectVersion: 3, State: "processing",
+				LeaseOwner: "billing-7f9c", LeaseExpiresAt: &lease}},
+			Conflicts: []manifest.Conflict{{EventID: "evt-c-00", Where: "source", PayloadHashes: []string{"sha256:aa", "sha256:bb"}}},
+		},
+		EventIDs: ids,
+	}
+	if err := manifest.Seal(m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// writeManifest writes m to job.json in a fresh directory and returns the path.
+func writeManifest(t *testing.T, m *manifest.Manifest) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "job.json")
+	if err := manifest.WriteFile(path, m); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// editFile replaces the first old in the file at path with new, as an operator's editor would.
+func editFile(t *testing.T, path, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("%s does not contain %q", path, old)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,218 @@
+package cmd
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// Bounds of the lists show prints; the manifest (show --json) has them all.
+const (
+	showMaxExcluded = 20
+	showMaxEventIDs = 10
+)
+
+// ShowOptions are the inputs of replayctl show.
+type ShowOptions struct {
+	IO   *iostreams.IOStreams
+	JSON bool
+	Path string
+}
+
+// NewCmdShow returns the show command. runF, when not nil, replaces the run function (tests).
+func NewCmdShow(f *Factory, runF func(*ShowOptions) error) *cobra.Command {
+	opts := &ShowOptions{IO: f.IOStreams}
+	return &cobra.Command{
+		Use:   "show <job.json>",
+		Short: "Summarise a manifest for review",
+		Long: `Print a readable summary of a manifest: the job and why it exists, the scan boundary, the
+effect version, every figure of the plan, the failure reasons, what was kept out of the targets
+(uncertain, in flight, conflicting payloads) and the first event IDs.
+
+The manifest is verified first, like validate: an edited or invalid manifest is refused (exit 2).
+With --json, show prints the manifest itself.`,
+		Example: `  replayctl show job.json
+  replayctl show job.json --json | jq '.stats'`,
+		Args: manifestArg,
+		RunE: func(_ *cobra.Command, args []string) error {
+			opts.Path = args[0]
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return showRun(opts)
+		},
+	}
+}
+
+func showRun(opts *ShowOptions) error {
+	m, err := loadManifest(opts.Path)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return manifest.Encode(opts.IO.Out, m)
+	}
+	return printSummary(opts.IO.Out, opts.IO.IsStdoutTTY(), m)
+}
+
+func printSummary(w io.Writer, isTTY bool, m *manifest.Manifest) error {
+	sections := []struct {
+		title  string
+		header []string
+		rows   [][]string
+		total  int
+	}{
+		{title: "Job", rows: jobRows(m)},
+		{title: "Stats", rows: statsRows(&m.Stats)},
+		{title: "Failure reasons of the targets", header: []string{"REASON", "TARGETS"}, rows: reasonRows(m.Stats.FailureReasons)},
+		{title: "Excluded: uncertain (check and reconcile by hand, never replay)", header: exclusionHeader,
+			rows: exclusionRows(m.Excluded.Uncertain), total: len(m.Excluded.Uncertain)},
+		{title: "Excluded: in flight (a live lease)", header: exclusionHeader,
+			rows: exclusionRows(m.Excluded.InFlight), total: len(m.Excluded.InFlight)},
+		{title: "Excluded: conflicting payloads", header: []string{"EVENT ID", "WHERE", "PAYLOAD HASHES"},
+			rows: conflictRows(m.Excluded.Conflicts), total: len(m.Excluded.Conflicts)},
+		{title: "Event IDs", header: []string{"EVENT ID"}, rows: eventIDRows(m.EventIDs), total: len(m.EventIDs)},
+	}
+	for i, s := range sections {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if len(s.rows) == 0 {
+			fmt.Fprintf(w, "%s: none\n", s.title)
+			continue
+		}
+		fmt.Fprintln(w, s.title)
+		t := newTable(w, isTTY)
+		if s.header != nil {
+			t.Header(s.header)
+		}
+		if err := t.Bulk(s.rows); err != nil {
+			return fmt.Errorf("show: %w", err)
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("show: %w", err)
+		}
+		if more := s.total - len(s.rows); more > 0 {
+			fmt.Fprintf(w, "... %d more\n", more)
+		}
+	}
+	return nil
+}
+
+func jobRows(m *manifest.Manifest) [][]string {
+	src := &m.Source
+	est := &m.ExternalCallsEstimate
+	rows := [][]string{
+		{"job", m.ID},
+		{"consumer", m.Consumer},
+		{"reason", m.Reason},
+		{"ticket", orDash(m.Ticket)},
+		{"created by", m.CreatedBy},
+		{"created at", formatTime(&m.CreatedAt, "-")},
+		{"digest", m.Digest},
+		{"stream", src.Stream},
+		{"subject filter", orDash(src.SubjectFilter)},
+		{"time range", formatTime(src.Since, "stream start") + " to " + formatTime(src.Until, "plan time")},
+		{"failure match", orDash(src.FailureMatch)},
+		{"max targets", formatMax(src.Max)},
+		{"seq range", fmt.Sprintf("%d to %d (stream last seq %d at plan)", src.FirstSeq, src.LastSeq, src.StreamLastSeq)},
+		{"effect version", fmt.Sprintf("%d -> %d", m.EffectVersion.From, m.EffectVersion.To)},
+		{"write forbidden", strconv.FormatBool(m.WriteForbidden)},
+		{"expected external calls", strconv.FormatInt(m.ExpectedExternalCalls, 10)},
+		{"estimate method", est.Method},
+		{"estimate", fmt.Sprintf("%d known targets with %d recorded calls + %d estimated targets at %s calls each (mean of %d effects)",
+			est.KnownTargets, est.KnownCalls, est.EstimatedTargets, strconv.FormatFloat(est.MeanPerEffect, 'f', -1, 64), est.SampleSize)},
+	}
+	return rows
+}
+
+// statsRows lists every field of Stats under its JSON name, found by reflection so a figure
+// added to the manifest cannot be left out of the review. FailureReasons has its own table.
+func statsRows(st *manifest.Stats) [][]string {
+	v := reflect.ValueOf(st).Elem()
+	var rows [][]string
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Int64:
+			rows = append(rows, []string{name, strconv.FormatInt(f.Int(), 10)})
+		case reflect.Float64:
+			rows = append(rows, []string{name, fmt.Sprintf("%.4f (%.1f%%)", f.Float(), f.Float()*100)})
+		}
+	}
+	return rows
+}
+
+// reasonRows sorts the histogram by count, largest first, then by reason so ties print stably.
+func reasonRows(reasons map[string]int64) [][]string {
+	keys := slices.SortedFunc(maps.Keys(reasons), func(a, b string) int {
+		return cmp.Or(cmp.Compare(reasons[b], reasons[a]), strings.Compare(a, b))
+	})
+	rows := make([][]string, len(keys))
+	for i, k := range keys {
+		rows[i] = []string{k, strconv.FormatInt(reasons[k], 10)}
+	}
+	return rows
+}
+
+var exclusionHeader = []string{"EVENT ID", "VERSION", "STATE", "LEASE OWNER", "LEASE EXPIRES"}
+
+func exclusionRows(xs []manifest.LedgerExclusion) [][]string {
+	xs = xs[:min(len(xs), showMaxExcluded)]
+	rows := make([][]string, len(xs))
+	for i, x := range xs {
+		rows[i] = []string{x.EventID, strconv.Itoa(x.EffectVersion), x.State, orDash(x.LeaseOwner), formatTime(x.LeaseExpiresAt, "-")}
+	}
+	return rows
+}
+
+func conflictRows(cs []manifest.Conflict) [][]string {
+	cs = cs[:min(len(cs), showMaxExcluded)]
+	rows := make([][]string, len(cs))
+	for i, c := range cs {
+		rows[i] = []string{c.EventID, c.Where, strings.Join(c.PayloadHashes, ", ")}
+	}
+	return rows
+}
+
+func eventIDRows(ids []string) [][]string {
+	ids = ids[:min(len(ids), showMaxEventIDs)]
+	rows := make([][]string, len(ids))
+	for i, id := range ids {
+		rows[i] = []string{id}
+	}
+	return rows
+}
+
+func formatTime(t *time.Time, absent string) string {
+	if t == nil || t.IsZero() {
+		return absent
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func formatMax(n int) string {
+	if n == 0 {
+		return "no limit"
+	}
+	return strconv.Itoa(n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

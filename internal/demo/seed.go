@@ -1,0 +1,258 @@
+// Package demo seeds a realistic DLQ and ledger and runs replayctl's steps on them, for
+// `replayctl demo` and the end-to-end tests. Every figure of the seed is known by construction, so
+// the demo can prove the plan against the truth.
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/planner"
+)
+
+// Scenario sizes the seed.
+type Scenario struct {
+	Consumer string
+	Stream   string
+	// Events is the number of distinct valid event IDs in the DLQ; at least 200.
+	Events int
+	// History is the number of the consumer's completed effects outside the DLQ.
+	History int
+	Now     time.Time
+}
+
+// DefaultScenario is the demo's seed: a billing consumer whose payment provider timed out.
+func DefaultScenario(now time.Time) Scenario {
+	return Scenario{Consumer: "billing", Stream: "DLQ_BILLING", Events: 5000, History: 10000, Now: now}
+}
+
+// Truth is what a plan of the whole seeded stream must find, by construction.
+type Truth struct {
+	Scanned, MissingEventID, InvalidEventID, Candidates                 int64
+	RepeatedInSource, DuplicateInSource, LedgerPayloadMismatch          int64
+	AlreadyCompleted, CompletedUnderOlderVersion                        int64
+	ExcludedUncertain, ExcludedInFlight, Targets, ExpectedExternalCalls int64
+	FailureReasons                                                      map[string]int64
+	EffectVersionFrom                                                   int
+	UncertainIDs, InFlightIDs, ConflictSourceIDs, ConflictLedgerIDs     []string
+}
+
+// The first event indexes play the special roles; every other event is an ordinary failed charge.
+const (
+	conflictSourceEvents = 2 // published twice with different payloads
+	repeatedEvents       = 3 // published twice with the same payload
+	uncertainEvents      = 5 // ledger row uncertain
+	lapsedLeaseEvents    = 2 // processing, lease expired: uncertain too
+	inFlightEvents       = 3 // processing, lease live
+	ledgerMismatchEvents = 2 // completed under v1 with a different request hash
+	receivedEvents       = 5 // received, never leased: an ordinary target
+	liveVersion          = 1
+)
+
+var reasons = []string{
+	"provider timeout after 20s", "provider timeout after 20s", "provider timeout after 20s", "provider timeout after 20s",
+	"http 503 from payments-api", "http 503 from payments-api", "http 503 from payments-api",
+	"deadline exceeded", "deadline exceeded",
+	"schema validation: missing currency",
+}
+
+// EventID names event i of the seed.
+func EventID(i int) string { return fmt.Sprintf("evt-%06d", i) }
+
+// isCompletedBefore says whether ordinary event i succeeded on a later live retry under v1.
+func isCompletedBefore(i int) bool { return i >= 100 && i%10 == 3 }
+
+func payload(i, variant int) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"orderId":     fmt.Sprintf("ord-%06d", i),
+		"customer":    fmt.Sprintf("cus_%04d", i%977),
+		"amountCents": 500 + (i*37)%20000 + variant,
+		"currency":    "EUR",
+	})
+	return b
+}
+
+// Seed creates the DLQ stream and the consumer's ledger rows of sc and returns the truth.
+func Seed(ctx context.Context, js jetstream.JetStream, store *ledger.Store, sc Scenario) (Truth, error) {
+	if sc.Events < 200 {
+		return Truth{}, fmt.Errorf("demo seed needs at least 200 events, got %d", sc.Events)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name:      sc.Stream,
+		Subjects:  []string{"dlq." + sc.Consumer + ".>"},
+		Retention: jetstream.LimitsPolicy,
+		Storage:   jetstream.FileStorage,
+	}); err != nil {
+		return Truth{}, fmt.Errorf("create DLQ stream %s: %w", sc.Stream, err)
+	}
+	truth := Truth{FailureReasons: map[string]int64{}, EffectVersionFrom: liveVersion}
+	effects, err := seedLedger(ctx, store, sc, &truth)
+	if err != nil {
+		return Truth{}, err
+	}
+	if err := seedStream(ctx, js, sc, &truth); err != nil {
+		return Truth{}, err
+	}
+	// Targets with a completed older effect are charged its effect_count (2); the rest the mean.
+	meanPerEffect := math.Round(effects.meanEffectCount()*1000) / 1000
+	truth.ExpectedExternalCalls = 2*truth.CompletedUnderOlderVersion +
+		int64(math.Ceil(float64(truth.Targets-truth.CompletedUnderOlderVersion)*meanPerEffect))
+	return truth, nil
+}
+
+type effectTotals struct{ completed, calls int64 }
+
+func (e effectTotals) meanEffectCount() float64 { return float64(e.calls) / float64(e.completed) }
+
+func seedLedger(ctx context.Context, store *ledger.Store, sc Scenario, truth *Truth) (effectTotals, error) {
+	var rows []ledger.Effect
+	var totals effectTotals
+	add := func(eventID string, state string, requestHash string, effectCount int, leaseExpires *time.Time) {
+		e := ledger.Effect{Consumer: sc.Consumer, EventID: eventID, EffectVersion: liveVersion, State: state,
+			RequestHash: requestHash, RequestHashAlg: fingerprint.Algorithm, EffectCount: effectCount, LeaseExpiresAt: leaseExpires}
+		if state == "processing" {
+			e.LeaseOwner = "billing-7f9c-" + eventID
+		}
+		if state == "completed" {
+			e.ResultHash = fingerprint.Payload([]byte(`{"status":"charged"}`))
+			e.ResultBody = json.RawMessage(`{"status":"charged"}`)
+			totals.completed++
+			totals.calls += int64(effectCount)
+		}
+		rows = append(rows, e)
+	}
+	for h := 0; h < sc.History; h++ {
+		add(fmt.Sprintf("hist-%06d", h), "completed", fingerprint.Payload(payload(1_000_000+h, 0)), 1+btoi(h%4 == 0), nil)
+	}
+	lapsed, live := sc.Now.Add(-5*time.Minute), sc.Now.Add(2*time.Hour)
+	i := conflictSourceEvents + repeatedEvents
+	for n := 0; n < uncertainEvents; n, i = n+1, i+1 {
+		add(EventID(i), "uncertain", fingerprint.Payload(payload(i, 0)), 0, nil)
+		truth.UncertainIDs = append(truth.UncertainIDs, EventID(i))
+	}
+	for n := 0; n < lapsedLeaseEvents; n, i = n+1, i+1 {
+		add(EventID(i), "processing", fingerprint.Payload(payload(i, 0)), 0, &lapsed)
+		truth.UncertainIDs = append(truth.UncertainIDs, EventID(i))
+	}
+	for n := 0; n < inFlightEvents; n, i = n+1, i+1 {
+		add(EventID(i), "processing", fingerprint.Payload(payload(i, 0)), 0, &live)
+		truth.InFlightIDs = append(truth.InFlightIDs, EventID(i))
+	}
+	for n := 0; n < ledgerMismatchEvents; n, i = n+1, i+1 {
+		add(EventID(i), "completed", fingerprint.Payload(payload(i, 99)), 1, nil)
+		truth.ConflictLedgerIDs = append(truth.ConflictLedgerIDs, EventID(i))
+	}
+	for n := 0; n < receivedEvents; n, i = n+1, i+1 {
+		add(EventID(i), "received", fingerprint.Payload(payload(i, 0)), 0, nil)
+	}
+	for j := 100; j < sc.Events; j++ {
+		if isCompletedBefore(j) {
+			add(EventID(j), "completed", fingerprint.Payload(payload(j, 0)), 2, nil)
+		}
+	}
+	if _, err := store.EffectsImport(ctx, rows); err != nil {
+		return totals, fmt.Errorf("seed ledger of consumer %s: %w", sc.Consumer, err)
+	}
+	return totals, nil
+}
+
+func seedStream(ctx context.Context, js jetstream.JetStream, sc Scenario, truth *Truth) error {
+	var acks []jetstream.PubAckFuture
+	pub := func(eventID *string, i, variant int, seq int) error {
+		msg := nats.NewMsg(fmt.Sprintf("dlq.%s.charge", sc.Consumer))
+		msg.Data = payload(i, variant)
+		if eventID != nil {
+			msg.Header.Set(planner.DefaultHeaders.EventID, *eventID)
+		}
+		msg.Header.Set(planner.DefaultHeaders.Reason, reasons[i%len(reasons)])
+		msg.Header.Set(planner.DefaultHeaders.OriginalSubject, "billing.charge.requested")
+		msg.Header.Set(planner.DefaultHeaders.Attempts, "5")
+		msg.Header.Set(planner.DefaultHeaders.FailedAt, sc.Now.Add(-time.Duration(sc.Events-seq)*time.Second).UTC().Format(time.RFC3339))
+		ack, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			return fmt.Errorf("seed DLQ message %d: %w", seq, err)
+		}
+		acks = append(acks, ack)
+		truth.Scanned++
+		return nil
+	}
+	excluded := map[int]bool{}
+	for i := 0; i < conflictSourceEvents; i++ {
+		excluded[i] = true
+		truth.ConflictSourceIDs = append(truth.ConflictSourceIDs, EventID(i))
+	}
+	for i := conflictSourceEvents + repeatedEvents; i < conflictSourceEvents+repeatedEvents+uncertainEvents+lapsedLeaseEvents+inFlightEvents+ledgerMismatchEvents; i++ {
+		excluded[i] = true
+	}
+	for i := 0; i < sc.Events; i++ {
+		id := EventID(i)
+		if err := pub(&id, i, 0, i); err != nil {
+			return err
+		}
+		if i == sc.Events/2 {
+			noID, badID := (*string)(nil), "evt-\xff\xfe"
+			if err := pub(noID, i, 0, i); err != nil {
+				return err
+			}
+			if err := pub(&badID, i, 0, i); err != nil {
+				return err
+			}
+			truth.MissingEventID++
+			truth.InvalidEventID++
+		}
+		if excluded[i] {
+			continue
+		}
+		truth.Targets++
+		truth.FailureReasons[reasons[i%len(reasons)]]++
+		if isCompletedBefore(i) {
+			truth.CompletedUnderOlderVersion++
+		}
+	}
+	for i := 0; i < conflictSourceEvents; i++ {
+		id := EventID(i)
+		if err := pub(&id, i, 1, sc.Events); err != nil {
+			return err
+		}
+	}
+	for i := conflictSourceEvents; i < conflictSourceEvents+repeatedEvents; i++ {
+		id := EventID(i)
+		if err := pub(&id, i, 0, sc.Events); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return fmt.Errorf("seed DLQ: %w", ctx.Err())
+	}
+	for _, ack := range acks {
+		select {
+		case <-ack.Ok():
+		case err := <-ack.Err():
+			return fmt.Errorf("seed DLQ: publish of %s not acknowledged: %w", ack.Msg().Header.Get(planner.DefaultHeaders.EventID), err)
+		}
+	}
+	truth.Candidates = int64(sc.Events)
+	truth.RepeatedInSource = repeatedEvents
+	truth.DuplicateInSource = conflictSourceEvents
+	truth.LedgerPayloadMismatch = ledgerMismatchEvents
+	truth.ExcludedUncertain = uncertainEvents + lapsedLeaseEvents
+	truth.ExcludedInFlight = inFlightEvents
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

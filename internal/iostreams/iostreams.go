@@ -1,0 +1,73 @@
+// Package iostreams is the one place replayctl decides what goes where: data to Out, progress,
+// hints and prompts to ErrOut, and decoration (tables with boxes, progress bars) only where a
+// person is watching a terminal. Commands take an *IOStreams instead of touching os.Std*, so
+// tests can run them against buffers and choose whether they "are" on a TTY.
+package iostreams
+
+import (
+	"bytes"
+	"io"
+	"os"
+
+	"golang.org/x/term"
+)
+
+// IOStreams holds the standard streams of one replayctl invocation and whether each is a terminal.
+type IOStreams struct {
+	// In is where prompts read answers.
+	In io.Reader
+	// Out carries a command's data: its result, a table, the --json document.
+	Out io.Writer
+	// ErrOut carries everything else: progress, hints, warnings, errors.
+	ErrOut io.Writer
+
+	stdinTTY  bool
+	stdoutTTY bool
+	stderrTTY bool
+	// machineOutput is set under --json: stderr stays free of redrawn bars, so a CI log of a
+	// --json run holds only lines a parser or a person can read.
+	machineOutput bool
+}
+
+// System returns the process's streams, each marked a TTY when it is a terminal.
+func System() *IOStreams {
+	return &IOStreams{
+		In:        os.Stdin,
+		Out:       os.Stdout,
+		ErrOut:    os.Stderr,
+		stdinTTY:  isTerminal(os.Stdin),
+		stdoutTTY: isTerminal(os.Stdout),
+		stderrTTY: isTerminal(os.Stderr),
+	}
+}
+
+// Test returns streams backed by buffers, none of them a TTY until a test says so with the
+// Set*TTY methods.
+func Test() (ios *IOStreams, stdin, stdout, stderr *bytes.Buffer) {
+	stdin, stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}, &bytes.Buffer{}
+	return &IOStreams{In: stdin, Out: stdout, ErrOut: stderr}, stdin, stdout, stderr
+}
+
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// IsStdinTTY reports whether In is a terminal, that is whether a person could answer a prompt.
+func (s *IOStreams) IsStdinTTY() bool { return s.stdinTTY }
+
+// IsStdoutTTY reports whether Out is a terminal: tables are drawn for people rather than scripts.
+func (s *IOStreams) IsStdoutTTY() bool { return s.stdoutTTY }
+
+// IsStderrTTY reports whether ErrOut is a terminal: progress bars may be drawn there.
+func (s *IOStreams) IsStderrTTY() bool { return s.stderrTTY }
+
+// SetStdinTTY overrides whether In counts as a terminal.
+func (s *IOStreams) SetStdinTTY(isTTY bool) { s.stdinTTY = isTTY }
+
+// SetStdoutTTY overrides whether Out counts as a terminal.
+func (s *IOStreams) SetStdoutTTY(isTTY bool) { s.stdoutTTY = isTTY }
+
+// SetStderrTTY overrides whether ErrOut counts as a terminal.
+func (s *IOStreams) SetStderrTTY(isTTY bool) { s.stderrTTY = isTTY }
+
+// SetMachineOutput records that stdout carries machine output (--json), which turns progress
+// bars off even on a terminal.
+func (s *IOStreams) SetMachineOutput(on bool) { s.machineOutput = on }

@@ -1,0 +1,56 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Effect is one ledger row as imported in bulk (a backfill of an existing service's history, the
+// demo and tests). Live consumers write rows through the consumer SDK instead.
+type Effect struct {
+	Consumer       string
+	EventID        string
+	EffectVersion  int
+	State          string
+	RequestHash    string
+	RequestHashAlg string
+	ResultHash     string
+	ResultBody     json.RawMessage
+	EffectCount    int
+	LeaseOwner     string
+	LeaseExpiresAt *time.Time
+	JobID          string
+}
+
+var effectsImportColumns = []string{
+	"consumer", "event_id", "effect_version", "state", "request_hash", "request_hash_alg",
+	"result_hash", "result_body", "effect_count", "lease_owner", "lease_expires_at", "job_id",
+}
+
+// EffectsImport copies rows into the effects table with one COPY.
+func (s *Store) EffectsImport(ctx context.Context, rows []Effect) (int64, error) {
+	n, err := s.Pool.CopyFrom(ctx, pgx.Identifier{"effects"}, effectsImportColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+		e := rows[i]
+		var body any
+		if len(e.ResultBody) > 0 {
+			body = string(e.ResultBody)
+		}
+		return []any{e.Consumer, e.EventID, e.EffectVersion, e.State, e.RequestHash, e.RequestHashAlg,
+			nullable(e.ResultHash), body, e.EffectCount, nullable(e.LeaseOwner), e.LeaseExpiresAt, nullable(e.JobID)}, nil
+	}))
+	if err != nil {
+		return n, fmt.Errorf("import %d effects: %w", len(rows), translate(err))
+	}
+	return n, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,39 @@
+package ledger_test
+
+import (
+	"testing"
+
+	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// openStore opens a store on url, closed at cleanup.
+func openStore(t *testing.T, url string) *ledger.Store {
+	t.Helper()
+	store, err := ledger.Open(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	return store
+}
+
+// migratedStore opens a store on a fresh, migrated schema.
+func migratedStore(t *testing.T) *ledger.Store {
+	t.Helper()
+	store := openStore(t, pgtest.URL(t))
+	if _, err := store.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// queryInt runs a single-integer query, for assertions on table contents.
+func queryInt(t *testing.T, store *ledger.Store, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := store.Pool.QueryRow(t.Context(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}

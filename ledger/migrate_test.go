@@ -1,0 +1,166 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// ledgerTables counts replayctl's tables in the store's current schema.
+const ledgerTables = `
+select count(*) from pg_tables
+ where schemaname = current_schema()
+   and tablename in ('replayctl_migrations', 'effects', 'effect_versions', 'jobs', 'job_targets', 'audit')`
+
+func TestMigrateTwice(t *testing.T) {
+	store := openStore(t, pgtest.URL(t))
+	first, err := store.Migrate(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(first.Applied, []string{"0001_init"}) || first.Version != 1 {
+		t.Fatalf("first run %+v, want Applied [0001_init] Version 1", first)
+	}
+	second, err := store.Migrate(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(second.Applied) != 0 || second.Version != 1 {
+		t.Fatalf("second run %+v, want nothing applied at version 1", second)
+	}
+	var version int
+	var name string
+	if err := store.Pool.QueryRow(t.Context(), "select version, name from replayctl_migrations").Scan(&version, &name); err != nil {
+		t.Fatal(err)
+	}
+	if version != 1 || name != "0001_init" {
+		t.Errorf("recorded migration %d %q", version, name)
+	}
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	url := pgtest.URL(t)
+	const runs = 4
+	stores := make([]*ledger.Store, runs)
+	for i := range stores {
+		stores[i] = openStore(t, url)
+	}
+	results := make([]ledger.MigrateResult, runs)
+	errs := make([]error, runs)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range stores {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = stores[i].Migrate(t.Context())
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	appliedBy := 0
+	for i := range runs {
+		if errs[i] != nil {
+			t.Fatalf("run %d: %v", i, errs[i])
+		}
+		if results[i].Version != 1 {
+			t.Errorf("run %d: version %d, want 1", i, results[i].Version)
+		}
+		switch {
+		case slices.Equal(results[i].Applied, []string{"0001_init"}):
+			appliedBy++
+		case len(results[i].Applied) != 0:
+			t.Errorf("run %d applied %v", i, results[i].Applied)
+		}
+	}
+	if appliedBy != 1 {
+		t.Errorf("%d runs applied 0001_init, want exactly 1", appliedBy)
+	}
+	if n := queryInt(t, stores[0], "select count(*) from replayctl_migrations"); n != 1 {
+		t.Errorf("replayctl_migrations has %d rows, want 1", n)
+	}
+	if n := queryInt(t, stores[0], ledgerTables); n != 6 {
+		t.Errorf("%d ledger tables in the schema, want 6", n)
+	}
+}
+
+func TestMigrateWaitsOnlyForItsOwnSchema(t *testing.T) {
+	busy := openStore(t, pgtest.URL(t))
+	other := openStore(t, pgtest.URL(t))
+
+	// Hold busy's migration lock the way a second replayctl migrate would.
+	holder, err := busy.Pool.Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release()
+	if _, err := holder.Exec(t.Context(), "select pg_advisory_lock(hashtext('replayctl.migrate.' || current_schema()))"); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if res, err := other.Migrate(ctx); err != nil || res.Version != 1 {
+		t.Fatalf("migrate another schema while the lock is held: %+v, %v", res, err)
+	}
+
+	short, cancelShort := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancelShort()
+	if _, err := busy.Migrate(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("migrate while another run holds the lock: %v, want a deadline error", err)
+	}
+	if n := queryInt(t, busy, ledgerTables); n != 0 {
+		t.Fatalf("%d ledger tables created without the lock", n)
+	}
+
+	if _, err := holder.Exec(t.Context(), "select pg_advisory_unlock(hashtext('replayctl.migrate.' || current_schema()))"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := busy.Migrate(t.Context()); err != nil || !slices.Equal(res.Applied, []string{"0001_init"}) {
+		t.Fatalf("migrate after the lock was released: %+v, %v", res, err)
+	}
+}
+
+func TestMigrateWithoutSchema(t *testing.T) {
+	store := openStore(t, pgtest.URL(t)+"&search_path=replayctl_no_such_schema")
+	_, err := store.Migrate(t.Context())
+	if err == nil || err.Error() != "migrate: the search_path names no existing schema; create the schema or fix search_path in --database-url" {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCheckSchema(t *testing.T) {
+	store := openStore(t, pgtest.URL(t))
+	current, wanted, err := store.SchemaVersion(t.Context())
+	if err != nil || current != 0 || wanted != 1 {
+		t.Fatalf("SchemaVersion before migrate = %d, %d, %v; want 0, 1, nil", current, wanted, err)
+	}
+	err = store.CheckSchema(t.Context())
+	if !errors.Is(err, ledger.ErrSchemaOutdated) {
+		t.Fatalf("CheckSchema before migrate = %v, want ErrSchemaOutdated", err)
+	}
+	if want := "ledger schema is at version 0, this replayctl needs 1: run `replayctl migrate`"; err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
+	}
+
+	if _, err := store.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CheckSchema(t.Context()); err != nil {
+		t.Fatalf("CheckSchema after migrate = %v", err)
+	}
+
+	if _, err := store.Pool.Exec(t.Context(), "insert into replayctl_migrations (version, name) values (7, '0007_future')"); err != nil {
+		t.Fatal(err)
+	}
+	err = store.CheckSchema(t.Context())
+	if want := "ledger schema is at version 7, newer than this replayctl knows (1): upgrade replayctl"; !errors.Is(err, ledger.ErrSchemaOutdated) || err.Error() != want {
+		t.Errorf("CheckSchema on a newer schema = %v, want %q", err, want)
+	}
+}

@@ -1,0 +1,391 @@
+package ledger
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Target classes a plan assigns to each distinct event ID of the scan.
+const (
+	ClassTarget         = "target"
+	ClassDone           = "done"
+	ClassConflictSource = "conflict_source"
+	ClassConflictLedger = "conflict_ledger"
+	ClassUncertain      = "uncertain"
+	ClassInFlight       = "in_flight"
+	ClassOverMax        = "over_max"
+)
+
+// PlanScanColumns are the columns, in order, of each row a plan copies in with PlanSession.ScanCopy.
+var PlanScanColumns = []string{"seq", "event_id", "payload_hash", "failure_reason", "original_subject"}
+
+// planStatementTimeout bounds each bulk plan statement; they grow with the DLQ, so the pool's
+// interactive default is too short for a million events.
+const planStatementTimeout = "15min"
+
+const planScanCreate = `
+create temp table plan_scan (
+    seq              bigint not null,
+    event_id         text   not null,
+    payload_hash     text   not null,
+    failure_reason   text   not null,
+    original_subject text   not null
+) on commit drop`
+
+// planEventsClassify collapses the scan to one row per event ID (its first message), joins the
+// consumer's ledger rows once, and classifies every event in one statement.
+const planEventsClassify = `
+create temp table plan_events on commit drop as
+with per_event as (
+    select event_id,
+           count(*)                                         as messages,
+           count(distinct payload_hash)                     as hashes,
+           array_agg(distinct payload_hash order by payload_hash) as payload_hashes
+      from plan_scan
+     group by event_id
+), first_message as (
+    select distinct on (event_id) event_id, seq, payload_hash, failure_reason, original_subject
+      from plan_scan
+     order by event_id, seq
+), ledger_rows as (
+    select e.event_id,
+           bool_or(e.effect_version = $2 and e.state in ('completed', 'reconciled')) as done_target,
+           bool_or(e.effect_version < $2 and e.state in ('completed', 'reconciled')) as done_older,
+           bool_or(e.state = 'uncertain'
+                   or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now())))
+                                                                                    as uncertain,
+           bool_or(e.state = 'processing' and e.lease_expires_at > now())            as in_flight,
+           bool_or(e.request_hash_alg = $3 and e.request_hash <> f.payload_hash)     as mismatch,
+           (array_agg(e.request_hash order by e.effect_version desc)
+                filter (where e.request_hash_alg = $3 and e.request_hash <> f.payload_hash))[1]
+                                                                                    as ledger_hash,
+           (array_agg(e.effect_count order by e.effect_version desc)
+                filter (where e.state in ('completed', 'reconciled')))[1]           as known_effect_count,
+           string_agg(e.effect_version::text || ':' || e.state || ':' || e.request_hash, ','
+                      order by e.effect_version)                                    as ledger_states
+      from effects e
+      join first_message f on f.event_id = e.event_id
+     where e.consumer = $1
+     group by e.event_id
+)
+select f.event_id, f.seq, f.payload_hash, f.failure_reason, f.original_subject,
+       p.messages, p.hashes, p.payload_hashes,
+       coalesce(l.done_older, false) as done_older,
+       l.ledger_hash, l.known_effect_count,
+       coalesce(l.ledger_states, '') as ledger_states,
+       case when p.hashes > 1                 then 'conflict_source'
+            when coalesce(l.done_target, false) then 'done'
+            when coalesce(l.mismatch, false)    then 'conflict_ledger'
+            when coalesce(l.uncertain, false)   then 'uncertain'
+            when coalesce(l.in_flight, false)   then 'in_flight'
+            else 'target' end as class
+  from first_message f
+  join per_event p using (event_id)
+  left join ledger_rows l using (event_id)`
+
+// planEventsApplyMax keeps the oldest $1 targets by stream sequence; the rest become over_max.
+const planEventsApplyMax = `
+update plan_events set class = 'over_max'
+ where class = 'target'
+   and event_id in (select event_id from plan_events where class = 'target' order by seq offset $1)`
+
+const planEventsSummary = `
+select count(*),
+       coalesce(sum(messages - 1) filter (where hashes = 1), 0),
+       count(*) filter (where class = 'conflict_source'),
+       count(*) filter (where class = 'conflict_ledger'),
+       count(*) filter (where class = 'done'),
+       count(*) filter (where class = 'target' and done_older),
+       count(*) filter (where class = 'uncertain'),
+       count(*) filter (where class = 'in_flight'),
+       count(*) filter (where class = 'over_max'),
+       count(*) filter (where class = 'target'),
+       count(*) filter (where class = 'target' and known_effect_count is not null),
+       coalesce(sum(known_effect_count) filter (where class = 'target'), 0)
+  from plan_events`
+
+const planEventsFailureReasons = `
+select failure_reason, count(*) from plan_events where class = 'target' group by failure_reason`
+
+const planEventsConflicts = `
+select event_id, class, payload_hashes, payload_hash, ledger_hash
+  from plan_events
+ where class in ('conflict_source', 'conflict_ledger')
+ order by event_id collate "C"`
+
+// planEventsLedgerExclusions lists the ledger rows that made an event uncertain or in flight.
+const planEventsLedgerExclusions = `
+select p.event_id, p.class, e.effect_version, e.state, coalesce(e.lease_owner, ''), e.lease_expires_at
+  from plan_events p
+  join effects e on e.consumer = $1 and e.event_id = p.event_id
+ where (p.class = 'uncertain'
+        and (e.state = 'uncertain'
+             or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now()))))
+    or (p.class = 'in_flight' and e.state = 'processing' and e.lease_expires_at > now())
+ order by p.event_id collate "C", e.effect_version`
+
+const planEventsTargets = `
+select event_id, ledger_states from plan_events where class = 'target' order by event_id collate "C"`
+
+const effectsCompletedEffectCount = `
+select count(*), coalesce(avg(effect_count), 0)::float8
+  from effects
+ where consumer = $1 and state in ('completed', 'reconciled')`
+
+const jobTargetsInsertFromPlan = `
+insert into job_targets (job_id, event_id, stream_seq, original_subject, failure_reason)
+select $1, event_id, seq, original_subject, failure_reason from plan_events where class = 'target'`
+
+// PlanSession is one plan's transaction on a dedicated connection: the scan is copied into temporary
+// tables that exist only inside it, and the job is recorded in the same transaction, so a failed or
+// interrupted plan leaves nothing behind.
+type PlanSession struct {
+	conn *pgxpool.Conn
+	tx   pgx.Tx
+}
+
+// PlanSummary holds the counts of a classified plan.
+type PlanSummary struct {
+	Candidates                 int64
+	RepeatedInSource           int64
+	DuplicateInSource          int64
+	LedgerPayloadMismatch      int64
+	AlreadyCompleted           int64
+	CompletedUnderOlderVersion int64
+	ExcludedUncertain          int64
+	ExcludedInFlight           int64
+	OverMax                    int64
+	Targets                    int64
+	KnownTargets               int64
+	KnownCalls                 int64
+}
+
+// PlanConflict is an event ID whose payloads disagree within the scan or with the ledger.
+type PlanConflict struct {
+	EventID string
+	// Where is "source" or "ledger".
+	Where         string
+	PayloadHashes []string
+}
+
+// PlanExclusion is a ledger row that kept an event ID out of the targets.
+type PlanExclusion struct {
+	EventID        string
+	Class          string
+	EffectVersion  int
+	State          string
+	LeaseOwner     string
+	LeaseExpiresAt *time.Time
+}
+
+// PlanBegin opens a plan session and creates its scan table.
+func (s *Store) PlanBegin(ctx context.Context) (*PlanSession, error) {
+	conn, err := s.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("plan: acquire a ledger connection: %w", err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("plan: begin transaction: %w", err)
+	}
+	p := &PlanSession{conn: conn, tx: tx}
+	for _, q := range []string{"set local statement_timeout = '" + planStatementTimeout + "'", planScanCreate} {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			p.Rollback(ctx)
+			return nil, fmt.Errorf("plan: prepare scan table: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// ScanCopy streams the scanned messages into the session with one COPY, so memory stays bounded by
+// the copy buffer however large the DLQ.
+func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (int64, error) {
+	n, err := p.tx.CopyFrom(ctx, pgx.Identifier{"plan_scan"}, PlanScanColumns, rows)
+	if err != nil {
+		return n, fmt.Errorf("plan: copy scanned messages into the ledger session: %w", err)
+	}
+	return n, nil
+}
+
+// Classify joins the scan against the consumer's ledger rows and classifies each event ID for a
+// replay to targetVersion; max > 0 keeps only the oldest max targets.
+func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersion int, hashAlgorithm string, max int) error {
+	if _, err := p.tx.Exec(ctx, "analyze plan_scan"); err != nil {
+		return fmt.Errorf("plan: analyze scan: %w", err)
+	}
+	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithm); err != nil {
+		return fmt.Errorf("plan: join scan with the ledger of consumer %q: %w", consumer, err)
+	}
+	if max > 0 {
+		if _, err := p.tx.Exec(ctx, planEventsApplyMax, max); err != nil {
+			return fmt.Errorf("plan: apply --max %d: %w", max, err)
+		}
+	}
+	return nil
+}
+
+// Summary returns the counts of the classified plan.
+func (p *PlanSession) Summary(ctx context.Context) (PlanSummary, error) {
+	var s PlanSummary
+	err := p.tx.QueryRow(ctx, planEventsSummary).Scan(&s.Candidates, &s.RepeatedInSource, &s.DuplicateInSource,
+		&s.LedgerPayloadMismatch, &s.AlreadyCompleted, &s.CompletedUnderOlderVersion, &s.ExcludedUncertain,
+		&s.ExcludedInFlight, &s.OverMax, &s.Targets, &s.KnownTargets, &s.KnownCalls)
+	if err != nil {
+		return s, fmt.Errorf("plan: summarise: %w", err)
+	}
+	return s, nil
+}
+
+// FailureReasons returns the histogram of failure reasons over the targets.
+func (p *PlanSession) FailureReasons(ctx context.Context) (map[string]int64, error) {
+	rows, err := p.tx.Query(ctx, planEventsFailureReasons)
+	if err != nil {
+		return nil, fmt.Errorf("plan: failure reasons: %w", err)
+	}
+	out := map[string]int64{}
+	var reason string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&reason, &n}, func() error {
+		out[reason] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan: failure reasons: %w", err)
+	}
+	return out, nil
+}
+
+// Conflicts lists the event IDs excluded because their payloads disagree.
+func (p *PlanSession) Conflicts(ctx context.Context) ([]PlanConflict, error) {
+	rows, err := p.tx.Query(ctx, planEventsConflicts)
+	if err != nil {
+		return nil, fmt.Errorf("plan: list conflicts: %w", err)
+	}
+	var out []PlanConflict
+	var eventID, class, payloadHash string
+	var hashes []string
+	var ledgerHash *string
+	_, err = pgx.ForEachRow(rows, []any{&eventID, &class, &hashes, &payloadHash, &ledgerHash}, func() error {
+		c := PlanConflict{EventID: eventID, Where: "source", PayloadHashes: hashes}
+		if class == ClassConflictLedger {
+			c.Where = "ledger"
+			c.PayloadHashes = []string{payloadHash, deref(ledgerHash)}
+		}
+		out = append(out, c)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan: list conflicts: %w", err)
+	}
+	return out, nil
+}
+
+// LedgerExclusions lists the ledger rows that made event IDs uncertain or in flight.
+func (p *PlanSession) LedgerExclusions(ctx context.Context, consumer string) ([]PlanExclusion, error) {
+	rows, err := p.tx.Query(ctx, planEventsLedgerExclusions, consumer)
+	if err != nil {
+		return nil, fmt.Errorf("plan: list excluded ledger rows: %w", err)
+	}
+	var out []PlanExclusion
+	var x PlanExclusion
+	_, err = pgx.ForEachRow(rows, []any{&x.EventID, &x.Class, &x.EffectVersion, &x.State, &x.LeaseOwner, &x.LeaseExpiresAt}, func() error {
+		out = append(out, x)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan: list excluded ledger rows: %w", err)
+	}
+	return out, nil
+}
+
+// Targets calls fn for each target in byte order of event ID (the manifest's order), with the
+// target's ledger rows rendered as "version:state:request_hash,...".
+func (p *PlanSession) Targets(ctx context.Context, fn func(eventID, ledgerStates string) error) error {
+	rows, err := p.tx.Query(ctx, planEventsTargets)
+	if err != nil {
+		return fmt.Errorf("plan: list targets: %w", err)
+	}
+	var eventID, states string
+	if _, err := pgx.ForEachRow(rows, []any{&eventID, &states}, func() error { return fn(eventID, states) }); err != nil {
+		return fmt.Errorf("plan: list targets: %w", err)
+	}
+	return nil
+}
+
+// EffectCountMean returns how many completed effects the consumer has and their mean effect_count.
+func (p *PlanSession) EffectCountMean(ctx context.Context, consumer string) (int64, float64, error) {
+	var n int64
+	var mean float64
+	if err := p.tx.QueryRow(ctx, effectsCompletedEffectCount, consumer).Scan(&n, &mean); err != nil {
+		return 0, 0, fmt.Errorf("plan: mean effect count of consumer %q: %w", consumer, err)
+	}
+	return n, mean, nil
+}
+
+// Record stores the job, its targets and the audit entry inside the session's transaction.
+func (p *PlanSession) Record(ctx context.Context, job Job, entry AuditEntry) error {
+	if err := JobsInsert(ctx, p.tx, job); err != nil {
+		return fmt.Errorf("plan: record job %s: %w", job.ID, err)
+	}
+	tag, err := p.tx.Exec(ctx, jobTargetsInsertFromPlan, job.ID)
+	if err != nil {
+		return fmt.Errorf("plan: record targets of job %s: %w", job.ID, err)
+	}
+	if tag.RowsAffected() != job.Targets {
+		return fmt.Errorf("plan: recorded %d targets for job %s, manifest has %d", tag.RowsAffected(), job.ID, job.Targets)
+	}
+	if err := AuditInsert(ctx, p.tx, entry); err != nil {
+		return fmt.Errorf("plan: audit job %s: %w", job.ID, err)
+	}
+	return nil
+}
+
+// Commit commits the session and releases its connection.
+func (p *PlanSession) Commit(ctx context.Context) error {
+	defer p.conn.Release()
+	if err := p.tx.Commit(ctx); err != nil {
+		return fmt.Errorf("plan: commit: %w", translate(err))
+	}
+	return nil
+}
+
+// Rollback abandons the session; it is a no-op after Commit.
+func (p *PlanSession) Rollback(ctx context.Context) {
+	if p.tx.Rollback(ctx) != pgx.ErrTxClosed {
+		p.conn.Release()
+	}
+}
+
+// StateDigester fingerprints the targets' ledger rows, fed in manifest order, so that a later step can
+// tell whether the ledger moved under the plan.
+type StateDigester struct{ h hash.Hash }
+
+// NewStateDigester returns an empty digester.
+func NewStateDigester() *StateDigester { return &StateDigester{h: sha256.New()} }
+
+// Add records one target and its ledger rows as returned by PlanSession.Targets.
+func (d *StateDigester) Add(eventID, ledgerStates string) {
+	d.h.Write([]byte(eventID))
+	d.h.Write([]byte{0})
+	d.h.Write([]byte(ledgerStates))
+	d.h.Write([]byte{'\n'})
+}
+
+// Sum returns "sha256:<hex>".
+func (d *StateDigester) Sum() string { return "sha256:" + hex.EncodeToString(d.h.Sum(nil)) }
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,219 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Querier is what the package-level queries need: pgx.Tx, *pgxpool.Pool and *pgxpool.Conn all
+// satisfy it, so a caller can run them inside its own transaction.
+type Querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	CopyFrom(ctx context.Context, table pgx.Identifier, columns []string, src pgx.CopyFromSource) (int64, error)
+}
+
+var (
+	_ Querier = pgx.Tx(nil)
+	_ Querier = (*pgxpool.Pool)(nil)
+	_ Querier = (*pgxpool.Conn)(nil)
+)
+
+// greatest() skips NULLs, so a consumer with no rows in either table yields the final 0.
+const effectVersionsMaxKnown = `
+select greatest((select max(effect_version) from effects where consumer = $1),
+                (select max(effect_version) from effect_versions where consumer = $1),
+                0)`
+
+// EffectVersionsMaxKnown returns the highest effect version the ledger knows for consumer, from
+// its effects and from the version registry (a registered version may have no effects yet), or 0.
+func (s *Store) EffectVersionsMaxKnown(ctx context.Context, consumer string) (int, error) {
+	var v int
+	if err := s.Pool.QueryRow(ctx, effectVersionsMaxKnown, consumer).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read the highest effect version of consumer %q: %w", consumer, err)
+	}
+	return v, nil
+}
+
+// Job is a row of jobs: one planned replay and where it stands.
+type Job struct {
+	ID                    string
+	Consumer              string
+	Status                string
+	ManifestDigest        string
+	EffectVersionFrom     int
+	EffectVersionTo       int
+	WriteForbidden        bool
+	Reason                string
+	Ticket                string
+	Stream                string
+	StreamLastSeq         int64
+	Targets               int64
+	ExpectedExternalCalls int64
+	LedgerStateDigest     string
+	CreatedBy             string
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+}
+
+// A zero CreatedAt becomes now(); UpdatedAt always starts at now().
+const jobsInsert = `
+insert into jobs (id, consumer, status, manifest_digest, effect_version_from, effect_version_to,
+                  write_forbidden, reason, ticket, stream, stream_last_seq, targets,
+                  expected_external_calls, ledger_state_digest, created_by, created_at)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, coalesce($16::timestamptz, now()))`
+
+// JobsInsert records j through q. A job whose ID is already recorded returns an error matching
+// ErrConflict. An empty Ticket is stored as NULL.
+func JobsInsert(ctx context.Context, q Querier, j Job) error {
+	_, err := q.Exec(ctx, jobsInsert, j.ID, j.Consumer, j.Status, j.ManifestDigest, j.EffectVersionFrom,
+		j.EffectVersionTo, j.WriteForbidden, j.Reason, nullable(j.Ticket), j.Stream, j.StreamLastSeq, j.Targets,
+		j.ExpectedExternalCalls, j.LedgerStateDigest, j.CreatedBy, nullableTime(j.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("record job %s: %w", j.ID, translate(err))
+	}
+	return nil
+}
+
+const jobsGet = `
+select id, consumer, status, manifest_digest, effect_version_from, effect_version_to, write_forbidden,
+       reason, coalesce(ticket, ''), stream, stream_last_seq, targets, expected_external_calls,
+       ledger_state_digest, created_by, created_at, updated_at
+  from jobs
+ where id = $1`
+
+// JobsGet returns the job with id, or an error matching ErrJobNotFound.
+func (s *Store) JobsGet(ctx context.Context, id string) (Job, error) {
+	var j Job
+	err := s.Pool.QueryRow(ctx, jobsGet, id).Scan(&j.ID, &j.Consumer, &j.Status, &j.ManifestDigest,
+		&j.EffectVersionFrom, &j.EffectVersionTo, &j.WriteForbidden, &j.Reason, &j.Ticket, &j.Stream,
+		&j.StreamLastSeq, &j.Targets, &j.ExpectedExternalCalls, &j.LedgerStateDigest, &j.CreatedBy,
+		&j.CreatedAt, &j.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Job{}, fmt.Errorf("%w: the ledger has no job %q; plan and record it with `replayctl plan`", ErrJobNotFound, id)
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("read job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// AuditEntry is a row of audit: who did what to which job, with the figures that mattered then.
+type AuditEntry struct {
+	ID             int64
+	At             time.Time
+	Actor          string
+	JobID          string
+	ManifestDigest string
+	Action         string
+	// Details holds IDs, hashes and counts, never payloads; it is stored as a JSON object.
+	Details map[string]any
+}
+
+// A zero At becomes now(); nil Details become {}.
+const auditInsert = `
+insert into audit (at, actor, job_id, manifest_digest, action, details)
+values (coalesce($1::timestamptz, now()), $2, $3, $4, $5, coalesce($6::jsonb, '{}'::jsonb))`
+
+// AuditInsert appends e through q, so an action and its audit entry can commit together. ID is
+// assigned by the database; empty JobID and ManifestDigest are stored as NULL.
+func AuditInsert(ctx context.Context, q Querier, e AuditEntry) error {
+	var details any
+	if e.Details != nil {
+		details = e.Details
+	}
+	_, err := q.Exec(ctx, auditInsert, nullableTime(e.At), e.Actor, nullable(e.JobID), nullable(e.ManifestDigest), e.Action, details)
+	if err != nil {
+		return fmt.Errorf("audit %s by %s: %w", e.Action, e.Actor, translate(err))
+	}
+	return nil
+}
+
+const auditList = `
+select id, at, actor, coalesce(job_id, ''), coalesce(manifest_digest, ''), action, details
+  from audit
+ where job_id = $1
+ order by id`
+
+// AuditList returns the audit entries of jobID, oldest first.
+func (s *Store) AuditList(ctx context.Context, jobID string) ([]AuditEntry, error) {
+	rows, err := s.Pool.Query(ctx, auditList, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("read the audit log of job %s: %w", jobID, err)
+	}
+	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (AuditEntry, error) {
+		var e AuditEntry
+		err := row.Scan(&e.ID, &e.At, &e.Actor, &e.JobID, &e.ManifestDigest, &e.Action, &e.Details)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the audit log of job %s: %w", jobID, err)
+	}
+	return entries, nil
+}
+
+// JobTarget is a row of job_targets: one event a job replays and how far it got.
+type JobTarget struct {
+	JobID           string
+	EventID         string
+	StreamSeq       int64
+	OriginalSubject string
+	FailureReason   string
+	// Status is one of pending, shadowed, published, completed, skipped, failed, uncertain.
+	Status string
+}
+
+var jobTargetsColumns = []string{"job_id", "event_id", "stream_seq", "original_subject", "failure_reason", "status"}
+
+// JobTargetsInsert copies targets in with one COPY through q; an empty Status is stored as
+// pending. A target already recorded for its job fails the whole copy with ErrConflict.
+func JobTargetsInsert(ctx context.Context, q Querier, targets []JobTarget) (int64, error) {
+	n, err := q.CopyFrom(ctx, pgx.Identifier{"job_targets"}, jobTargetsColumns, pgx.CopyFromSlice(len(targets), func(i int) ([]any, error) {
+		t := targets[i]
+		status := t.Status
+		if status == "" {
+			status = "pending"
+		}
+		return []any{t.JobID, t.EventID, t.StreamSeq, t.OriginalSubject, t.FailureReason, status}, nil
+	}))
+	if err != nil {
+		return n, fmt.Errorf("record %d job targets: %w", len(targets), translate(err))
+	}
+	return n, nil
+}
+
+const jobTargetsCount = `select status, count(*) from job_targets where job_id = $1 group by status`
+
+// JobTargetsCount returns how many targets of jobID are in each status; statuses without targets
+// are absent, and an unknown job yields an empty map.
+func (s *Store) JobTargetsCount(ctx context.Context, jobID string) (map[string]int64, error) {
+	rows, err := s.Pool.Query(ctx, jobTargetsCount, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("count the targets of job %s: %w", jobID, err)
+	}
+	counts := map[string]int64{}
+	var status string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&status, &n}, func() error {
+		counts[status] = n
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count the targets of job %s: %w", jobID, err)
+	}
+	return counts, nil
+}
+
+func nullableTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}

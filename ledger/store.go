@@ -1,0 +1,73 @@
+// Package ledger is replayctl's PostgreSQL adapter: the embedded schema migrations and the
+// queries over effects, effect versions, jobs, job targets and the audit log. SQL lives here and
+// nowhere else; rows become domain types and PostgreSQL errors become sentinels at this boundary.
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Defaults applied to every connection unless the database URL sets them: operators can tell
+// replayctl's sessions apart in pg_stat_activity, and a query stuck behind a lock fails instead of
+// hanging a terminal or a CI job. Bulk statements raise the timeout locally where they need to.
+const (
+	defaultApplicationName  = "replayctl"
+	defaultStatementTimeout = "60s"
+)
+
+// urlHint is appended to errors about the database URL, naming where the operator sets it.
+const urlHint = "check --database-url / REPLAYCTL_DATABASE_URL"
+
+// Store is a connection pool to the ledger database.
+type Store struct {
+	// Pool is exported for callers that run their own transactions around the package-level
+	// functions taking a Querier, and for tests that inspect tables directly.
+	Pool *pgxpool.Pool
+}
+
+// Open connects to the ledger at databaseURL (a postgres:// URL or a key=value DSN) and pings it
+// under ctx, so a wrong URL fails here rather than at the first query. A failed connection matches
+// ErrUnavailable. Errors show the URL with its password redacted.
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	store, err := open(ctx, databaseURL)
+	if err != nil {
+		return nil, scrubPasswords(err, databaseURL)
+	}
+	return store, nil
+}
+
+func open(ctx context.Context, databaseURL string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("invalid ledger database URL: %w; %s", err, urlHint)
+	}
+	params := cfg.ConnConfig.RuntimeParams
+	if _, ok := params["application_name"]; !ok {
+		params["application_name"] = defaultApplicationName
+	}
+	if _, ok := params["statement_timeout"]; !ok && !strings.Contains(params["options"], "statement_timeout") {
+		params["statement_timeout"] = defaultStatementTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open the ledger at %s: %w; %s", RedactURL(databaseURL), err, urlHint)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		hint := urlHint
+		if _, answered := errors.AsType[*pgconn.PgError](err); !answered {
+			hint = "is PostgreSQL running there? " + urlHint
+		}
+		return nil, fmt.Errorf("%w: connect to %s: %w; %s", ErrUnavailable, RedactURL(databaseURL), err, hint)
+	}
+	return &Store{Pool: pool}, nil
+}
+
+// Close closes the pool, waiting for connections in use to be released.
+func (s *Store) Close() { s.Pool.Close() }

@@ -1,0 +1,159 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// maxFileSize is the largest manifest file read (512 MiB); a variable so tests can lower it.
+var maxFileSize int64 = 512 << 20
+
+// Decode reads one manifest from r, refusing unknown fields, trailing data and input over 512 MiB,
+// then checks it with Verify. Every error about the content matches ErrInvalid; an error reading r
+// does not.
+func Decode(r io.Reader) (*Manifest, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest: %w", err)
+	}
+	return decodeBytes(data)
+}
+
+// Load reads and checks the manifest file at path like Decode. Errors start with "manifest <path>: ".
+func Load(path string) (*Manifest, error) {
+	m, err := load(path)
+	if err != nil {
+		return nil, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	return m, nil
+}
+
+func load(path string) (*Manifest, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if info.Size() > maxFileSize {
+		return nil, tooLarge()
+	}
+	// One read into a buffer of the file's size: json.Decoder would buffer the whole value anyway,
+	// and the bytes give errors a line and column.
+	var buf bytes.Buffer
+	buf.Grow(int(info.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(io.LimitReader(f, maxFileSize+1)); err != nil {
+		return nil, fmt.Errorf("reading: %w", err)
+	}
+	return decodeBytes(buf.Bytes())
+}
+
+func decodeBytes(data []byte) (*Manifest, error) {
+	if int64(len(data)) > maxFileSize {
+		return nil, tooLarge()
+	}
+	if start := skipSpace(data, 0); start < len(data) && data[start] != '{' {
+		return nil, fmt.Errorf("%w: %s: expected a JSON object", ErrMalformed, position(data, int64(start)))
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var m Manifest
+	if err := dec.Decode(&m); err != nil {
+		return nil, decodeError(data, &m, err)
+	}
+	if end := skipSpace(data, int(dec.InputOffset())); end < len(data) {
+		return nil, fmt.Errorf("%w: %s: trailing data after the manifest object", ErrMalformed, position(data, int64(end)))
+	}
+	if m.APIVersion != APIVersion {
+		return nil, unsupportedVersion(m.APIVersion)
+	}
+	if err := Verify(&m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// skipSpace returns the index of the first byte at or after i that is not JSON white space.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+func tooLarge() error {
+	return fmt.Errorf("%w: the file is larger than the %d MiB limit", ErrMalformed, maxFileSize>>20)
+}
+
+// Encode writes m in the file form: JSON indented by two spaces, no HTML escaping, times in UTC,
+// a trailing newline. It writes m as it is, sealed or not.
+func Encode(w io.Writer, m *Manifest) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(normalized(m)); err != nil {
+		return fmt.Errorf("encoding manifest: %w", err)
+	}
+	return nil
+}
+
+// WriteFile atomically replaces path with m in the file form: it writes a temporary file in the
+// same directory, syncs it, renames it over path and syncs the directory, so path never holds a
+// partial manifest. It refuses a manifest that Verify refuses, unsealed ones included.
+func WriteFile(path string, m *Manifest) error {
+	if err := Verify(m); err != nil {
+		return fmt.Errorf("refusing to write manifest %s: %w", path, err)
+	}
+	if err := writeFile(path, m); err != nil {
+		return fmt.Errorf("writing manifest %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeFile(path string, m *Manifest) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := Encode(tmp, m); err != nil {
+		return err
+	}
+	// CreateTemp makes the file 0600; a manifest holds no secrets and is meant to be reviewed.
+	if err := tmp.Chmod(0o644); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

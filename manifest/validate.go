@@ -1,0 +1,280 @@
+package manifest
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// maxListedProblems bounds ValidationError.Errors so a broken 1M-target manifest stays readable.
+const maxListedProblems = 20
+
+var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+
+// FieldError is one problem with one field of a manifest.
+type FieldError struct {
+	// Field is the JSON path of the field: "reason", "source.stream", "eventIds[41]",
+	// "excluded.conflicts[0].where", `stats.failureReasons["timeout"]`.
+	Field   string
+	Problem string
+}
+
+// String returns "field: problem".
+func (e FieldError) String() string { return e.Field + ": " + e.Problem }
+
+// ValidationError lists the problems Validate found. errors.Is(err, ErrInvalid) matches it.
+type ValidationError struct {
+	// Errors are the first 20 problems found, in field order.
+	Errors []FieldError
+	// Omitted counts the problems found beyond Errors.
+	Omitted int
+}
+
+// Error lists every problem in Errors and how many more were found.
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("manifest is invalid: ")
+	for i, fe := range e.Errors {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(fe.String())
+	}
+	if e.Omitted > 0 {
+		fmt.Fprintf(&b, "; ... and %d more", e.Omitted)
+	}
+	return b.String()
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+type problems struct{ ValidationError }
+
+func (p *problems) add(field, problem string) {
+	if len(p.Errors) >= maxListedProblems {
+		p.Omitted++
+		return
+	}
+	p.Errors = append(p.Errors, FieldError{Field: field, Problem: problem})
+}
+
+func (p *problems) check(field string, err error) {
+	if err != nil {
+		p.add(field, err.Error())
+	}
+}
+
+// ValidateJobID reports whether id can be a job ID: 1 to 128 characters from A-Z a-z 0-9 . _ -,
+// starting with a letter or digit.
+func ValidateJobID(id string) error {
+	if !jobIDPattern.MatchString(id) {
+		return fmt.Errorf("job ID %q is not allowed: use 1-128 characters from A-Z a-z 0-9 . _ -, "+
+			"starting with a letter or digit", clip(id))
+	}
+	return nil
+}
+
+// Validate checks every field of m except the digest and returns a *ValidationError listing the
+// problems, or nil.
+func Validate(m *Manifest) error {
+	var p problems
+	if m.APIVersion != APIVersion {
+		p.add("apiVersion", fmt.Sprintf("must be %q, found %q", APIVersion, clip(m.APIVersion)))
+	}
+	p.check("id", ValidateJobID(m.ID))
+	if m.CreatedAt.IsZero() {
+		p.add("createdAt", "is missing")
+	}
+	checkTime(&p, "createdAt", &m.CreatedAt)
+	if strings.TrimSpace(m.CreatedBy) == "" {
+		p.add("createdBy", "is missing: name the operator who planned the replay")
+	}
+	p.check("reason", ValidateReason(m.Reason))
+	p.check("consumer", ValidateConsumerName(m.Consumer))
+	validateSource(&p, &m.Source)
+	if m.EffectVersion.From < 0 {
+		p.add("effectVersion.from", fmt.Sprintf("is %d; versions start at 0", m.EffectVersion.From))
+	}
+	if m.EffectVersion.To <= m.EffectVersion.From {
+		p.add("effectVersion.to", fmt.Sprintf("is %d; it must be greater than effectVersion.from (%d)",
+			m.EffectVersion.To, m.EffectVersion.From))
+	}
+	validateFigures(&p, m)
+	excluded := excludedIDs(&m.Excluded)
+	validateExcluded(&p, &m.Excluded, excluded)
+	if validateEventIDs(&p, m.EventIDs) {
+		checkNotTargets(&p, m.EventIDs, excluded)
+	}
+	if len(p.Errors) == 0 {
+		return nil
+	}
+	return &p.ValidationError
+}
+
+func validateSource(p *problems, s *Source) {
+	p.check("source.stream", ValidateStreamName(s.Stream))
+	checkTime(p, "source.since", s.Since)
+	checkTime(p, "source.until", s.Until)
+	if s.Since != nil && s.Until != nil && !s.Since.Before(*s.Until) {
+		p.add("source.until", fmt.Sprintf("is %s; it must be after source.since (%s)",
+			s.Until.UTC().Format(time.RFC3339Nano), s.Since.UTC().Format(time.RFC3339Nano)))
+	}
+	if s.FailureMatch != "" {
+		if _, err := regexp.Compile(s.FailureMatch); err != nil {
+			p.add("source.failureMatch", "is not a valid regular expression: "+err.Error())
+		}
+	}
+	if s.Max < 0 {
+		p.add("source.max", fmt.Sprintf("is %d; use 0 for no limit", s.Max))
+	}
+	headers := []struct{ field, name string }{
+		{"eventId", s.Headers.EventID},
+		{"reason", s.Headers.Reason},
+		{"originalSubject", s.Headers.OriginalSubject},
+		{"attempts", s.Headers.Attempts},
+		{"failedAt", s.Headers.FailedAt},
+	}
+	for _, h := range headers {
+		p.check("source.headers."+h.field, validateHeaderName(h.name))
+	}
+	if s.FirstSeq > s.LastSeq {
+		p.add("source.lastSeq", fmt.Sprintf("is %d, before source.firstSeq (%d)", s.LastSeq, s.FirstSeq))
+	}
+	if s.LastSeq > s.StreamLastSeq {
+		p.add("source.lastSeq", fmt.Sprintf("is %d, after source.streamLastSeq (%d)", s.LastSeq, s.StreamLastSeq))
+	}
+}
+
+// checkTime refuses times encoding/json cannot write (years outside 0000-9999 in UTC).
+func checkTime(p *problems, field string, t *time.Time) {
+	if t == nil {
+		return
+	}
+	if y := t.UTC().Year(); y < 0 || y > 9999 {
+		p.add(field, fmt.Sprintf("has year %d in UTC; it must be between 0000 and 9999", y))
+	}
+}
+
+func validateFigures(p *problems, m *Manifest) {
+	st := &m.Stats
+	checkCounts(p, "stats", st)
+	checkCounts(p, "externalCallsEstimate", &m.ExternalCallsEstimate)
+	targets := int64(len(m.EventIDs))
+	if st.Targets != targets {
+		p.add("stats.targets", fmt.Sprintf("is %d but eventIds has %d entries", st.Targets, targets))
+	}
+	if m.Source.Max > 0 && targets > int64(m.Source.Max) {
+		p.add("eventIds", fmt.Sprintf("has %d entries, more than source.max (%d)", targets, m.Source.Max))
+	}
+	if !(st.AlreadyCompletedRatio >= 0 && st.AlreadyCompletedRatio <= 1) {
+		p.add("stats.alreadyCompletedRatio", fmt.Sprintf("is %v; it must be between 0 and 1", st.AlreadyCompletedRatio))
+	}
+	var sum int64
+	overflow := false
+	for _, k := range slices.Sorted(maps.Keys(st.FailureReasons)) {
+		n := st.FailureReasons[k]
+		if n < 0 {
+			p.add(fmt.Sprintf("stats.failureReasons[%q]", clip(k)), fmt.Sprintf("is %d; counts cannot be negative", n))
+			continue
+		}
+		overflow = overflow || sum > math.MaxInt64-n
+		sum += n
+	}
+	if overflow || sum != targets {
+		p.add("stats.failureReasons", fmt.Sprintf("counts add up to %d; they must add up to the %d targets", sum, targets))
+	}
+	if m.ExpectedExternalCalls < 0 {
+		p.add("expectedExternalCalls", fmt.Sprintf("is %d; counts cannot be negative", m.ExpectedExternalCalls))
+	}
+	est := &m.ExternalCallsEstimate
+	if est.KnownTargets+est.EstimatedTargets != targets {
+		p.add("externalCallsEstimate", fmt.Sprintf("knownTargets (%d) + estimatedTargets (%d) must equal the %d targets",
+			est.KnownTargets, est.EstimatedTargets, targets))
+	}
+	if !(est.MeanPerEffect >= 0) || math.IsInf(est.MeanPerEffect, 1) {
+		p.add("externalCallsEstimate.meanPerEffect", fmt.Sprintf("is %v; it must be a finite number >= 0", est.MeanPerEffect))
+	}
+}
+
+// checkCounts refuses negative int64 fields of the struct v points to, named by their JSON names.
+func checkCounts(p *problems, prefix string, v any) {
+	rv := reflect.ValueOf(v).Elem()
+	rt := rv.Type()
+	for i := range rt.NumField() {
+		f := rv.Field(i)
+		if f.Kind() == reflect.Int64 && f.Int() < 0 {
+			name, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			p.add(prefix+"."+name, fmt.Sprintf("is %d; counts cannot be negative", f.Int()))
+		}
+	}
+}
+
+// excludedID is one event ID in Excluded with the JSON path of its field.
+type excludedID struct{ field, id string }
+
+func excludedIDs(x *Excluded) []excludedID {
+	var out []excludedID
+	for i, e := range x.Uncertain {
+		out = append(out, excludedID{fmt.Sprintf("excluded.uncertain[%d].eventId", i), e.EventID})
+	}
+	for i, e := range x.InFlight {
+		out = append(out, excludedID{fmt.Sprintf("excluded.inFlight[%d].eventId", i), e.EventID})
+	}
+	for i, c := range x.Conflicts {
+		out = append(out, excludedID{fmt.Sprintf("excluded.conflicts[%d].eventId", i), c.EventID})
+	}
+	return out
+}
+
+func validateExcluded(p *problems, x *Excluded, ids []excludedID) {
+	for _, e := range ids {
+		p.check(e.field, ValidateEventID(e.id))
+	}
+	for i, c := range x.Conflicts {
+		if c.Where != "source" && c.Where != "ledger" {
+			p.add(fmt.Sprintf("excluded.conflicts[%d].where", i),
+				fmt.Sprintf(`must be "source" or "ledger", found %q`, clip(c.Where)))
+		}
+	}
+	if n := len(x.MissingEventIDSeqs); n > MaxListedSeqs {
+		p.add("excluded.missingEventIdSeqs", fmt.Sprintf("lists %d sequences; the limit is %d", n, MaxListedSeqs))
+	}
+}
+
+// validateEventIDs checks each ID and their order, and reports whether they are strictly ascending.
+func validateEventIDs(p *problems, ids []string) bool {
+	ascending := true
+	for i, id := range ids {
+		if err := ValidateEventID(id); err != nil {
+			p.add(fmt.Sprintf("eventIds[%d]", i), err.Error())
+		}
+		if i == 0 {
+			continue
+		}
+		switch prev := ids[i-1]; {
+		case id == prev:
+			ascending = false
+			p.add(fmt.Sprintf("eventIds[%d]", i), fmt.Sprintf("duplicate of eventIds[%d] (%q); targets must be unique", i-1, clip(id)))
+		case id < prev:
+			ascending = false
+			p.add(fmt.Sprintf("eventIds[%d]", i), fmt.Sprintf("not sorted: %q sorts before eventIds[%d] (%q); targets must be in ascending byte order",
+				clip(id), i-1, clip(prev)))
+		}
+	}
+	return ascending
+}
+
+// checkNotTargets refuses an excluded event ID that is also a target; targets must be sorted.
+func checkNotTargets(p *problems, targets []string, excluded []excludedID) {
+	for _, e := range excluded {
+		if _, found := slices.BinarySearch(targets, e.id); found {
+			p.add(e.field, "is also in eventIds; an excluded event must not be replayed")
+		}
+	}
+}

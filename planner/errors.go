@@ -1,0 +1,25 @@
+package planner
+
+import (
+	"errors"
+	"strings"
+)
+
+// ErrBadOptions matches every refusal of the plan request itself (exit code 2).
+var ErrBadOptions = errors.New("invalid plan options")
+
+// ErrVersionNotBumped is returned when --effect-version is not above every version the ledger holds.
+var ErrVersionNotBumped = errors.New("effect version not bumped")
+
+// ErrStreamNotFound is returned when the DLQ stream does not exist.
+var ErrStreamNotFound = errors.New("stream not found")
+
+// OptionsError lists every problem of a plan request at once, so the operator fixes them in one go.
+type OptionsError struct{ Problems []string }
+
+func (e *OptionsError) Error() string {
+	return "plan refused:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// Is makes an OptionsError match ErrBadOptions.
+func (e *OptionsError) Is(target error) bool { return target == ErrBadOptions }

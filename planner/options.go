@@ -1,0 +1,118 @@
+// Package planner scans a JetStream DLQ stream, joins its event IDs against the ledger in bulk and
+// produces the replay job's manifest and job record. It never prints; progress goes to a callback.
+package planner
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// DefaultHeaders are the DLQ header names of docs/protocol.md.
+var DefaultHeaders = manifest.Headers{
+	EventID:         "Event-Id",
+	Reason:          "Dlq-Reason",
+	OriginalSubject: "Dlq-Original-Subject",
+	Attempts:        "Dlq-Attempts",
+	FailedAt:        "Dlq-Failed-At",
+}
+
+// Options is one plan request.
+type Options struct {
+	Consumer      string
+	Stream        string
+	Reason        string
+	Ticket        string
+	SubjectFilter string
+	Since, Until  *time.Time
+	// FailureMatch is a regular expression matched against each message's failure reason.
+	FailureMatch string
+	// Max keeps at most this many targets, the oldest by stream sequence; 0 keeps all.
+	Max int
+	// EffectVersion is the version to replay under; 0 means one above the highest the ledger knows.
+	EffectVersion  int
+	WriteForbidden bool
+	// Headers names the DLQ headers; empty names take DefaultHeaders.
+	Headers manifest.Headers
+	// OutputPath is where the manifest is written, atomically, before the job is committed.
+	OutputPath string
+	Actor      string
+	Now        time.Time
+	// JobID overrides the generated job ID (tests, reproducible demos).
+	JobID string
+	// Progress, when set, is called as the scan advances with messages scanned and the total expected.
+	Progress func(scanned, total int64)
+}
+
+// maxReasonLength bounds a failure reason as stored and counted: reasons often embed a whole
+// upstream response, and the histogram must stay readable.
+const maxReasonLength = 200
+
+func (o *Options) normalise() error {
+	var problems []string
+	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if o.Consumer == "" {
+		add("--consumer is required")
+	} else if err := manifest.ValidateConsumerName(o.Consumer); err != nil {
+		add("--consumer: %v", err)
+	}
+	if o.Stream == "" {
+		add("--stream is required (the DLQ stream to scan)")
+	} else if err := manifest.ValidateStreamName(o.Stream); err != nil {
+		add("--stream: %v", err)
+	}
+	if err := manifest.ValidateReason(o.Reason); err != nil {
+		add("--reason: %v", err)
+	}
+	if strings.ContainsAny(o.SubjectFilter, " \t\r\n") {
+		add("--subject %q: a subject filter has no white space", o.SubjectFilter)
+	}
+	if o.Since != nil && o.Until != nil && !o.Since.Before(*o.Until) {
+		add("--since %s is not before --until %s", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+	}
+	if o.FailureMatch != "" {
+		if _, err := regexp.Compile(o.FailureMatch); err != nil {
+			add("--failure-match %q is not a valid regular expression: %v", o.FailureMatch, err)
+		}
+	}
+	if o.Max < 0 {
+		add("--max %d: must be 0 (no limit) or more", o.Max)
+	}
+	if o.EffectVersion < 0 {
+		add("--effect-version %d: must be positive", o.EffectVersion)
+	}
+	if o.OutputPath == "" {
+		add("-o is required: the path the manifest is written to")
+	}
+	o.Headers = withDefaults(o.Headers)
+	if o.Actor == "" {
+		o.Actor = "unknown"
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now()
+	}
+	o.Now = o.Now.UTC()
+	if len(problems) > 0 {
+		return &OptionsError{Problems: problems}
+	}
+	return nil
+}
+
+func withDefaults(h manifest.Headers) manifest.Headers {
+	pick := func(v, def string) string {
+		if v == "" {
+			return def
+		}
+		return v
+	}
+	return manifest.Headers{
+		EventID:         pick(h.EventID, DefaultHeaders.EventID),
+		Reason:          pick(h.Reason, DefaultHeaders.Reason),
+		OriginalSubject: pick(h.OriginalSubject, DefaultHeaders.OriginalSubject),
+		Attempts:        pick(h.Attempts, DefaultHeaders.Attempts),
+		FailedAt:        pick(h.FailedAt, DefaultHeaders.FailedAt),
+	}
+}

@@ -1,0 +1,334 @@
+package planner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// Result is a recorded plan.
+type Result struct {
+	Manifest *manifest.Manifest
+	Job      ledger.Job
+	// Warnings are facts the operator should read before shadowing, in plain sentences.
+	Warnings []string
+}
+
+// highCompletedRatio is the share of already-completed candidates above which plan warns: such a
+// DLQ mostly holds events that succeeded later, and replaying them repeats their effects.
+const highCompletedRatio = 0.5
+
+// Plan scans the DLQ, classifies every event against the ledger, writes the sealed manifest to
+// opts.OutputPath and records the job (status planned) with its targets and an audit entry. Either
+// all of that happens or, apart from a manifest file removed again on failure, none of it.
+func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts Options) (*Result, error) {
+	if err := opts.normalise(); err != nil {
+		return nil, err
+	}
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
+	known, err := store.EffectVersionsMaxKnown(ctx, opts.Consumer)
+	if err != nil {
+		return nil, err
+	}
+	target := opts.EffectVersion
+	if target == 0 {
+		target = known + 1
+	} else if target <= known {
+		return nil, fmt.Errorf("%w: --effect-version %d is not greater than %d, the highest version the ledger holds for consumer %q; omit --effect-version to use %d",
+			ErrVersionNotBumped, target, known, opts.Consumer, known+1)
+	}
+
+	stream, err := js.Stream(ctx, opts.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("%w: no JetStream stream named %q on this server; list streams with `nats stream ls` and pass the DLQ stream to --stream", ErrStreamNotFound, opts.Stream)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up stream %s: %w", opts.Stream, err)
+	}
+	info := stream.CachedInfo()
+
+	session, err := store.PlanBegin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer session.Rollback(context.WithoutCancel(ctx))
+
+	counts, err := scanInto(ctx, js, session, &opts, info)
+	if err != nil {
+		return nil, err
+	}
+	if err := session.Classify(ctx, opts.Consumer, target, fingerprint.Algorithm, opts.Max); err != nil {
+		return nil, err
+	}
+	m, stateDigest, err := buildManifest(ctx, session, &opts, info, counts, known, target)
+	if err != nil {
+		return nil, err
+	}
+	job := jobFor(m, info.State.LastSeq, stateDigest)
+	entry := ledger.AuditEntry{
+		Actor:          opts.Actor,
+		JobID:          m.ID,
+		ManifestDigest: m.Digest,
+		Action:         "plan",
+		Details: map[string]any{
+			"targets":               m.Stats.Targets,
+			"scanned":               m.Stats.Scanned,
+			"expectedExternalCalls": m.ExpectedExternalCalls,
+			"effectVersionFrom":     m.EffectVersion.From,
+			"effectVersionTo":       m.EffectVersion.To,
+			"writeForbidden":        m.WriteForbidden,
+			"reason":                m.Reason,
+			"ticket":                m.Ticket,
+		},
+	}
+	if err := session.Record(ctx, job, entry); err != nil {
+		return nil, err
+	}
+	if err := manifest.WriteFile(opts.OutputPath, m); err != nil {
+		return nil, fmt.Errorf("write manifest of job %s: %w", m.ID, err)
+	}
+	if err := session.Commit(ctx); err != nil {
+		os.Remove(opts.OutputPath)
+		return nil, fmt.Errorf("job %s not recorded, manifest %s removed: %w", m.ID, opts.OutputPath, err)
+	}
+	return &Result{Manifest: m, Job: job, Warnings: warnings(m)}, nil
+}
+
+func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanSession, opts *Options, info *jetstream.StreamInfo) (scanCounts, error) {
+	s, err := startScan(ctx, js, opts, info)
+	if err != nil || s == nil {
+		return scanCounts{}, err
+	}
+	defer s.stop()
+	if _, err := session.ScanCopy(ctx, s); err != nil {
+		if s.err != nil {
+			return s.counts, fmt.Errorf("plan of stream %s: %w", opts.Stream, s.err)
+		}
+		return s.counts, err
+	}
+	if opts.Progress != nil {
+		opts.Progress(s.counts.Scanned, s.counts.Scanned)
+	}
+	return s.counts, nil
+}
+
+func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Options, info *jetstream.StreamInfo,
+	counts scanCounts, known, target int) (*manifest.Manifest, string, error) {
+	sum, err := session.Summary(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	reasons, err := session.FailureReasons(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	excluded, err := exclusions(ctx, session, opts.Consumer)
+	if err != nil {
+		return nil, "", err
+	}
+	excluded.MissingEventIDSeqs = counts.MissingEventIDSeqs
+	ids := make([]string, 0, sum.Targets)
+	digester := ledger.NewStateDigester()
+	err = session.Targets(ctx, func(eventID, states string) error {
+		ids = append(ids, eventID)
+		digester.Add(eventID, states)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	estimate, calls, err := estimateCalls(ctx, session, opts.Consumer, sum)
+	if err != nil {
+		return nil, "", err
+	}
+	id := opts.JobID
+	if id == "" {
+		id = newJobID(opts.Now)
+	}
+	m := &manifest.Manifest{
+		APIVersion: manifest.APIVersion,
+		ID:         id,
+		CreatedAt:  opts.Now,
+		CreatedBy:  opts.Actor,
+		Reason:     opts.Reason,
+		Ticket:     opts.Ticket,
+		Consumer:   opts.Consumer,
+		Source: manifest.Source{
+			Stream:        opts.Stream,
+			SubjectFilter: opts.SubjectFilter,
+			Since:         utc(opts.Since),
+			Until:         utc(opts.Until),
+			FailureMatch:  opts.FailureMatch,
+			Max:           opts.Max,
+			Headers:       opts.Headers,
+			FirstSeq:      counts.FirstSeq,
+			LastSeq:       counts.LastSeq,
+			StreamLastSeq: info.State.LastSeq,
+		},
+		EffectVersion:  manifest.EffectVersion{From: known, To: target},
+		WriteForbidden: opts.WriteForbidden,
+		Stats: manifest.Stats{
+			Scanned:                    counts.Scanned,
+			MissingEventID:             counts.MissingEventID,
+			InvalidEventID:             counts.InvalidEventID,
+			NotMatchingFailureFilter:   counts.NotMatchingFailureFilter,
+			Candidates:                 sum.Candidates,
+			RepeatedInSource:           sum.RepeatedInSource,
+			DuplicateInSource:          sum.DuplicateInSource,
+			LedgerPayloadMismatch:      sum.LedgerPayloadMismatch,
+			AlreadyCompleted:           sum.AlreadyCompleted,
+			CompletedUnderOlderVersion: sum.CompletedUnderOlderVersion,
+			AlreadyCompletedRatio:      ratio(sum.AlreadyCompleted+sum.CompletedUnderOlderVersion, sum.Candidates),
+			ExcludedUncertain:          sum.ExcludedUncertain,
+			ExcludedInFlight:           sum.ExcludedInFlight,
+			OverMax:                    sum.OverMax,
+			Targets:                    int64(len(ids)),
+			FailureReasons:             reasons,
+		},
+		ExpectedExternalCalls: calls,
+		ExternalCallsEstimate: estimate,
+		Excluded:              excluded,
+		EventIDs:              ids,
+	}
+	if int64(len(ids)) != sum.Targets {
+		return nil, "", fmt.Errorf("plan: listed %d targets but counted %d; the ledger session is inconsistent, run plan again", len(ids), sum.Targets)
+	}
+	if err := manifest.Seal(m); err != nil {
+		return nil, "", err
+	}
+	if err := manifest.Validate(m); err != nil {
+		return nil, "", fmt.Errorf("plan produced an invalid manifest (a replayctl bug, please report it): %w", err)
+	}
+	return m, digester.Sum(), nil
+}
+
+func exclusions(ctx context.Context, session *ledger.PlanSession, consumer string) (manifest.Excluded, error) {
+	ex := manifest.Excluded{Uncertain: []manifest.LedgerExclusion{}, InFlight: []manifest.LedgerExclusion{}, Conflicts: []manifest.Conflict{}}
+	rows, err := session.LedgerExclusions(ctx, consumer)
+	if err != nil {
+		return ex, err
+	}
+	for _, r := range rows {
+		le := manifest.LedgerExclusion{EventID: r.EventID, EffectVersion: r.EffectVersion, State: r.State,
+			LeaseOwner: r.LeaseOwner, LeaseExpiresAt: utc(r.LeaseExpiresAt)}
+		if r.Class == ledger.ClassInFlight {
+			ex.InFlight = append(ex.InFlight, le)
+		} else {
+			ex.Uncertain = append(ex.Uncertain, le)
+		}
+	}
+	conflicts, err := session.Conflicts(ctx)
+	if err != nil {
+		return ex, err
+	}
+	for _, c := range conflicts {
+		ex.Conflicts = append(ex.Conflicts, manifest.Conflict{EventID: c.EventID, Where: c.Where, PayloadHashes: c.PayloadHashes})
+	}
+	return ex, nil
+}
+
+// estimateCalls charges each target the effect_count of its latest completed effect, and targets that
+// never completed the consumer's mean, rounded up so that the budget errs on the safe side.
+func estimateCalls(ctx context.Context, session *ledger.PlanSession, consumer string, sum ledger.PlanSummary) (manifest.CallsEstimate, int64, error) {
+	n, mean, err := session.EffectCountMean(ctx, consumer)
+	if err != nil {
+		return manifest.CallsEstimate{}, 0, err
+	}
+	est := manifest.CallsEstimate{
+		KnownTargets:     sum.KnownTargets,
+		KnownCalls:       sum.KnownCalls,
+		EstimatedTargets: sum.Targets - sum.KnownTargets,
+		SampleSize:       n,
+	}
+	if n == 0 {
+		est.Method = "no completed effects recorded for this consumer: 1 external call assumed per target"
+		est.MeanPerEffect = 1
+	} else {
+		est.Method = "recorded effect_count of each target's latest completed effect; targets never completed are charged the consumer's mean effect_count, rounded up"
+		est.MeanPerEffect = math.Round(mean*1000) / 1000
+	}
+	calls := est.KnownCalls + int64(math.Ceil(float64(est.EstimatedTargets)*est.MeanPerEffect))
+	return est, calls, nil
+}
+
+func jobFor(m *manifest.Manifest, streamLastSeq uint64, stateDigest string) ledger.Job {
+	return ledger.Job{
+		ID:                    m.ID,
+		Consumer:              m.Consumer,
+		Status:                "planned",
+		ManifestDigest:        m.Digest,
+		EffectVersionFrom:     m.EffectVersion.From,
+		EffectVersionTo:       m.EffectVersion.To,
+		WriteForbidden:        m.WriteForbidden,
+		Reason:                m.Reason,
+		Ticket:                m.Ticket,
+		Stream:                m.Source.Stream,
+		StreamLastSeq:         int64(streamLastSeq),
+		Targets:               m.Stats.Targets,
+		ExpectedExternalCalls: m.ExpectedExternalCalls,
+		LedgerStateDigest:     stateDigest,
+		CreatedBy:             m.CreatedBy,
+		CreatedAt:             m.CreatedAt,
+	}
+}
+
+func warnings(m *manifest.Manifest) []string {
+	var w []string
+	s := m.Stats
+	if s.Targets == 0 {
+		w = append(w, "no targets: nothing in this boundary needs a replay")
+	}
+	if s.AlreadyCompletedRatio > highCompletedRatio {
+		w = append(w, fmt.Sprintf("%.0f%% of the candidates already completed once; replaying them repeats their external effects", s.AlreadyCompletedRatio*100))
+	}
+	if n := s.DuplicateInSource + s.LedgerPayloadMismatch; n > 0 {
+		w = append(w, fmt.Sprintf("%d event IDs carry conflicting payloads and were excluded; review excluded.conflicts", n))
+	}
+	if n := s.ExcludedUncertain; n > 0 {
+		w = append(w, fmt.Sprintf("%d event IDs are uncertain (outcome unknown) and were excluded; reconcile them by hand", n))
+	}
+	if n := s.ExcludedInFlight; n > 0 {
+		w = append(w, fmt.Sprintf("%d event IDs are being processed right now and were excluded", n))
+	}
+	if n := s.MissingEventID + s.InvalidEventID; n > 0 {
+		w = append(w, fmt.Sprintf("%d messages have no usable Event-Id and cannot be replayed safely; see excluded.missingEventIdSeqs", n))
+	}
+	if s.OverMax > 0 {
+		w = append(w, fmt.Sprintf("--max left %d eligible events for a later job", s.OverMax))
+	}
+	return w
+}
+
+func ratio(part, whole int64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return math.Round(float64(part)/float64(whole)*1e6) / 1e6
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func newJobID(now time.Time) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return "job-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}

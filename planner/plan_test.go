@@ -1,0 +1,289 @@
+package planner_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/natstest"
+	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/planner"
+)
+
+const goodReason = "payments provider outage INC-4521 fixed; re-run failed charges"
+
+var planNow = time.Date(2026, 12, 2, 3, 0, 0, 0, time.UTC)
+
+type fixture struct {
+	t     testing.TB
+	ctx   context.Context
+	js    jetstream.JetStream
+	store *ledger.Store
+	dir   string
+}
+
+func newFixture(t testing.TB) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	store, err := ledger.Open(ctx, pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	if _, err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env := natstest.Start(t, false)
+	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{t: t, ctx: ctx, js: env.JS, store: store, dir: t.TempDir()}
+}
+
+// dlq publishes one DLQ message; an empty eventID leaves the Event-Id header out.
+func (f *fixture) dlq(subject, eventID, reason, payload string) uint64 {
+	f.t.Helper()
+	msg := nats.NewMsg(subject)
+	msg.Data = []byte(payload)
+	if eventID != "" {
+		msg.Header.Set("Event-Id", eventID)
+	}
+	msg.Header.Set("Dlq-Reason", reason)
+	msg.Header.Set("Dlq-Original-Subject", "billing.charge.requested")
+	msg.Header.Set("Dlq-Attempts", "5")
+	ack, err := f.js.PublishMsg(f.ctx, msg)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+func (f *fixture) effect(eventID, state, payload string, effectCount int, leaseExpires *time.Time) {
+	f.t.Helper()
+	_, err := f.store.EffectsImport(f.ctx, []ledger.Effect{{
+		Consumer: "billing", EventID: eventID, EffectVersion: 1, State: state,
+		RequestHash: fingerprint.Payload([]byte(payload)), RequestHashAlg: fingerprint.Algorithm,
+		EffectCount: effectCount, LeaseExpiresAt: leaseExpires, LeaseOwner: "billing-1",
+	}})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) options(mod func(*planner.Options)) planner.Options {
+	o := planner.Options{
+		Consumer: "billing", Stream: "DLQ", Reason: goodReason, Ticket: "INC-4521",
+		OutputPath: filepath.Join(f.dir, "job.json"), Actor: "alice", Now: planNow,
+	}
+	if mod != nil {
+		mod(&o)
+	}
+	return o
+}
+
+func TestPlanCountsEveryStatExactly(t *testing.T) {
+	f := newFixture(t)
+	past, future := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
+	f.dlq("dlq.billing", "e1", "timeout", `{"n":1}`)
+	f.dlq("dlq.billing", "e2", "timeout", `{"n":2}`)
+	f.dlq("dlq.billing", "e3", "http 503", `{"n":3}`)
+	f.dlq("dlq.billing", "e4", "http 503", `{"n":4}`)
+	f.dlq("dlq.billing", "e5", "http 503", `{"n":5}`)
+	f.dlq("dlq.billing", "e6", "timeout", `{"n":6}`)
+	f.dlq("dlq.billing", "e6", "timeout", `{"n":6,"changed":true}`)
+	f.dlq("dlq.billing", "e7", "http 503", `{"n":7}`)
+	f.dlq("dlq.billing", "e7", "http 503", `{ "n" : 7 }`)
+	noIDSeq := f.dlq("dlq.billing", "", "timeout", `{"n":0}`)
+	f.dlq("dlq.billing", "e8", "timeout", `{"n":8}`)
+	f.dlq("dlq.billing", "e9", "bad schema", `{"n":9}`)
+
+	f.effect("e2", "completed", `{"n":2}`, 3, nil)
+	f.effect("e3", "uncertain", `{"n":3}`, 0, nil)
+	f.effect("e4", "processing", `{"n":4}`, 0, &future)
+	f.effect("e5", "processing", `{"n":5}`, 0, &past)
+	f.effect("e8", "completed", `{"n":8,"other":"intent"}`, 1, nil)
+	f.effect("e9", "received", `{"n":9}`, 0, nil)
+	f.effect("h1", "completed", `{"h":1}`, 1, nil)
+	f.effect("h2", "completed", `{"h":2}`, 2, nil)
+
+	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Manifest
+	want := manifest.Stats{
+		Scanned: 12, MissingEventID: 1, Candidates: 9, RepeatedInSource: 1, DuplicateInSource: 1,
+		LedgerPayloadMismatch: 1, CompletedUnderOlderVersion: 1, AlreadyCompletedRatio: 0.111111,
+		ExcludedUncertain: 2, ExcludedInFlight: 1, Targets: 4,
+		FailureReasons: map[string]int64{"timeout": 2, "http 503": 1, "bad schema": 1},
+	}
+	if !reflect.DeepEqual(m.Stats, want) {
+		t.Fatalf("stats\n got %+v\nwant %+v", m.Stats, want)
+	}
+	if got, want := m.EventIDs, []string{"e1", "e2", "e7", "e9"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("targets %v, want %v", got, want)
+	}
+	if m.EffectVersion != (manifest.EffectVersion{From: 1, To: 2}) {
+		t.Fatalf("effect version %+v, want 1 -> 2", m.EffectVersion)
+	}
+	// e2 is charged its recorded 3 calls; e1, e7 and e9 the mean of 3+1+1+2 over 4 completed rows,
+	// 1.75 each, 5.25 rounded up to 6.
+	if m.ExpectedExternalCalls != 9 || m.ExternalCallsEstimate.KnownCalls != 3 || m.ExternalCallsEstimate.MeanPerEffect != 1.75 {
+		t.Fatalf("expected external calls %d (%+v), want 9 = 3 known + ceil(3*1.75)", m.ExpectedExternalCalls, m.ExternalCallsEstimate)
+	}
+	ids := func(xs []manifest.LedgerExclusion) []string {
+		var out []string
+		for _, x := range xs {
+			out = append(out, x.EventID+":"+x.State)
+		}
+		return out
+	}
+	if got := ids(m.Excluded.Uncertain); !reflect.DeepEqual(got, []string{"e3:uncertain", "e5:processing"}) {
+		t.Errorf("excluded uncertain %v", got)
+	}
+	if got := ids(m.Excluded.InFlight); !reflect.DeepEqual(got, []string{"e4:processing"}) {
+		t.Errorf("excluded in flight %v", got)
+	}
+	if len(m.Excluded.Conflicts) != 2 || m.Excluded.Conflicts[0].EventID != "e6" || m.Excluded.Conflicts[0].Where != "source" ||
+		len(m.Excluded.Conflicts[0].PayloadHashes) != 2 || m.Excluded.Conflicts[1].EventID != "e8" || m.Excluded.Conflicts[1].Where != "ledger" {
+		t.Errorf("conflicts %+v", m.Excluded.Conflicts)
+	}
+	if !reflect.DeepEqual(m.Excluded.MissingEventIDSeqs, []uint64{noIDSeq}) {
+		t.Errorf("missing event id seqs %v, want [%d]", m.Excluded.MissingEventIDSeqs, noIDSeq)
+	}
+
+	onDisk, err := manifest.Load(filepath.Join(f.dir, "job.json"))
+	if err != nil {
+		t.Fatalf("the written manifest does not load: %v", err)
+	}
+	if onDisk.Digest != m.Digest {
+		t.Fatalf("digest on disk %s, returned %s", onDisk.Digest, m.Digest)
+	}
+	job, err := f.store.JobsGet(f.ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Status != "planned" || job.ManifestDigest != m.Digest || job.Targets != 4 || job.StreamLastSeq != 12 {
+		t.Fatalf("job row %+v", job)
+	}
+	counts, err := f.store.JobTargetsCount(f.ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["pending"] != 4 || len(counts) != 1 {
+		t.Fatalf("job targets by status %v, want 4 pending", counts)
+	}
+	audit, err := f.store.AuditList(f.ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(audit) != 1 || audit[0].Action != "plan" || audit[0].Actor != "alice" || audit[0].ManifestDigest != m.Digest {
+		t.Fatalf("audit %+v", audit)
+	}
+}
+
+func TestPlanBoundary(t *testing.T) {
+	f := newFixture(t)
+	f.dlq("dlq.billing", "old-1", "timeout", `{}`)
+	f.dlq("dlq.refunds", "old-2", "timeout", `{}`)
+	time.Sleep(20 * time.Millisecond)
+	since := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	f.dlq("dlq.billing", "mid-1", "http 503", `{}`)
+	f.dlq("dlq.billing", "mid-2", "timeout after 20s", `{}`)
+	f.dlq("dlq.refunds", "mid-3", "timeout", `{}`)
+	time.Sleep(20 * time.Millisecond)
+	until := time.Now()
+	time.Sleep(20 * time.Millisecond)
+	f.dlq("dlq.billing", "new-1", "timeout", `{}`)
+
+	cases := []struct {
+		name    string
+		mod     func(*planner.Options)
+		targets []string
+		scanned int64
+	}{
+		{"subject", func(o *planner.Options) { o.SubjectFilter = "dlq.refunds" }, []string{"mid-3", "old-2"}, 2},
+		{"since", func(o *planner.Options) { o.Since = &since }, []string{"mid-1", "mid-2", "mid-3", "new-1"}, 4},
+		{"since and until", func(o *planner.Options) { o.Since, o.Until = &since, &until }, []string{"mid-1", "mid-2", "mid-3"}, 3},
+		{"failure match", func(o *planner.Options) { o.FailureMatch = "^timeout$" }, []string{"mid-3", "new-1", "old-1", "old-2"}, 6},
+		{"max keeps the oldest", func(o *planner.Options) { o.Max = 2 }, []string{"old-1", "old-2"}, 6},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := planner.Plan(f.ctx, f.js, f.store, f.options(func(o *planner.Options) {
+				o.OutputPath = filepath.Join(f.dir, c.name+".json")
+				o.JobID = "job-boundary-" + string(rune('a'+i))
+				c.mod(o)
+			}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(res.Manifest.EventIDs, c.targets) || res.Manifest.Stats.Scanned != c.scanned {
+				t.Fatalf("targets %v scanned %d, want %v scanned %d", res.Manifest.EventIDs, res.Manifest.Stats.Scanned, c.targets, c.scanned)
+			}
+		})
+	}
+}
+
+func TestPlanRefusesBadRequestsAndRecordsNothing(t *testing.T) {
+	f := newFixture(t)
+	f.dlq("dlq.billing", "e1", "timeout", `{}`)
+	f.effect("e0", "completed", `{}`, 1, nil)
+	cases := []struct {
+		name string
+		mod  func(*planner.Options)
+		want error
+	}{
+		{"no reason", func(o *planner.Options) { o.Reason = "" }, planner.ErrBadOptions},
+		{"trivial reason", func(o *planner.Options) { o.Reason = "replay" }, planner.ErrBadOptions},
+		{"version not bumped", func(o *planner.Options) { o.EffectVersion = 1 }, planner.ErrVersionNotBumped},
+		{"bad regex", func(o *planner.Options) { o.FailureMatch = "(" }, planner.ErrBadOptions},
+		{"injection-shaped consumer", func(o *planner.Options) { o.Consumer = "x'; drop table effects; --" }, planner.ErrBadOptions},
+		{"unknown stream", func(o *planner.Options) { o.Stream = "NOPE" }, planner.ErrStreamNotFound},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := f.options(c.mod)
+			_, err := planner.Plan(f.ctx, f.js, f.store, o)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			if _, statErr := os.Stat(o.OutputPath); !os.IsNotExist(statErr) {
+				t.Fatalf("a refused plan left a manifest at %s", o.OutputPath)
+			}
+		})
+	}
+	var jobs int
+	if err := f.store.Pool.QueryRow(f.ctx, "select count(*) from jobs").Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	if jobs != 0 {
+		t.Fatalf("refused plans recorded %d jobs", jobs)
+	}
+}
+
+func TestPlanOfAnEmptyStream(t *testing.T) {
+	f := newFixture(t)
+	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Stats.Scanned != 0 || len(res.Manifest.EventIDs) != 0 || res.Manifest.EffectVersion.To != 1 {
+		t.Fatalf("empty stream plan: %+v", res.Manifest.Stats)
+	}
+	if len(res.Warnings) == 0 {
+		t.Fatal("an empty plan should warn that there is nothing to replay")
+	}
+}

@@ -1,0 +1,210 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// scanBatch is how many messages the ordered consumer keeps buffered; it bounds the scan's memory.
+const scanBatch = 2000
+
+// scanStallTimeout ends a scan that stops receiving messages while the stream still reports pending
+// ones, instead of hanging a runbook.
+const scanStallTimeout = 30 * time.Second
+
+// progressEvery is how many messages pass between progress callbacks.
+const progressEvery = 1000
+
+// scanCounts are the per-message figures of a scan; the ledger computes the per-event ones.
+type scanCounts struct {
+	Scanned, MissingEventID, InvalidEventID, NotMatchingFailureFilter int64
+	MissingEventIDSeqs                                                []uint64
+	FirstSeq, LastSeq                                                 uint64
+}
+
+// scanner walks the DLQ stream with an ordered consumer and hands each usable message to COPY as a
+// row (it implements pgx.CopyFromSource), so the scan never holds more than one batch.
+type scanner struct {
+	ctx       context.Context
+	iter      jetstream.MessagesContext
+	headers   manifest.Headers
+	failure   *regexp.Regexp
+	until     *time.Time
+	lastSeq   uint64
+	total     int64
+	progress  func(scanned, total int64)
+	counts    scanCounts
+	row       []any
+	err       error
+	done      bool
+	remaining uint64
+}
+
+// startScan opens the ordered consumer over the boundary of opts. It returns a nil scanner when the
+// boundary holds no message.
+func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info *jetstream.StreamInfo) (*scanner, error) {
+	if info.State.Msgs == 0 {
+		return nil, nil
+	}
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if opts.SubjectFilter != "" {
+		cfg.FilterSubjects = []string{opts.SubjectFilter}
+	}
+	if opts.Since != nil {
+		cfg.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		since := *opts.Since
+		cfg.OptStartTime = &since
+	}
+	cons, err := js.OrderedConsumer(ctx, opts.Stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("scan stream %s: create ordered consumer: %w", opts.Stream, err)
+	}
+	iter, err := cons.Messages(jetstream.PullMaxMessages(scanBatch))
+	if err != nil {
+		return nil, fmt.Errorf("scan stream %s: %w", opts.Stream, err)
+	}
+	// Next cannot take both a context and a stall timeout; stopping the iterator on cancellation
+	// makes Ctrl-C end the scan at once.
+	context.AfterFunc(ctx, iter.Stop)
+	ci := cons.CachedInfo()
+	if ci == nil || ci.NumPending == 0 {
+		iter.Stop()
+		return nil, nil
+	}
+	s := &scanner{
+		ctx:       ctx,
+		iter:      iter,
+		headers:   opts.Headers,
+		until:     opts.Until,
+		lastSeq:   info.State.LastSeq,
+		total:     int64(ci.NumPending),
+		progress:  opts.Progress,
+		remaining: ci.NumPending,
+	}
+	if opts.FailureMatch != "" {
+		s.failure = regexp.MustCompile(opts.FailureMatch)
+	}
+	return s, nil
+}
+
+// Next advances to the next message that becomes a row; it counts and skips the others.
+func (s *scanner) Next() bool {
+	for !s.done {
+		msg, err := s.iter.Next(jetstream.NextMaxWait(scanStallTimeout))
+		if err != nil {
+			s.stop()
+			if ctxErr := s.ctx.Err(); ctxErr != nil {
+				s.err = fmt.Errorf("scan stopped after stream sequence %d: %w", s.counts.LastSeq, ctxErr)
+			} else if errors.Is(err, nats.ErrTimeout) {
+				s.err = fmt.Errorf("scan stalled: no message for %s at stream sequence %d with %d still pending; check the NATS server and run plan again",
+					scanStallTimeout, s.counts.LastSeq, s.remaining)
+			} else {
+				s.err = fmt.Errorf("scan interrupted after stream sequence %d: %w", s.counts.LastSeq, err)
+			}
+			return false
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			s.stop()
+			s.err = fmt.Errorf("scan: read message metadata: %w", err)
+			return false
+		}
+		seq := meta.Sequence.Stream
+		if seq > s.lastSeq || (s.until != nil && meta.Timestamp.After(*s.until)) {
+			s.stop()
+			return false
+		}
+		s.remaining = meta.NumPending
+		if seq >= s.lastSeq || meta.NumPending == 0 {
+			s.stop()
+		}
+		if s.accept(msg, seq) {
+			return true
+		}
+	}
+	return false
+}
+
+// accept counts one message and, when it is usable, prepares its row.
+func (s *scanner) accept(msg jetstream.Msg, seq uint64) bool {
+	c := &s.counts
+	c.Scanned++
+	if c.FirstSeq == 0 {
+		c.FirstSeq = seq
+	}
+	c.LastSeq = seq
+	if s.progress != nil && (c.Scanned%progressEvery == 0 || s.done) {
+		s.progress(c.Scanned, s.total)
+	}
+	h := msg.Headers()
+	values, present := h[s.headers.EventID]
+	if !present || len(values) == 0 {
+		c.MissingEventID++
+		c.noteMissing(seq)
+		return false
+	}
+	eventID := values[0]
+	if manifest.ValidateEventID(eventID) != nil {
+		c.InvalidEventID++
+		c.noteMissing(seq)
+		return false
+	}
+	reason := cleanReason(h.Get(s.headers.Reason))
+	if s.failure != nil && !s.failure.MatchString(reason) {
+		c.NotMatchingFailureFilter++
+		return false
+	}
+	subject := h.Get(s.headers.OriginalSubject)
+	s.row = []any{int64(seq), eventID, fingerprint.Payload(msg.Data()), reason, subject}
+	return true
+}
+
+func (c *scanCounts) noteMissing(seq uint64) {
+	if len(c.MissingEventIDSeqs) < manifest.MaxListedSeqs {
+		c.MissingEventIDSeqs = append(c.MissingEventIDSeqs, seq)
+	}
+}
+
+func (s *scanner) stop() {
+	if !s.done {
+		s.done = true
+		s.iter.Stop()
+	}
+}
+
+// Values returns the current row.
+func (s *scanner) Values() ([]any, error) { return s.row, nil }
+
+// Err returns why the scan ended early, if it did.
+func (s *scanner) Err() error { return s.err }
+
+// cleanReason makes a failure reason safe to store and count: control characters become spaces,
+// invalid UTF-8 is replaced, and it is cut at maxReasonLength runes. An absent reason is "(none)".
+func cleanReason(r string) string {
+	r = strings.ToValidUTF8(r, "\uFFFD")
+	r = strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) {
+			return ' '
+		}
+		return c
+	}, r)
+	r = strings.TrimSpace(r)
+	if r == "" {
+		return "(none)"
+	}
+	if runes := []rune(r); len(runes) > maxReasonLength {
+		r = string(runes[:maxReasonLength-1]) + "…"
+	}
+	return r
+}
