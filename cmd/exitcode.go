@@ -6,6 +6,7 @@ import (
 
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/planner"
 )
 
 // Exit codes of replayctl, a public contract (DESIGN.md): runbooks and CI branch on them.
@@ -37,8 +38,10 @@ var exitCodes = []struct {
 	{manifest.ErrInvalid, ExitUsage},
 	{errManifestNotRecorded, ExitUsage},
 	{ledger.ErrJobNotFound, ExitUsage},
-	// Planner sentinels go here (plan wiring): planner.ErrBadOptions, planner.ErrVersionNotBumped,
-	// planner.ErrStreamNotFound.
+	// Refusals of a plan request are bad input: nothing was scanned or recorded.
+	{planner.ErrBadOptions, ExitUsage},
+	{planner.ErrVersionNotBumped, ExitUsage},
+	{planner.ErrStreamNotFound, ExitUsage},
 }
 
 // ExitError ends a command with an explicit exit code, for outcomes no sentinel describes (a

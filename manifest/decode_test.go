@@ -26,8 +26,8 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 			`malformed manifest: unknown field "approvedBy": replayctl/v1 has no such field`},
 		{"unknown nested field", strings.Replace(valid, `"stream": "PAYMENTS_DLQ",`, `"stream": "PAYMENTS_DLQ", "replicas": 3,`, 1),
 			`malformed manifest: unknown field "replicas": replayctl/v1 has no such field`},
-		{"trailing object", valid + "{}\n", "malformed manifest: line 99, column 1: trailing data after the manifest object"},
-		{"trailing garbage", strings.TrimSuffix(valid, "\n") + " x", "malformed manifest: line 98, column 3: trailing data after the manifest object"},
+		{"trailing object", valid + "{}\n", "malformed manifest: line 100, column 1: trailing data after the manifest object"},
+		{"trailing garbage", strings.TrimSuffix(valid, "\n") + " x", "malformed manifest: line 99, column 3: trailing data after the manifest object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -114,7 +114,7 @@ func TestStoredFileStillLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode of the stored manifest: %v", err)
 	}
-	const want = "sha256:5d4f80bf34705dc4e04cacbd503a142666d17b74f6469bfb5c03b3888a4027ed"
+	const want = "sha256:55c1c13f5097e9af6c24d0e8bd1ab555cfe9f21f0f16679a72be5e86a298bf07"
 	if m.Digest != want || len(m.EventIDs) != 3 {
 		t.Errorf("stored manifest has digest %s and %d targets, want %s and 3", m.Digest, len(m.EventIDs), want)
 	}

@@ -73,6 +73,9 @@ type Stats struct {
 	// Event-Id is not valid (empty after trimming, over 256 bytes, not UTF-8, or with control characters).
 	MissingEventID int64 `json:"missingEventId"`
 	InvalidEventID int64 `json:"invalidEventId"`
+	// MissingOriginalSubject counts messages with an event ID but no original-subject header: execute
+	// could not route them, so they are excluded.
+	MissingOriginalSubject int64 `json:"missingOriginalSubject"`
 	// NotMatchingFailureFilter counts messages whose failure reason does not match --failure-match.
 	NotMatchingFailureFilter int64 `json:"notMatchingFailureFilter"`
 	// Candidates counts distinct event IDs left after the filters, before the ledger join.
@@ -122,8 +125,8 @@ type Excluded struct {
 	Uncertain []LedgerExclusion `json:"uncertain"`
 	InFlight  []LedgerExclusion `json:"inFlight"`
 	Conflicts []Conflict        `json:"conflicts"`
-	// MissingEventIDSeqs are stream sequences of messages without a usable Event-Id (the first
-	// MaxListedSeqs; the counts are in Stats).
+	// MissingEventIDSeqs are stream sequences of messages without a usable Event-Id or without an
+	// original subject (the first MaxListedSeqs; the counts are in Stats).
 	MissingEventIDSeqs []uint64 `json:"missingEventIdSeqs"`
 }
 

@@ -68,7 +68,7 @@ func TestCanonicalEncoding(t *testing.T) {
 		`"reason":"a&b <c>","consumer":"","source":{"stream":"","headers":{"eventId":"","reason":"",` +
 		`"originalSubject":"","attempts":"","failedAt":""},"firstSeq":0,"lastSeq":0,"streamLastSeq":0},` +
 		`"effectVersion":{"from":0,"to":0},"writeForbidden":false,"stats":{"scanned":0,"missingEventId":0,` +
-		`"invalidEventId":0,"notMatchingFailureFilter":0,"candidates":0,"repeatedInSource":0,` +
+		`"invalidEventId":0,"missingOriginalSubject":0,"notMatchingFailureFilter":0,"candidates":0,"repeatedInSource":0,` +
 		`"duplicateInSource":0,"ledgerPayloadMismatch":0,"alreadyCompleted":0,"completedUnderOlderVersion":0,` +
 		`"alreadyCompletedRatio":0,"excludedUncertain":0,"excludedInFlight":0,"overMax":0,"targets":0,` +
 		`"failureReasons":{}},"expectedExternalCalls":0,"externalCallsEstimate":{"method":"","knownTargets":0,` +

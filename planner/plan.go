@@ -184,6 +184,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 			Scanned:                    counts.Scanned,
 			MissingEventID:             counts.MissingEventID,
 			InvalidEventID:             counts.InvalidEventID,
+			MissingOriginalSubject:     counts.MissingOriginalSubject,
 			NotMatchingFailureFilter:   counts.NotMatchingFailureFilter,
 			Candidates:                 sum.Candidates,
 			RepeatedInSource:           sum.RepeatedInSource,
@@ -305,6 +306,9 @@ func warnings(m *manifest.Manifest) []string {
 	}
 	if n := s.MissingEventID + s.InvalidEventID; n > 0 {
 		w = append(w, fmt.Sprintf("%d messages have no usable Event-Id and cannot be replayed safely; see excluded.missingEventIdSeqs", n))
+	}
+	if n := s.MissingOriginalSubject; n > 0 {
+		w = append(w, fmt.Sprintf("%d messages have no original-subject header, so execute could not route them; see excluded.missingEventIdSeqs", n))
 	}
 	if s.OverMax > 0 {
 		w = append(w, fmt.Sprintf("--max left %d eligible events for a later job", s.OverMax))

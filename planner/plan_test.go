@@ -107,6 +107,12 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 	noIDSeq := f.dlq("dlq.billing", "", "timeout", `{"n":0}`)
 	f.dlq("dlq.billing", "e8", "timeout", `{"n":8}`)
 	f.dlq("dlq.billing", "e9", "bad schema", `{"n":9}`)
+	unroutable := nats.NewMsg("dlq.billing")
+	unroutable.Header.Set("Event-Id", "e10")
+	ack, err := f.js.PublishMsg(f.ctx, unroutable)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	f.effect("e2", "completed", `{"n":2}`, 3, nil)
 	f.effect("e3", "uncertain", `{"n":3}`, 0, nil)
@@ -123,7 +129,7 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 	}
 	m := res.Manifest
 	want := manifest.Stats{
-		Scanned: 12, MissingEventID: 1, Candidates: 9, RepeatedInSource: 1, DuplicateInSource: 1,
+		Scanned: 13, MissingEventID: 1, MissingOriginalSubject: 1, Candidates: 9, RepeatedInSource: 1, DuplicateInSource: 1,
 		LedgerPayloadMismatch: 1, CompletedUnderOlderVersion: 1, AlreadyCompletedRatio: 0.111111,
 		ExcludedUncertain: 2, ExcludedInFlight: 1, Targets: 4,
 		FailureReasons: map[string]int64{"timeout": 2, "http 503": 1, "bad schema": 1},
@@ -159,8 +165,8 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 		len(m.Excluded.Conflicts[0].PayloadHashes) != 2 || m.Excluded.Conflicts[1].EventID != "e8" || m.Excluded.Conflicts[1].Where != "ledger" {
 		t.Errorf("conflicts %+v", m.Excluded.Conflicts)
 	}
-	if !reflect.DeepEqual(m.Excluded.MissingEventIDSeqs, []uint64{noIDSeq}) {
-		t.Errorf("missing event id seqs %v, want [%d]", m.Excluded.MissingEventIDSeqs, noIDSeq)
+	if want := []uint64{noIDSeq, ack.Sequence}; !reflect.DeepEqual(m.Excluded.MissingEventIDSeqs, want) {
+		t.Errorf("unusable message seqs %v, want %v", m.Excluded.MissingEventIDSeqs, want)
 	}
 
 	onDisk, err := manifest.Load(filepath.Join(f.dir, "job.json"))
@@ -174,7 +180,7 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Status != "planned" || job.ManifestDigest != m.Digest || job.Targets != 4 || job.StreamLastSeq != 12 {
+	if job.Status != "planned" || job.ManifestDigest != m.Digest || job.Targets != 4 || job.StreamLastSeq != 13 {
 		t.Fatalf("job row %+v", job)
 	}
 	counts, err := f.store.JobTargetsCount(f.ctx, m.ID)

@@ -28,9 +28,9 @@ const progressEvery = 1000
 
 // scanCounts are the per-message figures of a scan; the ledger computes the per-event ones.
 type scanCounts struct {
-	Scanned, MissingEventID, InvalidEventID, NotMatchingFailureFilter int64
-	MissingEventIDSeqs                                                []uint64
-	FirstSeq, LastSeq                                                 uint64
+	Scanned, MissingEventID, InvalidEventID, MissingOriginalSubject, NotMatchingFailureFilter int64
+	MissingEventIDSeqs                                                                        []uint64
+	FirstSeq, LastSeq                                                                         uint64
 }
 
 // scanner walks the DLQ stream with an ordered consumer and hands each usable message to COPY as a
@@ -166,6 +166,11 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64) bool {
 		return false
 	}
 	subject := h.Get(s.headers.OriginalSubject)
+	if strings.TrimSpace(subject) == "" {
+		c.MissingOriginalSubject++
+		c.noteMissing(seq)
+		return false
+	}
 	s.row = []any{int64(seq), eventID, fingerprint.Payload(msg.Data()), reason, subject}
 	return true
 }
