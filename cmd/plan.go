@@ -96,6 +96,9 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	if req.Until, err = parseTimeFlag("until", opts.Until, req.Now); err != nil {
 		return err
 	}
+	if err := req.Normalise(); err != nil {
+		return err
+	}
 	var bar iostreams.Progress
 	req.Progress = func(scanned, total int64) {
 		if bar == nil {

@@ -25,6 +25,15 @@ func Payload(payload []byte) string {
 
 // Canonical returns the canonical bytes of payload as described for Payload.
 func Canonical(payload []byte) []byte {
+	if out, ok := canonicalFast(payload); ok {
+		return out
+	}
+	return canonicalReference(payload)
+}
+
+// canonicalReference defines the canonical form: encoding/json's decoding (numbers kept as
+// written) and re-encoding (keys sorted, no HTML escaping). The fast path must agree with it.
+func canonicalReference(payload []byte) []byte {
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
 	var v any

@@ -1,6 +1,7 @@
 package fingerprint_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/replayctl/replayctl/fingerprint"
@@ -37,4 +38,52 @@ func TestPayloadFormat(t *testing.T) {
 	if got := fingerprint.Payload([]byte(` { "a" : 1 } `)); got != want {
 		t.Fatalf("Payload = %s, want %s", got, want)
 	}
+}
+
+var agreementSeeds = []string{
+	`{"b":1,"a":[1,2,{"z":null,"y":true}],"c":"x"}`,
+	` { "amount" : -0.5e+10 , "n" : 0 , "s" : "héllo" } `,
+	`{"a":1,"a":2}`,
+	`{"esc":"tab\there \"quoted\" \u00e9"}`,
+	"{\"sep\":\"\u2028\"}",
+	`[1, 2, 3]`, `"just a string"`, `12`, `01`, `1.`, `-`, `tru`, `{"a":}`, `{"a" 1}`, `[1,]`, `{}`, `[]`,
+	"{\"bad\":\"\xff\"}", `{"k\u0041":1,"kA":2}`, `null`, `{"a":1} {"b":2}`, "",
+}
+
+func TestFastPathAgreesWithReference(t *testing.T) {
+	for _, s := range agreementSeeds {
+		if got, want := string(fingerprint.Canonical([]byte(s))), string(fingerprint.CanonicalReference([]byte(s))); got != want {
+			t.Errorf("Canonical(%q) = %q, reference %q", s, got, want)
+		}
+	}
+}
+
+// FuzzFastPathAgreesWithReference: the fast canonicaliser must never disagree with encoding/json,
+// or a payload would fingerprint differently depending on which path took it.
+func FuzzFastPathAgreesWithReference(f *testing.F) {
+	for _, s := range agreementSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if got, want := fingerprint.Canonical(in), fingerprint.CanonicalReference(in); string(got) != string(want) {
+			t.Fatalf("Canonical(%q) = %q, reference %q", in, got, want)
+		}
+	})
+}
+
+// BenchmarkCanonical compares the fast canonicaliser with the reference on a typical payload.
+func BenchmarkCanonical(b *testing.B) {
+	payload := []byte(`{"orderId":"ord-000123","customer":"cus_0042","amountCents":12345,"currency":"EUR","lines":[{"sku":"A-1","qty":2},{"sku":"B-7","qty":1}],"note":"` + strings.Repeat("x", 700) + `"}`)
+	b.Run("fast", func(b *testing.B) {
+		b.SetBytes(int64(len(payload)))
+		for b.Loop() {
+			fingerprint.Canonical(payload)
+		}
+	})
+	b.Run("reference", func(b *testing.B) {
+		b.SetBytes(int64(len(payload)))
+		for b.Loop() {
+			fingerprint.CanonicalReference(payload)
+		}
+	})
 }

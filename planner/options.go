@@ -51,7 +51,9 @@ type Options struct {
 // upstream response, and the histogram must stay readable.
 const maxReasonLength = 200
 
-func (o *Options) normalise() error {
+// Normalise checks every option, reporting all problems at once as an *OptionsError, and fills the
+// defaults. Plan calls it first; callers may call it earlier to refuse bad input before connecting.
+func (o *Options) Normalise() error {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	if o.Consumer == "" {

@@ -33,7 +33,7 @@ const highCompletedRatio = 0.5
 // opts.OutputPath and records the job (status planned) with its targets and an audit entry. Either
 // all of that happens or, apart from a manifest file removed again on failure, none of it.
 func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts Options) (*Result, error) {
-	if err := opts.normalise(); err != nil {
+	if err := opts.Normalise(); err != nil {
 		return nil, err
 	}
 	if err := store.CheckSchema(ctx); err != nil {

@@ -1,0 +1,4 @@
+package fingerprint
+
+// CanonicalReference exposes the reference encoder to the differential tests.
+var CanonicalReference = canonicalReference
