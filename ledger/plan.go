@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,9 +27,15 @@ const (
 // PlanScanColumns are the columns, in order, of each row a plan copies in with PlanSession.ScanCopy.
 var PlanScanColumns = []string{"seq", "event_id", "payload_hash", "failure_reason", "original_subject"}
 
-// planStatementTimeout bounds each bulk plan statement; they grow with the DLQ, so the pool's
-// interactive default is too short for a million events.
-const planStatementTimeout = "15min"
+// planSessionSettings apply to the plan transaction only. Bulk statements grow with the DLQ, so the
+// pool's interactive statement timeout is too short for a million events; sorts of a million rows
+// spill to disk under the default work_mem; and JIT compilation costs more than it saves on these
+// one-off statements, whose row estimates (temporary tables) invite it.
+var planSessionSettings = []string{
+	"set local statement_timeout = '15min'",
+	"set local work_mem = '256MB'",
+	"set local jit = off",
+}
 
 const planScanCreate = `
 create temp table plan_scan (
@@ -39,22 +46,25 @@ create temp table plan_scan (
     original_subject text   not null
 ) on commit drop`
 
-// planEventsClassify collapses the scan to one row per event ID (its first message), joins the
-// consumer's ledger rows once, and classifies every event in one statement.
+// planFirstCreate keeps each event ID's first message by stream sequence, with how many messages
+// carried the ID and whether their payloads disagree, in a single sort of the scan.
+const planFirstCreate = `
+create temp table plan_first on commit drop as
+select event_id, seq, payload_hash, failure_reason, original_subject, messages,
+       case when min_hash <> max_hash then 2 else 1 end as hashes
+  from (select *,
+               row_number() over (partition by event_id order by seq) as rn,
+               count(*) over (partition by event_id)                  as messages,
+               min(payload_hash) over (partition by event_id)         as min_hash,
+               max(payload_hash) over (partition by event_id)         as max_hash
+          from plan_scan) s
+ where rn = 1`
+
+// planEventsClassify joins the consumer's ledger rows once and classifies every event ID; the
+// order of the case is the precedence documented in docs/manifest.md.
 const planEventsClassify = `
 create temp table plan_events on commit drop as
-with per_event as (
-    select event_id,
-           count(*)                                         as messages,
-           count(distinct payload_hash)                     as hashes,
-           array_agg(distinct payload_hash order by payload_hash) as payload_hashes
-      from plan_scan
-     group by event_id
-), first_message as (
-    select distinct on (event_id) event_id, seq, payload_hash, failure_reason, original_subject
-      from plan_scan
-     order by event_id, seq
-), ledger_rows as (
+with ledger_rows as (
     select e.event_id,
            bool_or(e.effect_version = $2 and e.state in ('completed', 'reconciled')) as done_target,
            bool_or(e.effect_version < $2 and e.state in ('completed', 'reconciled')) as done_older,
@@ -62,32 +72,30 @@ with per_event as (
                    or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now())))
                                                                                     as uncertain,
            bool_or(e.state = 'processing' and e.lease_expires_at > now())            as in_flight,
-           bool_or(e.request_hash_alg = $3 and e.request_hash <> f.payload_hash)     as mismatch,
+           bool_or(e.request_hash_alg = $3 and e.request_hash <> p.payload_hash)     as mismatch,
            (array_agg(e.request_hash order by e.effect_version desc)
-                filter (where e.request_hash_alg = $3 and e.request_hash <> f.payload_hash))[1]
+                filter (where e.request_hash_alg = $3 and e.request_hash <> p.payload_hash))[1]
                                                                                     as ledger_hash,
            (array_agg(e.effect_count order by e.effect_version desc)
                 filter (where e.state in ('completed', 'reconciled')))[1]           as known_effect_count,
            string_agg(e.effect_version::text || ':' || e.state || ':' || e.request_hash, ','
                       order by e.effect_version)                                    as ledger_states
       from effects e
-      join first_message f on f.event_id = e.event_id
+      join plan_first p on p.event_id = e.event_id
      where e.consumer = $1
      group by e.event_id
 )
-select f.event_id, f.seq, f.payload_hash, f.failure_reason, f.original_subject,
-       p.messages, p.hashes, p.payload_hashes,
+select p.event_id, p.seq, p.payload_hash, p.failure_reason, p.original_subject, p.messages, p.hashes,
        coalesce(l.done_older, false) as done_older,
        l.ledger_hash, l.known_effect_count,
        coalesce(l.ledger_states, '') as ledger_states,
-       case when p.hashes > 1                 then 'conflict_source'
+       case when p.hashes > 1                   then 'conflict_source'
             when coalesce(l.done_target, false) then 'done'
             when coalesce(l.mismatch, false)    then 'conflict_ledger'
             when coalesce(l.uncertain, false)   then 'uncertain'
             when coalesce(l.in_flight, false)   then 'in_flight'
             else 'target' end as class
-  from first_message f
-  join per_event p using (event_id)
+  from plan_first p
   left join ledger_rows l using (event_id)`
 
 // planEventsApplyMax keeps the oldest $1 targets by stream sequence; the rest become over_max.
@@ -114,11 +122,16 @@ select count(*),
 const planEventsFailureReasons = `
 select failure_reason, count(*) from plan_events where class = 'target' group by failure_reason`
 
+// planEventsConflicts lists conflicts with their payload hashes: every distinct hash the scan saw
+// for a source conflict, the scan's and the ledger's for a ledger conflict.
 const planEventsConflicts = `
-select event_id, class, payload_hashes, payload_hash, ledger_hash
-  from plan_events
- where class in ('conflict_source', 'conflict_ledger')
- order by event_id collate "C"`
+select p.event_id, p.class,
+       case when p.class = 'conflict_source'
+            then (select array_agg(distinct s.payload_hash order by s.payload_hash) from plan_scan s where s.event_id = p.event_id)
+            else array[p.payload_hash, p.ledger_hash] end
+  from plan_events p
+ where p.class in ('conflict_source', 'conflict_ledger')
+ order by p.event_id collate "C"`
 
 // planEventsLedgerExclusions lists the ledger rows that made an event uncertain or in flight.
 const planEventsLedgerExclusions = `
@@ -197,7 +210,7 @@ func (s *Store) PlanBegin(ctx context.Context) (*PlanSession, error) {
 		return nil, fmt.Errorf("plan: begin transaction: %w", err)
 	}
 	p := &PlanSession{conn: conn, tx: tx}
-	for _, q := range []string{"set local statement_timeout = '" + planStatementTimeout + "'", planScanCreate} {
+	for _, q := range slices.Concat(planSessionSettings, []string{planScanCreate}) {
 		if _, err := tx.Exec(ctx, q); err != nil {
 			p.Rollback(ctx)
 			return nil, fmt.Errorf("plan: prepare scan table: %w", err)
@@ -219,7 +232,11 @@ func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (in
 // Classify joins the scan against the consumer's ledger rows and classifies each event ID for a
 // replay to targetVersion; max > 0 keeps only the oldest max targets.
 func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersion int, hashAlgorithm string, max int) error {
-	if _, err := p.tx.Exec(ctx, "analyze plan_scan"); err != nil {
+	if _, err := p.tx.Exec(ctx, planFirstCreate); err != nil {
+		return fmt.Errorf("plan: collapse the scan to one row per event ID: %w", err)
+	}
+	// Fresh statistics let PostgreSQL choose between index lookups and a hash join against effects.
+	if _, err := p.tx.Exec(ctx, "analyze plan_first"); err != nil {
 		return fmt.Errorf("plan: analyze scan: %w", err)
 	}
 	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithm); err != nil {
@@ -271,14 +288,12 @@ func (p *PlanSession) Conflicts(ctx context.Context) ([]PlanConflict, error) {
 		return nil, fmt.Errorf("plan: list conflicts: %w", err)
 	}
 	var out []PlanConflict
-	var eventID, class, payloadHash string
+	var eventID, class string
 	var hashes []string
-	var ledgerHash *string
-	_, err = pgx.ForEachRow(rows, []any{&eventID, &class, &hashes, &payloadHash, &ledgerHash}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&eventID, &class, &hashes}, func() error {
 		c := PlanConflict{EventID: eventID, Where: "source", PayloadHashes: hashes}
 		if class == ClassConflictLedger {
 			c.Where = "ledger"
-			c.PayloadHashes = []string{payloadHash, deref(ledgerHash)}
 		}
 		out = append(out, c)
 		return nil
@@ -383,9 +398,3 @@ func (d *StateDigester) Add(eventID, ledgerStates string) {
 // Sum returns "sha256:<hex>".
 func (d *StateDigester) Sum() string { return "sha256:" + hex.EncodeToString(d.h.Sum(nil)) }
 
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
