@@ -3,9 +3,11 @@ package planner_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -118,10 +120,11 @@ func TestPlanMemoryIsBounded(t *testing.T) {
 	}
 }
 
-// BenchmarkPlan200k plans a 200,000-message DLQ (1 KiB payloads) and reports messages/s and the
-// peak heap above baseline. Seeding is outside the timer. See docs/benchmarks.md.
-func BenchmarkPlan200k(b *testing.B) {
-	const n, payloadSize = 200_000, 1024
+// BenchmarkPlan plans a DLQ of REPLAYCTL_BENCH_EVENTS messages (default 200,000) with
+// REPLAYCTL_BENCH_PAYLOAD-byte payloads (default 1,024) and reports messages/s and the peak heap
+// above baseline. Seeding is outside the timer. See docs/benchmarks.md.
+func BenchmarkPlan(b *testing.B) {
+	n, payloadSize := envInt(b, "REPLAYCTL_BENCH_EVENTS", 200_000), envInt(b, "REPLAYCTL_BENCH_PAYLOAD", 1024)
 	f := newFixture(b)
 	f.largeDLQ(b, n, payloadSize)
 	b.ResetTimer()
@@ -139,4 +142,16 @@ func BenchmarkPlan200k(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+}
+
+func envInt(tb testing.TB, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		tb.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
 }
