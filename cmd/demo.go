@@ -77,7 +77,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		step++
 		fmt.Fprintf(opts.IO.ErrOut, "%d. %s\n", step, fmt.Sprintf(format, args...))
 	}
-	var bar iostreams.Progress
+	progress, finishProgress := lazyProgress(opts.IO, "scanning DLQ")
 	report, err := demo.Run(ctx, demo.Options{
 		DatabaseURL: opts.DatabaseURL(),
 		Schema:      opts.Schema,
@@ -86,16 +86,9 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		Actor:       opts.Actor,
 		Now:         opts.Now(),
 		Step:        narrate,
-		Progress: func(scanned, total int64) {
-			if bar == nil {
-				bar = opts.IO.StartProgress("scanning DLQ", total)
-			}
-			bar.Set(scanned)
-		},
+		Progress:    progress,
 	})
-	if bar != nil {
-		bar.Finish()
-	}
+	finishProgress()
 	if err != nil {
 		return err
 	}

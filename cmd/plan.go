@@ -99,13 +99,8 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	if err := req.Normalise(); err != nil {
 		return err
 	}
-	var bar iostreams.Progress
-	req.Progress = func(scanned, total int64) {
-		if bar == nil {
-			bar = opts.IO.StartProgress("scanning DLQ", total)
-		}
-		bar.Set(scanned)
-	}
+	var finishProgress func()
+	req.Progress, finishProgress = lazyProgress(opts.IO, "scanning DLQ")
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err
@@ -116,9 +111,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	}
 	defer closeNATS()
 	res, err := planner.Plan(ctx, js, store, req)
-	if bar != nil {
-		bar.Finish()
-	}
+	finishProgress()
 	if err != nil {
 		return err
 	}
@@ -157,4 +150,22 @@ func printPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 	}
 	fmt.Fprintf(io.ErrOut, "next: review with `replayctl show %s` and `replayctl validate --ledger %s`\n", path, path)
 	return nil
+}
+
+// lazyProgress returns a progress callback for domain code that learns its total only once work has
+// started, and the func that finishes the bar (a no-op if it never started).
+func lazyProgress(ios *iostreams.IOStreams, description string) (update func(done, total int64), finish func()) {
+	var bar iostreams.Progress
+	update = func(done, total int64) {
+		if bar == nil {
+			bar = ios.StartProgress(description, total)
+		}
+		bar.Set(done)
+	}
+	finish = func() {
+		if bar != nil {
+			bar.Finish()
+		}
+	}
+	return update, finish
 }

@@ -293,3 +293,35 @@ func TestPlanOfAnEmptyStream(t *testing.T) {
 		t.Fatal("an empty plan should warn that there is nothing to replay")
 	}
 }
+
+// TestPlanInterruptedLeavesNothing cancels a plan mid-scan, as Ctrl-C does: no job, no targets, no
+// audit row and no manifest may be left behind.
+func TestPlanInterruptedLeavesNothing(t *testing.T) {
+	f := newFixture(t)
+	f.largeDLQ(t, 5000, 64)
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	o := f.options(func(o *planner.Options) {
+		o.Progress = func(scanned, _ int64) {
+			if scanned >= 1000 {
+				cancel()
+			}
+		}
+	})
+	_, err := planner.Plan(ctx, f.js, f.store, o)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if _, statErr := os.Stat(o.OutputPath); !os.IsNotExist(statErr) {
+		t.Fatalf("an interrupted plan left a manifest at %s", o.OutputPath)
+	}
+	for _, table := range []string{"jobs", "job_targets", "audit"} {
+		var n int
+		if err := f.store.Pool.QueryRow(f.ctx, "select count(*) from "+table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 0 {
+			t.Errorf("an interrupted plan left %d rows in %s", n, table)
+		}
+	}
+}
