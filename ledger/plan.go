@@ -397,4 +397,3 @@ func (d *StateDigester) Add(eventID, ledgerStates string) {
 
 // Sum returns "sha256:<hex>".
 func (d *StateDigester) Sum() string { return "sha256:" + hex.EncodeToString(d.h.Sum(nil)) }
-
