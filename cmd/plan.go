@@ -83,6 +83,8 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 	fl.StringVar(&req.Headers.EventID, "header-event-id", planner.DefaultHeaders.EventID, "DLQ header carrying the event ID")
 	fl.StringVar(&req.Headers.Reason, "header-reason", planner.DefaultHeaders.Reason, "DLQ header carrying the failure reason")
 	fl.StringVar(&req.Headers.OriginalSubject, "header-original-subject", planner.DefaultHeaders.OriginalSubject, "DLQ header carrying the original subject")
+	fl.StringVar(&req.Headers.Attempts, "header-attempts", planner.DefaultHeaders.Attempts, "DLQ header carrying the delivery attempts (recorded)")
+	fl.StringVar(&req.Headers.FailedAt, "header-failed-at", planner.DefaultHeaders.FailedAt, "DLQ header carrying the failure time (recorded)")
 	return cmd
 }
 

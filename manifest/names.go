@@ -58,8 +58,8 @@ func ValidateEventID(id string) error {
 	return nil
 }
 
-// validateHeaderName accepts printable ASCII without ':' or space, as NATS header names require.
-func validateHeaderName(name string) error {
+// ValidateHeaderName accepts printable ASCII without ':' or space, as NATS header names require.
+func ValidateHeaderName(name string) error {
 	if name == "" {
 		return fmt.Errorf("header name is empty")
 	}

@@ -141,7 +141,7 @@ func validateSource(p *problems, s *Source) {
 		{"failedAt", s.Headers.FailedAt},
 	}
 	for _, h := range headers {
-		p.check("source.headers."+h.field, validateHeaderName(h.name))
+		p.check("source.headers."+h.field, ValidateHeaderName(h.name))
 	}
 	if s.FirstSeq > s.LastSeq {
 		p.add("source.lastSeq", fmt.Sprintf("is %d, before source.firstSeq (%d)", s.LastSeq, s.FirstSeq))

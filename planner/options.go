@@ -90,6 +90,20 @@ func (o *Options) Normalise() error {
 		add("-o is required: the path the manifest is written to")
 	}
 	o.Headers = withDefaults(o.Headers)
+	for _, h := range []struct{ flag, name string }{
+		{"--header-event-id", o.Headers.EventID}, {"--header-reason", o.Headers.Reason},
+		{"--header-original-subject", o.Headers.OriginalSubject}, {"--header-attempts", o.Headers.Attempts},
+		{"--header-failed-at", o.Headers.FailedAt},
+	} {
+		if err := manifest.ValidateHeaderName(h.name); err != nil {
+			add("%s: %v", h.flag, err)
+		}
+	}
+	if o.JobID != "" {
+		if err := manifest.ValidateJobID(o.JobID); err != nil {
+			add("job ID: %v", err)
+		}
+	}
 	if o.Actor == "" {
 		o.Actor = "unknown"
 	}
