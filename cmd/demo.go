@@ -106,8 +106,11 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		report.Truth.Targets, report.Truth.ExpectedExternalCalls)
 	fmt.Fprintf(out, "proof: %s validates; a copy with writeForbidden switched by hand is refused: %v\n",
 		report.ManifestPath, tamperVerdict(report.TamperedRefusal))
-	fmt.Fprintf(out, "the job, its targets and the audit entry are in PostgreSQL schema %s; review the manifest with: replayctl show %s\n",
-		report.Schema, report.ManifestPath)
+	fmt.Fprintf(out, "\nthe job, its targets and the audit entry are in PostgreSQL schema %s; look around with:\n", report.Schema)
+	fmt.Fprintf(out, "  replayctl show %s\n", report.ManifestPath)
+	if scoped, err := ledger.WithSearchPath(opts.DatabaseURL(), report.Schema); err == nil {
+		fmt.Fprintf(out, "  replayctl validate --ledger %s --database-url '%s'\n", report.ManifestPath, ledger.RedactURL(scoped))
+	}
 	return nil
 }
 

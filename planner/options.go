@@ -4,6 +4,8 @@ package planner
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -88,6 +90,8 @@ func (o *Options) Normalise() error {
 	}
 	if o.OutputPath == "" {
 		add("-o is required: the path the manifest is written to")
+	} else if dir := filepath.Dir(o.OutputPath); !isDir(dir) {
+		add("-o %s: directory %s does not exist; create it or write the manifest elsewhere", o.OutputPath, dir)
 	}
 	o.Headers = withDefaults(o.Headers)
 	for _, h := range []struct{ flag, name string }{
@@ -115,6 +119,11 @@ func (o *Options) Normalise() error {
 		return &OptionsError{Problems: problems}
 	}
 	return nil
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 func withDefaults(h manifest.Headers) manifest.Headers {

@@ -258,6 +258,7 @@ func TestPlanRefusesBadRequestsAndRecordsNothing(t *testing.T) {
 		{"bad regex", func(o *planner.Options) { o.FailureMatch = "(" }, planner.ErrBadOptions},
 		{"injection-shaped consumer", func(o *planner.Options) { o.Consumer = "x'; drop table effects; --" }, planner.ErrBadOptions},
 		{"unknown stream", func(o *planner.Options) { o.Stream = "NOPE" }, planner.ErrStreamNotFound},
+		{"output directory missing", func(o *planner.Options) { o.OutputPath = filepath.Join(f.dir, "nope", "job.json") }, planner.ErrBadOptions},
 		{"header name with a space", func(o *planner.Options) { o.Headers.EventID = "Event Id" }, planner.ErrBadOptions},
 	}
 	for _, c := range cases {

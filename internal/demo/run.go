@@ -69,6 +69,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 			return nil, fmt.Errorf("demo: temporary directory: %w", err)
 		}
 		opts.Dir = dir
+	} else if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("demo: create --dir: %w", err)
 	}
 
 	storeDir, err := os.MkdirTemp("", "replayctl-demo-nats-")
