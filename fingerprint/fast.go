@@ -110,19 +110,13 @@ func (c *canonicalizer) object(depth int) bool {
 			return false
 		}
 		members = append(members, member{key: key, start: start - base, end: len(c.out) - base})
-		c.space()
-		if c.pos >= len(c.in) {
+		more, ok := c.separator('}')
+		if !ok {
 			return false
 		}
-		if c.in[c.pos] == ',' {
-			c.pos++
-			continue
+		if !more {
+			break
 		}
-		if c.in[c.pos] != '}' {
-			return false
-		}
-		c.pos++
-		break
 	}
 	byKey := func(a, b member) int { return bytes.Compare(a.key, b.key) }
 	if !slices.IsSortedFunc(members, byKey) {
@@ -161,21 +155,33 @@ func (c *canonicalizer) array(depth int) bool {
 		if !c.value(depth + 1) {
 			return false
 		}
-		c.space()
-		if c.pos >= len(c.in) {
+		more, ok := c.separator(']')
+		if !ok {
 			return false
 		}
-		if c.in[c.pos] == ',' {
-			c.pos++
-			continue
+		if !more {
+			c.out = append(c.out, ']')
+			return true
 		}
-		if c.in[c.pos] != ']' {
-			return false
-		}
-		c.pos++
-		c.out = append(c.out, ']')
-		return true
 	}
+}
+
+// separator consumes what follows a member or element: a comma (more follow) or the closing
+// bracket (done); anything else is not JSON.
+func (c *canonicalizer) separator(closing byte) (more, ok bool) {
+	c.space()
+	if c.pos >= len(c.in) {
+		return false, false
+	}
+	switch c.in[c.pos] {
+	case ',':
+		c.pos++
+		return true, true
+	case closing:
+		c.pos++
+		return false, true
+	}
+	return false, false
 }
 
 // str reads a string whose canonical form is its raw content: no escapes, valid UTF-8, and none of

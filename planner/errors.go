@@ -17,6 +17,7 @@ var ErrStreamNotFound = errors.New("stream not found")
 // OptionsError lists every problem of a plan request at once, so the operator fixes them in one go.
 type OptionsError struct{ Problems []string }
 
+// Error lists the problems, one per line.
 func (e *OptionsError) Error() string {
 	return "plan refused:\n  " + strings.Join(e.Problems, "\n  ")
 }
