@@ -42,6 +42,7 @@ var exitCodes = []struct {
 	{planner.ErrBadOptions, ExitUsage},
 	{planner.ErrVersionNotBumped, ExitUsage},
 	{planner.ErrStreamNotFound, ExitUsage},
+	{planner.ErrStreamUnsupported, ExitUsage},
 }
 
 // ExitError ends a command with an explicit exit code, for outcomes no sentinel describes (a

@@ -14,6 +14,9 @@ var ErrVersionNotBumped = errors.New("effect version not bumped")
 // ErrStreamNotFound is returned when the DLQ stream does not exist.
 var ErrStreamNotFound = errors.New("stream not found")
 
+// ErrStreamUnsupported is returned for a DLQ stream plan cannot scan without changing it.
+var ErrStreamUnsupported = errors.New("stream cannot be scanned")
+
 // OptionsError lists every problem of a plan request at once, so the operator fixes them in one go.
 type OptionsError struct{ Problems []string }
 

@@ -59,6 +59,10 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		return nil, fmt.Errorf("look up stream %s: %w", opts.Stream, err)
 	}
 	info := stream.CachedInfo()
+	if info.Config.Retention == jetstream.WorkQueuePolicy {
+		return nil, fmt.Errorf("%w: stream %s has WorkQueue retention: a work queue removes what it delivers and refuses the read-only ordered consumer plan scans with; keep DLQ messages in a stream with Limits retention (docs/protocol.md)",
+			ErrStreamUnsupported, opts.Stream)
+	}
 
 	session, err := store.PlanBegin(ctx)
 	if err != nil {

@@ -282,6 +282,48 @@ func TestPlanRefusesBadRequestsAndRecordsNothing(t *testing.T) {
 	}
 }
 
+func TestPlanRefusesAWorkQueueStream(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.js.CreateStream(f.ctx, jetstream.StreamConfig{Name: "WQ", Subjects: []string{"wq.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	f.dlq("wq.billing", "e1", "timeout", `{}`)
+	_, err := planner.Plan(f.ctx, f.js, f.store, f.options(func(o *planner.Options) { o.Stream = "WQ" }))
+	if !errors.Is(err, planner.ErrStreamUnsupported) {
+		t.Fatalf("err = %v, want ErrStreamUnsupported", err)
+	}
+	info, err := f.js.Stream(f.ctx, "WQ")
+	if err != nil || info.CachedInfo().State.Msgs != 1 {
+		t.Fatalf("the refused plan changed the work queue: %v", err)
+	}
+}
+
+// TestPlanSkipsDeletedMessages: a DLQ with holes (messages deleted by hand or by limits) scans to
+// its end and counts only what is there.
+func TestPlanSkipsDeletedMessages(t *testing.T) {
+	f := newFixture(t)
+	f.dlq("dlq.billing", "e1", "timeout", `{}`)
+	gone := f.dlq("dlq.billing", "e2", "timeout", `{}`)
+	f.dlq("dlq.billing", "e3", "timeout", `{}`)
+	last := f.dlq("dlq.billing", "e4", "timeout", `{}`)
+	stream, err := f.js.Stream(f.ctx, "DLQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{gone, last} {
+		if err := stream.DeleteMsg(f.ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Manifest.EventIDs; !reflect.DeepEqual(got, []string{"e1", "e3"}) || res.Manifest.Stats.Scanned != 2 {
+		t.Fatalf("targets %v scanned %d, want [e1 e3] and 2", got, res.Manifest.Stats.Scanned)
+	}
+}
+
 func TestPlanOfAnEmptyStream(t *testing.T) {
 	f := newFixture(t)
 	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(nil))
