@@ -198,3 +198,15 @@ func TestParseTimeFlag(t *testing.T) {
 		t.Error("a negative duration was accepted")
 	}
 }
+
+func TestPlanShowsProgressOnlyOnATerminal(t *testing.T) {
+	e := newPlanEnv(t)
+	_, stderr, code := e.plan(t, true, "--reason '"+planReason+"' -o "+filepath.Join(e.dir, "tty.json"))
+	if code != ExitOK || !strings.Contains(stderr, "scanning DLQ") {
+		t.Fatalf("TTY: exit %d, stderr without a progress bar:\n%s", code, stderr)
+	}
+	_, stderr, code = e.plan(t, false, "--reason '"+planReason+"' -o "+filepath.Join(e.dir, "ci.json"))
+	if code != ExitOK || strings.Contains(stderr, "scanning DLQ") {
+		t.Fatalf("no TTY: exit %d, stderr with a progress bar:\n%s", code, stderr)
+	}
+}
