@@ -25,9 +25,9 @@ result, so a replay must prove its boundary before any external effect is produc
            manifest (job.json) and a job row: exactly which events will be replayed, which
            were kept out and why, and how many external calls to expect
   shadow   run the targets through the consumer without external writes and diff a
-           100-event sample against the recorded results
+           100-event sample against the recorded results (not built yet)
   execute  replay exactly the manifest's event IDs, gated on a passing shadow and a plan
-           that is not stale, after a confirmation (or --yes without a terminal)
+           that is not stale, after a confirmation (not built yet)
 
 Review between the steps: "show job.json" summarises a manifest and "validate --ledger job.json"
 proves it is the manifest the job was recorded with. A manifest edited after plan is refused.
@@ -55,9 +55,8 @@ const rootExample = `  # once per environment and after every upgrade; safe to r
   replayctl show job.json
   replayctl validate --ledger job.json
 
-  # shadow, then execute
-  replayctl shadow job.json
-  replayctl execute job.json`
+  # see it all on an embedded NATS server and the local PostgreSQL
+  replayctl demo`
 
 // NewCmdRoot returns the replayctl command with its global flags and verbs. Building it opens
 // nothing; the flags are bound to f, whose funcs read them when a verb runs.
