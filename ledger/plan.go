@@ -40,7 +40,7 @@ var planSessionSettings = []string{
 const planScanCreate = `
 create temp table plan_scan (
     seq              bigint not null,
-    event_id         text   not null,
+    event_id         text   collate "C" not null,
     payload_hash     text   not null,
     failure_reason   text   not null,
     original_subject text   not null
@@ -154,7 +154,8 @@ select count(*), coalesce(avg(effect_count), 0)::float8
 
 const jobTargetsInsertFromPlan = `
 insert into job_targets (job_id, event_id, stream_seq, original_subject, failure_reason)
-select $1, event_id, seq, original_subject, failure_reason from plan_events where class = 'target'`
+select $1, event_id, seq, original_subject, failure_reason from plan_events where class = 'target'
+ order by event_id`
 
 // PlanSession is one plan's transaction on a dedicated connection: the scan is copied into temporary
 // tables that exist only inside it, and the job is recorded in the same transaction, so a failed or
