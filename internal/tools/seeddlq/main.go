@@ -49,7 +49,7 @@ func seed(url, stream string, n, payload int) error {
 	for i := 0; i < n; i++ {
 		m := nats.NewMsg(subject)
 		m.Data = fmt.Appendf(nil, `{"i":%d,"pad":"%s"}`, i, pad)
-		m.Header.Set("Event-Id", fmt.Sprintf("evt-%07d", i))
+		m.Header.Set("Event-Id", fmt.Sprintf("evt-%016x", mix(uint64(i))))
 		m.Header.Set("Dlq-Reason", []string{"timeout", "http 503", "deadline exceeded"}[i%3])
 		m.Header.Set("Dlq-Original-Subject", "billing.charge.requested")
 		if _, err := js.PublishMsgAsync(m); err != nil {
@@ -63,4 +63,13 @@ func seed(url, stream string, n, payload int) error {
 	}
 	fmt.Printf("seeded %d messages into %s in %s\n", n, stream, time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// mix is splitmix64's finaliser, a bijection: event IDs are unique but arrive in no particular
+// order, like UUIDs from many producers.
+func mix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
