@@ -87,6 +87,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		Now:         opts.Now(),
 		Step:        narrate,
 		Progress:    progress,
+		Stage:       stageReporter(opts.IO, finishProgress),
 	})
 	finishProgress()
 	if err != nil {

@@ -103,6 +103,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	}
 	var finishProgress func()
 	req.Progress, finishProgress = lazyProgress(opts.IO, "scanning DLQ")
+	req.Stage = stageReporter(opts.IO, finishProgress)
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err
@@ -167,7 +168,19 @@ func lazyProgress(ios *iostreams.IOStreams, description string) (update func(don
 	finish = func() {
 		if bar != nil {
 			bar.Finish()
+			bar = nil
 		}
 	}
 	return update, finish
+}
+
+// stageReporter prints each step a domain call reports, on a terminal only, after finishing the
+// progress bar the step follows.
+func stageReporter(ios *iostreams.IOStreams, finishProgress func()) func(description string) {
+	return func(description string) {
+		finishProgress()
+		if ios.ShowsProgress() {
+			fmt.Fprintf(ios.ErrOut, "%s ...\n", description)
+		}
+	}
 }

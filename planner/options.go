@@ -47,6 +47,9 @@ type Options struct {
 	JobID string
 	// Progress, when set, is called as the scan advances with messages scanned and the total expected.
 	Progress func(scanned, total int64)
+	// Stage, when set, is told in one line each step after the scan, whose length grows with the
+	// DLQ but which has no count to show.
+	Stage func(description string)
 }
 
 // maxReasonLength bounds a failure reason as stored and counted: reasons often embed a whole

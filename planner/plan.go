@@ -73,6 +73,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if err != nil {
 		return nil, err
 	}
+	opts.stage("joining %d scanned messages against the ledger of consumer %s", counts.Scanned, opts.Consumer)
 	if err := session.Classify(ctx, opts.Consumer, target, fingerprint.Algorithm, opts.Max); err != nil {
 		return nil, err
 	}
@@ -80,6 +81,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if err != nil {
 		return nil, err
 	}
+	opts.stage("recording job %s with %d targets and writing %s", m.ID, m.Stats.Targets, opts.OutputPath)
 	job := jobFor(m, info.State.LastSeq, stateDigest)
 	entry := ledger.AuditEntry{
 		Actor:          opts.Actor,
@@ -108,6 +110,12 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		return nil, fmt.Errorf("job %s not recorded, manifest %s removed: %w", m.ID, opts.OutputPath, err)
 	}
 	return &Result{Manifest: m, Warnings: warnings(m)}, nil
+}
+
+func (o *Options) stage(format string, args ...any) {
+	if o.Stage != nil {
+		o.Stage(fmt.Sprintf(format, args...))
+	}
 }
 
 func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanSession, opts *Options, info *jetstream.StreamInfo) (scanCounts, error) {

@@ -30,9 +30,10 @@ type Options struct {
 	Dir   string
 	Actor string
 	Now   time.Time
-	// Step narrates each stage in one line; Progress follows the plan's scan.
+	// Step narrates each stage in one line; Progress and Stage follow the plan (planner.Options).
 	Step     func(format string, args ...any)
 	Progress func(scanned, total int64)
+	Stage    func(description string)
 }
 
 // Report is what a demo run did and found.
@@ -122,6 +123,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		Actor:      opts.Actor,
 		Now:        opts.Now,
 		Progress:   opts.Progress,
+		Stage:      opts.Stage,
 	})
 	if err != nil {
 		return nil, err

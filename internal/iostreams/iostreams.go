@@ -71,3 +71,6 @@ func (s *IOStreams) SetStderrTTY(isTTY bool) { s.stderrTTY = isTTY }
 // SetMachineOutput records that stdout carries machine output (--json), which turns progress
 // bars off even on a terminal.
 func (s *IOStreams) SetMachineOutput(on bool) { s.machineOutput = on }
+
+// ShowsProgress reports whether progress belongs on ErrOut: a terminal, and output not for machines.
+func (s *IOStreams) ShowsProgress() bool { return s.stderrTTY && !s.machineOutput }

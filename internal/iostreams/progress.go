@@ -25,7 +25,7 @@ type Progress interface {
 // machines; otherwise it returns a Progress that does nothing, so CI logs and --json runs stay
 // free of carriage-return noise.
 func (s *IOStreams) StartProgress(description string, total int64) Progress {
-	if !s.stderrTTY || s.machineOutput {
+	if !s.ShowsProgress() {
 		return noProgress{}
 	}
 	if total <= 0 {
