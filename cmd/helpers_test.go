@@ -155,7 +155,8 @@ func testManifest(t *testing.T) *manifest.Manifest {
 			Uncertain: uncertain,
 			InFlight: []manifest.LedgerExclusion{{EventID: "evt-f-00", EffectVersion: 3, State: "processing",
 				LeaseOwner: "billing-7f9c", LeaseExpiresAt: &lease}},
-			Conflicts: []manifest.Conflict{{EventID: "evt-c-00", Where: "source", PayloadHashes: []string{"sha256:aa", "sha256:bb"}}},
+			Conflicts:          []manifest.Conflict{{EventID: "evt-c-00", Where: "source", PayloadHashes: []string{"sha256:aa", "sha256:bb"}}},
+			MissingEventIDSeqs: []uint64{117, 240},
 		},
 		EventIDs: ids,
 	}

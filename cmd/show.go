@@ -83,6 +83,8 @@ func printSummary(w io.Writer, isTTY bool, m *manifest.Manifest) error {
 			rows: exclusionRows(m.Excluded.InFlight), total: len(m.Excluded.InFlight)},
 		{title: "Excluded: conflicting payloads", header: []string{"EVENT ID", "WHERE", "PAYLOAD HASHES"},
 			rows: conflictRows(m.Excluded.Conflicts), total: len(m.Excluded.Conflicts)},
+		{title: "Excluded: messages without a usable Event-Id or original subject", header: []string{"STREAM SEQ"},
+			rows: seqRows(m.Excluded.MissingEventIDSeqs), total: len(m.Excluded.MissingEventIDSeqs)},
 		{title: "Event IDs", header: []string{"EVENT ID"}, rows: eventIDRows(m.EventIDs), total: len(m.EventIDs)},
 	}
 	for i, s := range sections {
@@ -183,6 +185,15 @@ func conflictRows(cs []manifest.Conflict) [][]string {
 	rows := make([][]string, len(cs))
 	for i, c := range cs {
 		rows[i] = []string{c.EventID, c.Where, strings.Join(c.PayloadHashes, ", ")}
+	}
+	return rows
+}
+
+func seqRows(seqs []uint64) [][]string {
+	seqs = seqs[:min(len(seqs), showMaxExcluded)]
+	rows := make([][]string, len(seqs))
+	for i, seq := range seqs {
+		rows[i] = []string{strconv.FormatUint(seq, 10)}
 	}
 	return rows
 }

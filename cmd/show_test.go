@@ -67,6 +67,7 @@ func TestShowPlain(t *testing.T) {
 		"evt-u-19\t3\tuncertain\t-\t-\n... 5 more\n",
 		"evt-f-00\t3\tprocessing\tbilling-7f9c\t2026-12-02T09:45:00Z",
 		"evt-c-00\tsource\tsha256:aa, sha256:bb",
+		"STREAM SEQ\n117\n240\n",
 		"EVENT ID\nevt-000\n",
 		"evt-009\n... 2 more\n",
 	} {
