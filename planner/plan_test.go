@@ -105,6 +105,7 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 	f.dlq("dlq.billing", "e7", "http 503", `{"n":7}`)
 	f.dlq("dlq.billing", "e7", "http 503", `{ "n" : 7 }`)
 	noIDSeq := f.dlq("dlq.billing", "", "timeout", `{"n":0}`)
+	badIDSeq := f.dlq("dlq.billing", "e\x01bad", "timeout", `{"n":0}`)
 	f.dlq("dlq.billing", "e8", "timeout", `{"n":8}`)
 	f.dlq("dlq.billing", "e9", "bad schema", `{"n":9}`)
 	unroutable := nats.NewMsg("dlq.billing")
@@ -129,7 +130,7 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 	}
 	m := res.Manifest
 	want := manifest.Stats{
-		Scanned: 13, MissingEventID: 1, MissingOriginalSubject: 1, Candidates: 9, RepeatedInSource: 1, DuplicateInSource: 1,
+		Scanned: 14, MissingEventID: 1, InvalidEventID: 1, MissingOriginalSubject: 1, Candidates: 9, RepeatedInSource: 1, DuplicateInSource: 1,
 		LedgerPayloadMismatch: 1, CompletedUnderOlderVersion: 1, AlreadyCompletedRatio: 0.111111,
 		ExcludedUncertain: 2, ExcludedInFlight: 1, Targets: 4,
 		FailureReasons: map[string]int64{"timeout": 2, "http 503": 1, "bad schema": 1},
@@ -165,7 +166,7 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 		len(m.Excluded.Conflicts[0].PayloadHashes) != 2 || m.Excluded.Conflicts[1].EventID != "e8" || m.Excluded.Conflicts[1].Where != "ledger" {
 		t.Errorf("conflicts %+v", m.Excluded.Conflicts)
 	}
-	if want := []uint64{noIDSeq, ack.Sequence}; !reflect.DeepEqual(m.Excluded.MissingEventIDSeqs, want) {
+	if want := []uint64{noIDSeq, badIDSeq, ack.Sequence}; !reflect.DeepEqual(m.Excluded.MissingEventIDSeqs, want) {
 		t.Errorf("unusable message seqs %v, want %v", m.Excluded.MissingEventIDSeqs, want)
 	}
 
@@ -180,7 +181,7 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Status != "planned" || job.ManifestDigest != m.Digest || job.Targets != 4 || job.StreamLastSeq != 13 {
+	if job.Status != "planned" || job.ManifestDigest != m.Digest || job.Targets != 4 || job.StreamLastSeq != 14 {
 		t.Fatalf("job row %+v", job)
 	}
 	counts, err := f.store.JobTargetsCount(f.ctx, m.ID)
@@ -215,16 +216,17 @@ func TestPlanBoundary(t *testing.T) {
 	f.dlq("dlq.billing", "new-1", "timeout", `{}`)
 
 	cases := []struct {
-		name    string
-		mod     func(*planner.Options)
-		targets []string
-		scanned int64
+		name                 string
+		mod                  func(*planner.Options)
+		targets              []string
+		scanned, notMatching int64
+		overMax              int64
 	}{
-		{"subject", func(o *planner.Options) { o.SubjectFilter = "dlq.refunds" }, []string{"mid-3", "old-2"}, 2},
-		{"since", func(o *planner.Options) { o.Since = &since }, []string{"mid-1", "mid-2", "mid-3", "new-1"}, 4},
-		{"since and until", func(o *planner.Options) { o.Since, o.Until = &since, &until }, []string{"mid-1", "mid-2", "mid-3"}, 3},
-		{"failure match", func(o *planner.Options) { o.FailureMatch = "^timeout$" }, []string{"mid-3", "new-1", "old-1", "old-2"}, 6},
-		{"max keeps the oldest", func(o *planner.Options) { o.Max = 2 }, []string{"old-1", "old-2"}, 6},
+		{"subject", func(o *planner.Options) { o.SubjectFilter = "dlq.refunds" }, []string{"mid-3", "old-2"}, 2, 0, 0},
+		{"since", func(o *planner.Options) { o.Since = &since }, []string{"mid-1", "mid-2", "mid-3", "new-1"}, 4, 0, 0},
+		{"since and until", func(o *planner.Options) { o.Since, o.Until = &since, &until }, []string{"mid-1", "mid-2", "mid-3"}, 3, 0, 0},
+		{"failure match", func(o *planner.Options) { o.FailureMatch = "^timeout$" }, []string{"mid-3", "new-1", "old-1", "old-2"}, 6, 2, 0},
+		{"max keeps the oldest", func(o *planner.Options) { o.Max = 2 }, []string{"old-1", "old-2"}, 6, 0, 4},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -236,8 +238,11 @@ func TestPlanBoundary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(res.Manifest.EventIDs, c.targets) || res.Manifest.Stats.Scanned != c.scanned {
-				t.Fatalf("targets %v scanned %d, want %v scanned %d", res.Manifest.EventIDs, res.Manifest.Stats.Scanned, c.targets, c.scanned)
+			st := res.Manifest.Stats
+			if !reflect.DeepEqual(res.Manifest.EventIDs, c.targets) || st.Scanned != c.scanned ||
+				st.NotMatchingFailureFilter != c.notMatching || st.OverMax != c.overMax {
+				t.Fatalf("targets %v scanned %d not matching %d over max %d, want %v, %d, %d, %d", res.Manifest.EventIDs,
+					st.Scanned, st.NotMatchingFailureFilter, st.OverMax, c.targets, c.scanned, c.notMatching, c.overMax)
 			}
 		})
 	}
