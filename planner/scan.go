@@ -38,6 +38,7 @@ type scanCounts struct {
 type scanner struct {
 	ctx       context.Context
 	iter      jetstream.MessagesContext
+	unwatch   func() bool
 	headers   manifest.Headers
 	failure   *regexp.Regexp
 	until     *time.Time
@@ -74,17 +75,17 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 	if err != nil {
 		return nil, fmt.Errorf("scan stream %s: %w", opts.Stream, err)
 	}
-	// Next cannot take both a context and a stall timeout; stopping the iterator on cancellation
-	// makes Ctrl-C end the scan at once.
-	context.AfterFunc(ctx, iter.Stop)
 	ci := cons.CachedInfo()
 	if ci == nil || ci.NumPending == 0 {
 		iter.Stop()
 		return nil, nil
 	}
 	s := &scanner{
-		ctx:       ctx,
-		iter:      iter,
+		ctx:  ctx,
+		iter: iter,
+		// Next cannot take both a context and a stall timeout; stopping the iterator on
+		// cancellation makes Ctrl-C end the scan at once.
+		unwatch:   context.AfterFunc(ctx, iter.Stop),
 		headers:   opts.Headers,
 		until:     opts.Until,
 		lastSeq:   info.State.LastSeq,
@@ -184,6 +185,7 @@ func (c *scanCounts) noteMissing(seq uint64) {
 func (s *scanner) stop() {
 	if !s.done {
 		s.done = true
+		s.unwatch()
 		s.iter.Stop()
 	}
 }
