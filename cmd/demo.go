@@ -77,7 +77,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		step++
 		fmt.Fprintf(opts.IO.ErrOut, "%d. %s\n", step, fmt.Sprintf(format, args...))
 	}
-	progress, finishProgress := lazyProgress(opts.IO, "scanning DLQ")
+	progress, stage, finishProgress := planProgress(opts.IO)
 	report, err := demo.Run(ctx, demo.Options{
 		DatabaseURL: opts.DatabaseURL(),
 		Schema:      opts.Schema,
@@ -87,7 +87,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		Now:         opts.Now(),
 		Step:        narrate,
 		Progress:    progress,
-		Stage:       stageReporter(opts.IO, finishProgress),
+		Stage:       stage,
 	})
 	finishProgress()
 	if err != nil {

@@ -102,8 +102,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 		return err
 	}
 	var finishProgress func()
-	req.Progress, finishProgress = lazyProgress(opts.IO, "scanning DLQ")
-	req.Stage = stageReporter(opts.IO, finishProgress)
+	req.Progress, req.Stage, finishProgress = planProgress(opts.IO)
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err
@@ -155,13 +154,14 @@ func printPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 	return nil
 }
 
-// lazyProgress returns a progress callback for domain code that learns its total only once work has
-// started, and the func that finishes the bar (a no-op if it never started).
-func lazyProgress(ios *iostreams.IOStreams, description string) (update func(done, total int64), finish func()) {
+// planProgress reports a plan on a terminal: a bar for the scan, whose total the planner learns
+// only once the scan starts, then one line per later step. finish ends the bar (a no-op if it
+// never started).
+func planProgress(ios *iostreams.IOStreams) (scan func(done, total int64), stage func(description string), finish func()) {
 	var bar iostreams.Progress
-	update = func(done, total int64) {
+	scan = func(done, total int64) {
 		if bar == nil {
-			bar = ios.StartProgress(description, total)
+			bar = ios.StartProgress("scanning DLQ", total)
 		}
 		bar.Set(done)
 	}
@@ -171,16 +171,11 @@ func lazyProgress(ios *iostreams.IOStreams, description string) (update func(don
 			bar = nil
 		}
 	}
-	return update, finish
-}
-
-// stageReporter prints each step a domain call reports, on a terminal only, after finishing the
-// progress bar the step follows.
-func stageReporter(ios *iostreams.IOStreams, finishProgress func()) func(description string) {
-	return func(description string) {
-		finishProgress()
+	stage = func(description string) {
+		finish()
 		if ios.ShowsProgress() {
 			fmt.Fprintf(ios.ErrOut, "%s ...\n", description)
 		}
 	}
+	return scan, stage, finish
 }
