@@ -231,8 +231,8 @@ func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (in
 }
 
 // Classify joins the scan against the consumer's ledger rows and classifies each event ID for a
-// replay to targetVersion; max > 0 keeps only the oldest max targets.
-func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersion int, hashAlgorithm string, max int) error {
+// replay to targetVersion; maxTargets > 0 keeps only the oldest maxTargets targets.
+func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersion int, hashAlgorithm string, maxTargets int) error {
 	if _, err := p.tx.Exec(ctx, planFirstCreate); err != nil {
 		return fmt.Errorf("plan: collapse the scan to one row per event ID: %w", err)
 	}
@@ -243,9 +243,9 @@ func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersi
 	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithm); err != nil {
 		return fmt.Errorf("plan: join scan with the ledger of consumer %q: %w", consumer, err)
 	}
-	if max > 0 {
-		if _, err := p.tx.Exec(ctx, planEventsApplyMax, max); err != nil {
-			return fmt.Errorf("plan: apply --max %d: %w", max, err)
+	if maxTargets > 0 {
+		if _, err := p.tx.Exec(ctx, planEventsApplyMax, maxTargets); err != nil {
+			return fmt.Errorf("plan: apply --max %d: %w", maxTargets, err)
 		}
 	}
 	return nil
