@@ -16,7 +16,12 @@ import (
 const ledgerTables = `
 select count(*) from pg_tables
  where schemaname = current_schema()
-   and tablename in ('replayctl_migrations', 'effects', 'effect_versions', 'jobs', 'job_targets', 'audit')`
+   and tablename in ('replayctl_migrations', 'effects', 'effect_versions', 'jobs', 'job_targets', 'audit', 'shadow_verdicts')`
+
+// allMigrations are the embedded migrations in order; a new one is added here too.
+var allMigrations = []string{"0001_init", "0002_consumer_and_shadow"}
+
+var latestVersion = len(allMigrations)
 
 func TestMigrateTwice(t *testing.T) {
 	store := openStore(t, pgtest.URL(t))
@@ -24,23 +29,23 @@ func TestMigrateTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(first.Applied, []string{"0001_init"}) || first.Version != 1 {
+	if !slices.Equal(first.Applied, allMigrations) || first.Version != latestVersion {
 		t.Fatalf("first run %+v, want Applied [0001_init] Version 1", first)
 	}
 	second, err := store.Migrate(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(second.Applied) != 0 || second.Version != 1 {
+	if len(second.Applied) != 0 || second.Version != latestVersion {
 		t.Fatalf("second run %+v, want nothing applied at version 1", second)
 	}
 	var version int
 	var name string
-	if err := store.Pool.QueryRow(t.Context(), "select version, name from replayctl_migrations").Scan(&version, &name); err != nil {
+	if err := store.Pool.QueryRow(t.Context(), "select version, name from replayctl_migrations order by version limit 1").Scan(&version, &name); err != nil {
 		t.Fatal(err)
 	}
 	if version != 1 || name != "0001_init" {
-		t.Errorf("recorded migration %d %q", version, name)
+		t.Errorf("first recorded migration %d %q", version, name)
 	}
 }
 
@@ -69,24 +74,24 @@ func TestMigrateConcurrently(t *testing.T) {
 		if errs[i] != nil {
 			t.Fatalf("run %d: %v", i, errs[i])
 		}
-		if results[i].Version != 1 {
-			t.Errorf("run %d: version %d, want 1", i, results[i].Version)
+		if results[i].Version != latestVersion {
+			t.Errorf("run %d: version %d, want %d", i, results[i].Version, latestVersion)
 		}
 		switch {
-		case slices.Equal(results[i].Applied, []string{"0001_init"}):
+		case slices.Equal(results[i].Applied, allMigrations):
 			appliedBy++
 		case len(results[i].Applied) != 0:
 			t.Errorf("run %d applied %v", i, results[i].Applied)
 		}
 	}
 	if appliedBy != 1 {
-		t.Errorf("%d runs applied 0001_init, want exactly 1", appliedBy)
+		t.Errorf("%d runs applied the migrations, want exactly 1", appliedBy)
 	}
-	if n := queryInt(t, stores[0], "select count(*) from replayctl_migrations"); n != 1 {
-		t.Errorf("replayctl_migrations has %d rows, want 1", n)
+	if n := queryInt(t, stores[0], "select count(*) from replayctl_migrations"); n != latestVersion {
+		t.Errorf("replayctl_migrations has %d rows, want %d", n, latestVersion)
 	}
-	if n := queryInt(t, stores[0], ledgerTables); n != 6 {
-		t.Errorf("%d ledger tables in the schema, want 6", n)
+	if n := queryInt(t, stores[0], ledgerTables); n != 7 {
+		t.Errorf("%d ledger tables in the schema, want 7", n)
 	}
 }
 
@@ -106,7 +111,7 @@ func TestMigrateWaitsOnlyForItsOwnSchema(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if res, err := other.Migrate(ctx); err != nil || res.Version != 1 {
+	if res, err := other.Migrate(ctx); err != nil || res.Version != latestVersion {
 		t.Fatalf("migrate another schema while the lock is held: %+v, %v", res, err)
 	}
 
@@ -122,7 +127,7 @@ func TestMigrateWaitsOnlyForItsOwnSchema(t *testing.T) {
 	if _, err := holder.Exec(t.Context(), "select pg_advisory_unlock(hashtext('replayctl.migrate.' || current_schema()))"); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := busy.Migrate(t.Context()); err != nil || !slices.Equal(res.Applied, []string{"0001_init"}) {
+	if res, err := busy.Migrate(t.Context()); err != nil || !slices.Equal(res.Applied, allMigrations) {
 		t.Fatalf("migrate after the lock was released: %+v, %v", res, err)
 	}
 }
@@ -138,14 +143,14 @@ func TestMigrateWithoutSchema(t *testing.T) {
 func TestCheckSchema(t *testing.T) {
 	store := openStore(t, pgtest.URL(t))
 	current, wanted, err := store.SchemaVersion(t.Context())
-	if err != nil || current != 0 || wanted != 1 {
-		t.Fatalf("SchemaVersion before migrate = %d, %d, %v; want 0, 1, nil", current, wanted, err)
+	if err != nil || current != 0 || wanted != latestVersion {
+		t.Fatalf("SchemaVersion before migrate = %d, %d, %v; want 0, 2, nil", current, wanted, err)
 	}
 	err = store.CheckSchema(t.Context())
 	if !errors.Is(err, ledger.ErrSchemaOutdated) {
 		t.Fatalf("CheckSchema before migrate = %v, want ErrSchemaOutdated", err)
 	}
-	if want := "ledger schema is at version 0, this replayctl needs 1: run `replayctl migrate`"; err.Error() != want {
+	if want := "ledger schema is at version 0, this replayctl needs 2: run `replayctl migrate`"; err.Error() != want {
 		t.Errorf("message %q, want %q", err, want)
 	}
 
@@ -160,7 +165,7 @@ func TestCheckSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = store.CheckSchema(t.Context())
-	if want := "ledger schema is at version 7, newer than this replayctl knows (1): upgrade replayctl"; !errors.Is(err, ledger.ErrSchemaOutdated) || err.Error() != want {
+	if want := "ledger schema is at version 7, newer than this replayctl knows (2): upgrade replayctl"; !errors.Is(err, ledger.ErrSchemaOutdated) || err.Error() != want {
 		t.Errorf("CheckSchema on a newer schema = %v, want %q", err, want)
 	}
 }

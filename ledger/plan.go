@@ -153,8 +153,8 @@ select count(*), coalesce(avg(effect_count), 0)::float8
  where consumer = $1 and state in ('completed', 'reconciled')`
 
 const jobTargetsInsertFromPlan = `
-insert into job_targets (job_id, event_id, stream_seq, original_subject, failure_reason)
-select $1, event_id, seq, original_subject, failure_reason from plan_events where class = 'target'
+insert into job_targets (job_id, event_id, stream_seq, original_subject, failure_reason, payload_hash)
+select $1, event_id, seq, original_subject, failure_reason, payload_hash from plan_events where class = 'target'
  order by event_id`
 
 // PlanSession is one plan's transaction on a dedicated connection: the scan is copied into temporary

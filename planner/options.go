@@ -11,15 +11,16 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
 )
 
 // DefaultHeaders are the DLQ header names of docs/protocol.md.
 var DefaultHeaders = manifest.Headers{
-	EventID:         "Event-Id",
-	Reason:          "Dlq-Reason",
-	OriginalSubject: "Dlq-Original-Subject",
-	Attempts:        "Dlq-Attempts",
-	FailedAt:        "Dlq-Failed-At",
+	EventID:         protocol.HeaderEventID,
+	Reason:          protocol.HeaderDLQReason,
+	OriginalSubject: protocol.HeaderDLQOriginalSubj,
+	Attempts:        protocol.HeaderDLQAttempts,
+	FailedAt:        protocol.HeaderDLQFailedAt,
 }
 
 // Options is one plan request.
