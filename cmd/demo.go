@@ -13,6 +13,7 @@ import (
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/shadow"
 )
 
 // DemoOptions are the inputs of replayctl demo.
@@ -28,7 +29,7 @@ type DemoOptions struct {
 }
 
 // errDemoMismatch means the plan disagreed with the seeded truth: a replayctl bug.
-var errDemoMismatch = errors.New("the plan does not match the seeded truth")
+var errDemoMismatch = errors.New("the plan or the shadow does not match the seeded truth")
 
 // NewCmdDemo returns the demo command. runF, when not nil, replaces the run function (tests).
 func NewCmdDemo(f *Factory, runF func(*DemoOptions) error) *cobra.Command {
@@ -46,7 +47,12 @@ for a billing consumer, and run plan on it:
     event ID whose payload disagrees with the ledger, repeats, and messages without a usable ID
 
 The demo then proves the plan against the seeded truth, field by field, shows that the manifest
-validates, and that a hand-edited copy is refused.`,
+validates, and that a hand-edited copy is refused.
+
+Then it serves the example billing consumer's shadow responder (examples/billing, whose effect
+version 2 fixes a fee-rounding bug of version 1) and runs shadow on the job: every target through
+the responder, the 100-event sample diffed and the verdict recorded. It proves that the fake payment
+provider received no call, and that the changed fees and the noise field are the ones seeded.`,
 		Example: `  go run . demo
   replayctl demo --events 20000 --dir ./demo-out`,
 		Args: noArgs,
@@ -77,7 +83,8 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		step++
 		fmt.Fprintf(opts.IO.ErrOut, "%d. %s\n", step, fmt.Sprintf(format, args...))
 	}
-	progress, stage, finishProgress := planProgress(opts.IO)
+	progress, stage, finishProgress := stepProgress(opts.IO, "scanning DLQ")
+	shadowProgress, _, finishShadowProgress := stepProgress(opts.IO, "shadowing targets")
 	report, err := demo.Run(ctx, demo.Options{
 		DatabaseURL: opts.DatabaseURL(),
 		Schema:      opts.Schema,
@@ -87,9 +94,17 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		Now:         opts.Now(),
 		Step:        narrate,
 		Progress:    progress,
-		Stage:       stage,
+		Stage: func(description string) {
+			finishShadowProgress()
+			stage(description)
+		},
+		ShadowProgress: func(done, total int64) {
+			finishProgress()
+			shadowProgress(done, total)
+		},
 	})
 	finishProgress()
+	finishShadowProgress()
 	if err != nil {
 		return err
 	}
@@ -107,6 +122,12 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		report.Truth.Targets, report.Truth.ExpectedExternalCalls)
 	fmt.Fprintf(out, "proof: %s validates; a copy with writeForbidden switched by hand is refused: %v\n",
 		report.ManifestPath, tamperVerdict(report.TamperedRefusal))
+	fmt.Fprintln(out)
+	if err := printShadowReport(opts.IO, report.ShadowReportPath, report.Shadow); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nproof: the shadow pass made %d external calls (the billing provider counted them) and found the %d changed fees the seed holds\n",
+		report.ProviderCallsDuringShadow, report.Truth.ShadowChanged)
 	fmt.Fprintf(out, "\nthe job, its targets and the audit entry are in PostgreSQL schema %s; look around with:\n", report.Schema)
 	fmt.Fprintf(out, "  replayctl show %s\n", report.ManifestPath)
 	if scoped, err := ledger.WithSearchPath(opts.DatabaseURL(), report.Schema); err == nil {
@@ -140,8 +161,13 @@ func printDemoJSON(io *iostreams.IOStreams, r *demo.Report) error {
 		MatchesTruth  bool           `json:"matchesTruth"`
 		Mismatches    []string       `json:"mismatches"`
 		TamperRefused bool           `json:"tamperedCopyRefused"`
+		ShadowReport  string         `json:"shadowReport"`
+		ShadowTotals  shadow.Totals  `json:"shadowTotals"`
+		ShadowVerdict shadow.Verdict `json:"shadowVerdict"`
+		ProviderCalls int64          `json:"providerCallsDuringShadow"`
 	}{r.Plan.Manifest.ID, r.ManifestPath, r.Schema, r.Plan.Manifest.Stats, r.Plan.Manifest.ExpectedExternalCalls,
-		len(r.Mismatches) == 0, mismatches, r.TamperedRefusal != nil})
+		len(r.Mismatches) == 0, mismatches, r.TamperedRefusal != nil,
+		r.ShadowReportPath, r.Shadow.Totals, r.Shadow.Verdict, r.ProviderCallsDuringShadow})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
+	"github.com/replayctl/replayctl/shadow"
 )
 
 // Exit codes of replayctl, a public contract (DESIGN.md): runbooks and CI branch on them.
@@ -43,6 +44,12 @@ var exitCodes = []struct {
 	{planner.ErrVersionNotBumped, ExitUsage},
 	{planner.ErrStreamNotFound, ExitUsage},
 	{planner.ErrStreamUnsupported, ExitUsage},
+	{shadow.ErrBadOptions, ExitUsage},
+	// The manifest is sound but is not the job recorded for it, or that job already ran: shadow's
+	// gate refuses, like execute's gates.
+	{shadow.ErrJobMismatch, ExitGateRefused},
+	// One shadow run per job at a time: a second one is refused, not interleaved.
+	{ledger.ErrShadowRunning, ExitGateRefused},
 }
 
 // ExitError ends a command with an explicit exit code, for outcomes no sentinel describes (a

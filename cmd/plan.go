@@ -102,7 +102,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 		return err
 	}
 	var finishProgress func()
-	req.Progress, req.Stage, finishProgress = planProgress(opts.IO)
+	req.Progress, req.Stage, finishProgress = stepProgress(opts.IO, "scanning DLQ")
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err
@@ -152,30 +152,4 @@ func printPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 	}
 	fmt.Fprintf(io.ErrOut, "next: review with `replayctl show %s` and `replayctl validate --ledger %s`\n", path, path)
 	return nil
-}
-
-// planProgress reports a plan on a terminal: a bar for the scan, whose total the planner learns
-// only once the scan starts, then one line per later step. finish ends the bar (a no-op if it
-// never started).
-func planProgress(ios *iostreams.IOStreams) (scan func(done, total int64), stage func(description string), finish func()) {
-	var bar iostreams.Progress
-	scan = func(done, total int64) {
-		if bar == nil {
-			bar = ios.StartProgress("scanning DLQ", total)
-		}
-		bar.Set(done)
-	}
-	finish = func() {
-		if bar != nil {
-			bar.Finish()
-			bar = nil
-		}
-	}
-	stage = func(description string) {
-		finish()
-		if ios.ShowsProgress() {
-			fmt.Fprintf(ios.ErrOut, "%s ...\n", description)
-		}
-	}
-	return scan, stage, finish
 }

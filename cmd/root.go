@@ -24,8 +24,8 @@ result, so a replay must prove its boundary before any external effect is produc
   plan     scan the DLQ stream, join every event ID against the ledger and write a sealed
            manifest (job.json) and a job row: exactly which events will be replayed, which
            were kept out and why, and how many external calls to expect
-  shadow   run the targets through the consumer without external writes and diff a
-           100-event sample against the recorded results (not built yet)
+  shadow   run every target through the consumer's shadow responder (no external writes),
+           diff a 100-event sample against the recorded results and record a verdict
   execute  replay exactly the manifest's event IDs, gated on a passing shadow and a plan
            that is not stale, after a confirmation (not built yet)
 
@@ -37,7 +37,7 @@ Exit codes:
   1  runtime failure (database or NATS unreachable, interrupted); retrying may succeed
   2  usage or bad input (flags, arguments, an invalid or tampered manifest)
   3  a gate refused (no passing shadow, stale or tampered manifest, version not bumped)
-  4  a guard stopped the run (budget, error rate)
+  4  a guard stopped the run (budget, error rate), or the shadow verdict failed
   5  finished, but items need manual review (uncertain outcomes)
 
 With --json, stdout carries one JSON document (on failure {"error": "...", "exitCode": N}) and
@@ -54,6 +54,9 @@ const rootExample = `  # once per environment and after every upgrade; safe to r
   # review it and prove it is the manifest the ledger recorded
   replayctl show job.json
   replayctl validate --ledger job.json
+
+  # every target through the consumer's shadow responder; exit 4 when the verdict fails
+  replayctl shadow job.json
 
   # see it all on an embedded NATS server and the local PostgreSQL
   replayctl demo`
@@ -110,6 +113,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	root.AddCommand(
 		NewCmdMigrate(f, nil),
 		NewCmdPlan(f, nil),
+		NewCmdShadow(f, nil),
 		NewCmdShow(f, nil),
 		NewCmdValidate(f, nil),
 		NewCmdDemo(f, nil),

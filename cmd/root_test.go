@@ -37,6 +37,7 @@ func TestHelpNeedsNoConnection(t *testing.T) {
 		"migrate --help --database-url postgres://ops:flag-secret@10.255.255.1:5432/ledger",
 		"validate --help",
 		"show --help",
+		"shadow --help",
 		"help validate",
 	} {
 		t.Run(args, func(t *testing.T) {
@@ -67,7 +68,7 @@ func TestRootHelpExplainsWorkflowAndExitCodes(t *testing.T) {
 		"plan ", "shadow ", "execute ", "Exit codes:",
 		"0  done", "1  runtime failure", "2  usage or bad input", "3  a gate refused",
 		"4  a guard stopped the run", "5  finished, but items need manual review",
-		"replayctl migrate", "replayctl show job.json", "replayctl validate --ledger job.json",
+		"replayctl migrate", "replayctl show job.json", "replayctl validate --ledger job.json", "replayctl shadow job.json",
 		"--database-url", "--nats-url", "--json", "--actor",
 	} {
 		if !strings.Contains(stdout, want) {

@@ -9,12 +9,17 @@ import (
 	"reflect"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/internal/natsembed"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
+	"github.com/replayctl/replayctl/protocol"
+	"github.com/replayctl/replayctl/shadow"
 )
 
 // DefaultSchema is the PostgreSQL schema the demo recreates on every run, so it never touches a real
@@ -30,10 +35,12 @@ type Options struct {
 	Dir   string
 	Actor string
 	Now   time.Time
-	// Step narrates each stage in one line; Progress and Stage follow the plan (planner.Options).
-	Step     func(format string, args ...any)
-	Progress func(scanned, total int64)
-	Stage    func(description string)
+	// Step narrates each stage in one line; Progress and Stage follow the plan (planner.Options),
+	// ShadowProgress the shadow pass (shadow.Options).
+	Step           func(format string, args ...any)
+	Progress       func(scanned, total int64)
+	Stage          func(description string)
+	ShadowProgress func(done, total int64)
 }
 
 // Report is what a demo run did and found.
@@ -46,14 +53,21 @@ type Report struct {
 	Mismatches []string
 	// TamperedRefusal is the error loading a hand-edited copy of the manifest gave.
 	TamperedRefusal error
+	// Shadow is the shadow pass of the planned job through the billing consumer's responder;
+	// ReportPath is where its report was written.
+	Shadow           *shadow.Report
+	ShadowReportPath string
+	// ProviderCallsDuringShadow counts the calls the billing provider received while the shadow
+	// pass ran: anything but 0 is a bug.
+	ProviderCallsDuringShadow int64
 }
 
 // Run seeds an in-process NATS server and the demo schema, then plans the replay and proves it.
 func Run(ctx context.Context, opts Options) (*Report, error) {
-	step := opts.Step
-	if step == nil {
-		step = func(string, ...any) {}
+	if opts.Step == nil {
+		opts.Step = func(string, ...any) {}
 	}
+	step := opts.Step
 	if opts.Schema == "" {
 		opts.Schema = DefaultSchema
 	}
@@ -137,7 +151,53 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	_, report.TamperedRefusal = manifest.Load(tampered)
+
+	if err := shadowJob(ctx, nc, js, store, opts, report); err != nil {
+		return nil, err
+	}
+	report.Mismatches = append(report.Mismatches, CompareShadow(truth, report.Shadow, report.ProviderCallsDuringShadow)...)
 	return report, nil
+}
+
+// shadowJob serves the billing consumer's shadow responder, at effect version 2 with its fee fix,
+// and shadows the planned job through it.
+func shadowJob(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledger.Store, opts Options, report *Report) error {
+	provider := billing.NewProvider()
+	c, err := consumer.New(consumer.Config{
+		Name:       report.Plan.Manifest.Consumer,
+		Store:      store,
+		Conn:       nc,
+		Stream:     "BILLING",
+		DLQSubject: "dlq." + report.Plan.Manifest.Consumer + ".charge",
+		Handler:    billing.Handler(provider, time.Now),
+	})
+	if err != nil {
+		return fmt.Errorf("demo: billing consumer: %w", err)
+	}
+	stop, err := c.ServeShadow(ctx)
+	if err != nil {
+		return fmt.Errorf("demo: serve the billing consumer's shadow responder: %w", err)
+	}
+	defer stop()
+	report.ShadowReportPath = filepath.Join(opts.Dir, "job.shadow.json")
+	opts.Step("started the billing consumer's shadow responder on %s", protocol.ShadowSubject(report.Plan.Manifest.Consumer))
+	r, err := shadow.Run(ctx, nc, js, store, shadow.Options{
+		Manifest:   report.Plan.Manifest,
+		Thresholds: shadow.DefaultThresholds(),
+		Actor:      opts.Actor,
+		ReportPath: report.ShadowReportPath,
+		Progress:   opts.ShadowProgress,
+		Stage:      opts.Stage,
+	})
+	if err != nil {
+		return err
+	}
+	if err := shadow.WriteReport(report.ShadowReportPath, r); err != nil {
+		return err
+	}
+	report.Shadow = r
+	report.ProviderCallsDuringShadow = provider.Calls("")
+	return nil
 }
 
 // Compare lists every figure of m that differs from the truth.
@@ -167,6 +227,37 @@ func Compare(truth Truth, m *manifest.Manifest) []string {
 	check("excluded.uncertain", truth.UncertainIDs, exclusionIDs(m.Excluded.Uncertain))
 	check("excluded.inFlight", truth.InFlightIDs, exclusionIDs(m.Excluded.InFlight))
 	check("excluded.conflicts", append(append([]string{}, truth.ConflictSourceIDs...), truth.ConflictLedgerIDs...), conflictIDs(m.Excluded.Conflicts))
+	return out
+}
+
+// CompareShadow lists every figure of the shadow report r that differs from the truth, and every
+// external call the provider received during the pass.
+func CompareShadow(truth Truth, r *shadow.Report, providerCalls int64) []string {
+	var out []string
+	check := func(field string, want, got any) {
+		if !reflect.DeepEqual(want, got) {
+			out = append(out, fmt.Sprintf("shadow %s: expected %v, got %v", field, want, got))
+		}
+	}
+	t := r.Totals
+	check("provider calls during the shadow pass", int64(0), providerCalls)
+	check("verdict pass", true, r.Verdict.Pass)
+	check("targets", truth.Targets, t.Targets)
+	check("answered", truth.Targets, t.Answered)
+	check("changed", truth.ShadowChanged, t.Changed)
+	check("identical", truth.CompletedUnderOlderVersion-truth.ShadowChanged, t.Identical)
+	check("noOriginal", truth.Targets-truth.CompletedUnderOlderVersion, t.NoOriginal)
+	check("shadowExternalCalls", billingEffects*truth.Targets, t.ShadowExternalCalls)
+	fields := map[string]shadow.FieldSummary{}
+	for _, f := range r.Fields {
+		fields[f.Path] = f
+	}
+	if fields["feeCents"].Changed == 0 {
+		out = append(out, "shadow sample: feeCents, the field the fix changes, is not reported changed")
+	}
+	if fields["processedAt"].Noise == 0 {
+		out = append(out, "shadow sample: processedAt, a timestamp, is not reported as noise")
+	}
 	return out
 }
 

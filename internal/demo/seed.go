@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/planner"
@@ -42,6 +43,9 @@ type Truth struct {
 	ExcludedUncertain, ExcludedInFlight, Targets, ExpectedExternalCalls int64
 	FailureReasons                                                      map[string]int64
 	EffectVersionFrom                                                   int
+	// ShadowChanged counts the targets completed under version 1 whose fee version 2 rounds
+	// differently: what a shadow under the billing consumer's version 2 must report as changed.
+	ShadowChanged int64
 	UncertainIDs, InFlightIDs, ConflictSourceIDs, ConflictLedgerIDs     []string
 }
 
@@ -55,6 +59,10 @@ const (
 	ledgerMismatchEvents = 2 // completed under v1 with a different request hash
 	receivedEvents       = 5 // received, never leased: an ordinary target
 	liveVersion          = 1
+	// billingEffects is what the billing consumer does per order: a charge and a receipt. One
+	// history row in 50 records only the charge (its mailer was down), so the plan's mean per
+	// effect is just under 2.
+	billingEffects = 2
 )
 
 var reasons = []string{
@@ -70,13 +78,18 @@ func EventID(i int) string { return fmt.Sprintf("evt-%06d", i) }
 // isCompletedBefore says whether ordinary event i succeeded on a later live retry under v1.
 func isCompletedBefore(i int) bool { return i >= 100 && i%10 == 3 }
 
+// order is the billing order of event i; a different variant is a different intent under the same ID.
+func order(i, variant int) billing.Order {
+	return billing.Order{
+		OrderID:     fmt.Sprintf("ord-%06d", i),
+		Customer:    fmt.Sprintf("cus_%04d", i%977),
+		AmountCents: int64(500 + (i*37)%20000 + variant),
+		Currency:    "EUR",
+	}
+}
+
 func payload(i, variant int) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"orderId":     fmt.Sprintf("ord-%06d", i),
-		"customer":    fmt.Sprintf("cus_%04d", i%977),
-		"amountCents": 500 + (i*37)%20000 + variant,
-		"currency":    "EUR",
-	})
+	b, _ := json.Marshal(order(i, variant))
 	return b
 }
 
@@ -101,9 +114,9 @@ func Seed(ctx context.Context, js jetstream.JetStream, store *ledger.Store, sc S
 	if err := seedStream(ctx, js, sc, &truth); err != nil {
 		return Truth{}, err
 	}
-	// Targets with a completed older effect are charged its effect_count (2); the rest the mean.
+	// Targets with a completed older effect are charged its effect_count; the rest the mean.
 	meanPerEffect := math.Round(effects.meanEffectCount()*1000) / 1000
-	truth.ExpectedExternalCalls = 2*truth.CompletedUnderOlderVersion +
+	truth.ExpectedExternalCalls = billingEffects*truth.CompletedUnderOlderVersion +
 		int64(math.Ceil(float64(truth.Targets-truth.CompletedUnderOlderVersion)*meanPerEffect))
 	return truth, nil
 }
@@ -115,47 +128,51 @@ func (e effectTotals) meanEffectCount() float64 { return float64(e.calls) / floa
 func seedLedger(ctx context.Context, store *ledger.Store, sc Scenario, truth *Truth) (effectTotals, error) {
 	var rows []ledger.Effect
 	var totals effectTotals
-	add := func(eventID string, state string, requestHash string, effectCount int, leaseExpires *time.Time) {
+	// Completed rows hold what the billing consumer's version 1 returned a day earlier.
+	processedAt := sc.Now.Add(-24 * time.Hour)
+	add := func(eventID string, state string, i, variant int, effectCount int, leaseExpires *time.Time) {
 		e := ledger.Effect{Consumer: sc.Consumer, EventID: eventID, EffectVersion: liveVersion, State: state,
-			RequestHash: requestHash, RequestHashAlg: fingerprint.Algorithm, EffectCount: effectCount, LeaseExpiresAt: leaseExpires}
+			RequestHash: fingerprint.Payload(payload(i, variant)), RequestHashAlg: fingerprint.Algorithm,
+			EffectCount: effectCount, LeaseExpiresAt: leaseExpires}
 		if state == "processing" {
 			e.LeaseOwner = "billing-7f9c-" + eventID
 		}
 		if state == "completed" {
-			e.ResultHash = fingerprint.Payload([]byte(`{"status":"charged"}`))
-			e.ResultBody = json.RawMessage(`{"status":"charged"}`)
+			body, _ := json.Marshal(billing.ReceiptFor(order(i, variant), liveVersion, processedAt))
+			e.ResultHash = fingerprint.Payload(body)
+			e.ResultBody = body
 			totals.completed++
 			totals.calls += int64(effectCount)
 		}
 		rows = append(rows, e)
 	}
 	for h := 0; h < sc.History; h++ {
-		add(fmt.Sprintf("hist-%06d", h), "completed", fingerprint.Payload(payload(1_000_000+h, 0)), 1+btoi(h%4 == 0), nil)
+		add(fmt.Sprintf("hist-%06d", h), "completed", 1_000_000+h, 0, billingEffects-btoi(h%50 == 0), nil)
 	}
 	lapsed, live := sc.Now.Add(-5*time.Minute), sc.Now.Add(2*time.Hour)
 	i := conflictSourceEvents + repeatedEvents
 	for n := 0; n < uncertainEvents; n, i = n+1, i+1 {
-		add(EventID(i), "uncertain", fingerprint.Payload(payload(i, 0)), 0, nil)
+		add(EventID(i), "uncertain", i, 0, 0, nil)
 		truth.UncertainIDs = append(truth.UncertainIDs, EventID(i))
 	}
 	for n := 0; n < lapsedLeaseEvents; n, i = n+1, i+1 {
-		add(EventID(i), "processing", fingerprint.Payload(payload(i, 0)), 0, &lapsed)
+		add(EventID(i), "processing", i, 0, 0, &lapsed)
 		truth.UncertainIDs = append(truth.UncertainIDs, EventID(i))
 	}
 	for n := 0; n < inFlightEvents; n, i = n+1, i+1 {
-		add(EventID(i), "processing", fingerprint.Payload(payload(i, 0)), 0, &live)
+		add(EventID(i), "processing", i, 0, 0, &live)
 		truth.InFlightIDs = append(truth.InFlightIDs, EventID(i))
 	}
 	for n := 0; n < ledgerMismatchEvents; n, i = n+1, i+1 {
-		add(EventID(i), "completed", fingerprint.Payload(payload(i, 99)), 1, nil)
+		add(EventID(i), "completed", i, 99, billingEffects, nil)
 		truth.ConflictLedgerIDs = append(truth.ConflictLedgerIDs, EventID(i))
 	}
 	for n := 0; n < receivedEvents; n, i = n+1, i+1 {
-		add(EventID(i), "received", fingerprint.Payload(payload(i, 0)), 0, nil)
+		add(EventID(i), "received", i, 0, 0, nil)
 	}
 	for j := 100; j < sc.Events; j++ {
 		if isCompletedBefore(j) {
-			add(EventID(j), "completed", fingerprint.Payload(payload(j, 0)), 2, nil)
+			add(EventID(j), "completed", j, 0, billingEffects, nil)
 		}
 	}
 	if _, err := store.EffectsImport(ctx, rows); err != nil {
@@ -215,6 +232,10 @@ func seedStream(ctx context.Context, js jetstream.JetStream, sc Scenario, truth 
 		truth.FailureReasons[reasons[i%len(reasons)]]++
 		if isCompletedBefore(i) {
 			truth.CompletedUnderOlderVersion++
+			amount := order(i, 0).AmountCents
+			if billing.FeeCents(amount, liveVersion) != billing.FeeCents(amount, billing.FixedVersion) {
+				truth.ShadowChanged++
+			}
 		}
 	}
 	for i := 0; i < conflictSourceEvents; i++ {

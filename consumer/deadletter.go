@@ -1,0 +1,54 @@
+package consumer
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/replayctl/replayctl/protocol"
+)
+
+// deadLetterTimeout bounds the wait for the DLQ stream's publish ack.
+const deadLetterTimeout = 10 * time.Second
+
+// replayHeaders travel with a dead-lettered replay, so the DLQ shows which job it failed under.
+var replayHeaders = []string{protocol.HeaderReplayJob, protocol.HeaderReplayMode,
+	protocol.HeaderReplayEffectVersion, protocol.HeaderReplayWriteForbidden}
+
+// deadLetter publishes the message to DLQSubject and, once the DLQ stream acknowledged it, acks
+// the source. If the publish fails the source is nakked instead, so the message is never lost.
+func (c *Consumer) deadLetter(ctx context.Context, d *delivery, out Outcome) Outcome {
+	if err := c.publishDeadLetter(ctx, d, out.Err); err != nil {
+		return c.retry(d, out, fmt.Errorf("dead-letter event %q to %s: %w (it failed with: %v)", d.ev.ID, c.cfg.DLQSubject, err, out.Err))
+	}
+	c.ack(d)
+	return out
+}
+
+func (c *Consumer) publishDeadLetter(ctx context.Context, d *delivery, reason error) error {
+	src := d.msg.Headers()
+	m := nats.NewMsg(c.cfg.DLQSubject)
+	m.Data = d.msg.Data()
+	if id := src.Get(protocol.HeaderEventID); id != "" {
+		m.Header.Set(protocol.HeaderEventID, id)
+	}
+	m.Header.Set(protocol.HeaderDLQReason, clipText(reason.Error(), maxReasonBytes))
+	m.Header.Set(protocol.HeaderDLQOriginalSubj, d.msg.Subject())
+	m.Header.Set(protocol.HeaderDLQAttempts, strconv.Itoa(d.ev.Delivery))
+	m.Header.Set(protocol.HeaderDLQFailedAt, time.Now().UTC().Format(time.RFC3339))
+	for _, h := range replayHeaders {
+		if v := src.Get(h); v != "" {
+			m.Header.Set(h, v)
+		}
+	}
+	// The stream sequence keeps two copies of one event apart in the DLQ, while a retried
+	// dead-lettering of the same copy is deduplicated.
+	m.Header.Set(protocol.HeaderMsgID, fmt.Sprintf("dlq:%s:%s:%d", c.cfg.Name, src.Get(protocol.HeaderEventID), d.seq))
+	pctx, cancel := context.WithTimeout(ctx, deadLetterTimeout)
+	defer cancel()
+	_, err := c.js.PublishMsg(pctx, m)
+	return err
+}

@@ -1,0 +1,22 @@
+// Package consumer is the Go SDK a consuming service embeds to take part in replays safely. It
+// keeps one ledger row per (consumer, event ID, effect version) and moves it through
+//
+//	received -> processing (a lease) -> completed | uncertain
+//
+// A message's row is claimed as a lease, not a lock: the holder heartbeats while its handler runs,
+// and a lease that lapses is taken over only if no external call had started under it. Every
+// Effects.Call first records that a call is starting, so a crash or stall mid-call leaves a row
+// that cannot be re-run blindly: it becomes uncertain, is never retried automatically and waits for
+// a person (re-running it could charge a card twice, which is what an idempotency ledger exists to
+// prevent). A row is completed only after the handler returned, with the result, its hash and the
+// references of the calls made, so a redelivery or a replay of a completed event is answered from
+// the ledger without calling the handler. A terminal business failure (Business) is a stored
+// result like any other; a transient failure releases the row to received for a retry, and after
+// Config.MaxDeliver deliveries the message goes to the dead-letter subject with its payload
+// unchanged, ready for `replayctl plan`.
+//
+// Replayed messages carry Replay-Job and Replay-Effect-Version and are accepted only while that
+// (job, version) is registered as executing, so bumping the version by hand cannot bypass dedup.
+// Shadow requests (ServeShadow) run the handler with every call recorded and none made, and write
+// nothing to the ledger. The NATS side of the contract is in package protocol and docs/protocol.md.
+package consumer

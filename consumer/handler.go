@@ -1,0 +1,85 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// errHandlerPanicked is transient: a panic is a bug, and a fixed handler may succeed on a retry
+// or a replay.
+var errHandlerPanicked = errors.New("handler panicked")
+
+// runHandler calls the handler, turning a panic into an error so one bad message cannot crash
+// the service.
+func (c *Consumer) runHandler(ctx context.Context, ev Event, fx *Effects) (res Result, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("handler panicked", "consumer", c.cfg.Name, "event_id", ev.ID, "mode", string(ev.Mode),
+				"panic", clipText(fmt.Sprint(r), maxReasonBytes), "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w on event %q: %s", errHandlerPanicked, ev.ID, clipText(fmt.Sprint(r), maxReasonBytes))
+		}
+	}()
+	return c.cfg.Handler(ctx, ev, fx)
+}
+
+// heartbeat extends the lease and the message's ack deadline every Heartbeat until stop is
+// called. When the lease is found to be someone else's it cancels the handler with ErrLeaseLost.
+// A failed heartbeat query is only logged: the lease may still be ours, and Effects.Call checks it
+// before every call anyway.
+func (c *Consumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, key ledger.EffectKey, msg jetstream.Msg) (stop func()) {
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(c.cfg.Heartbeat)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			qctx, qcancel := context.WithTimeout(ctx, c.cfg.Heartbeat)
+			ok, err := ledger.EffectsHeartbeat(qctx, c.cfg.Store.Pool, key, c.cfg.Owner, c.cfg.Lease)
+			qcancel()
+			switch {
+			case err != nil:
+				c.log.Warn("lease heartbeat failed", "consumer", c.cfg.Name, "event_id", key.EventID, "error", err)
+			case !ok:
+				cancel(fmt.Errorf("%w: %s is no longer held by %s", ErrLeaseLost, key, c.cfg.Owner))
+				return
+			}
+			if err := msg.InProgress(); err != nil {
+				c.log.Warn("extending the ack deadline failed", "consumer", c.cfg.Name, "event_id", key.EventID, "error", err)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// encodeResult returns the JSON stored as result_body and its hash. A business failure is stored
+// as {"error": "<message>"} so shadow and ledger compare it the same way.
+func encodeResult(res Result, herr error) (body json.RawMessage, hash string, err error) {
+	if herr != nil {
+		body, err = json.Marshal(map[string]string{"error": herr.Error()})
+	} else {
+		body, err = json.Marshal(res.Body)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("encode the handler's result as JSON: %w", err)
+	}
+	return body, fingerprint.Payload(body), nil
+}

@@ -1,0 +1,298 @@
+package consumer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// minInProgressDelay keeps a message whose lease is about to lapse from bouncing straight back.
+const minInProgressDelay = 100 * time.Millisecond
+
+// delivery is one message being processed.
+type delivery struct {
+	msg jetstream.Msg
+	ev  Event
+	seq uint64 // stream sequence, part of the dead-letter's Nats-Msg-Id
+}
+
+// Process handles one message end to end (ledger, handler, ack/nak/term, dead-letter) and says what
+// happened. Run calls it; tests call it directly with messages fetched from a consumer. The ledger,
+// not the ack, is the record: an ack lost in transit makes the redelivery a Duplicate.
+func (c *Consumer) Process(ctx context.Context, msg jetstream.Msg) Outcome {
+	d, out := c.process(ctx, msg)
+	c.logOutcome(ctx, out, d.ev)
+	return out
+}
+
+func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) (*delivery, Outcome) {
+	d := &delivery{msg: msg}
+	meta, err := msg.Metadata()
+	if err != nil {
+		return d, Outcome{Kind: OutcomeInvalid, Err: fmt.Errorf("%w: not a JetStream delivery: %w", ErrInvalidMessage, err)}
+	}
+	d.seq = meta.Sequence.Stream
+	d.ev, err = streamEvent(msg.Subject(), msg.Data(), msg.Headers(), c.cfg.LiveVersion, int(meta.NumDelivered))
+	out := Outcome{EventID: d.ev.ID, EffectVersion: d.ev.EffectVersion}
+	if c.cfg.DLQSubject == "" {
+		return d, c.retry(d, out, fmt.Errorf("%w: DLQSubject is required to process stream messages", ErrBadConfig))
+	}
+	if err != nil {
+		// The version was not established, so none is reported.
+		out.Kind, out.EffectVersion, out.Err = OutcomeInvalid, 0, err
+		return d, c.deadLetter(ctx, d, out)
+	}
+	if d.ev.Mode == ModeReplay {
+		ok, err := c.replayAllowed(ctx, d.ev)
+		if err != nil {
+			return d, c.retry(d, out, err)
+		}
+		if !ok {
+			out.Kind = OutcomeRefused
+			out.Err = fmt.Errorf("%w: event %q: effect version %d of consumer %s is not registered as executing for job %s; "+
+				"replays go through `replayctl execute`", ErrReplayRefused, d.ev.ID, d.ev.EffectVersion, c.cfg.Name, d.ev.JobID)
+			c.term(d, out.Err)
+			return d, out
+		}
+	}
+	return d, c.processEvent(ctx, d, out)
+}
+
+// processEvent decides from the event's ledger rows, claims its row and runs the handler.
+func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) Outcome {
+	ev := d.ev
+	hash := fingerprint.Payload(ev.Payload)
+	rows, err := ledger.EffectsForEvent(ctx, c.cfg.Store.Pool, c.cfg.Name, ev.ID)
+	if err != nil {
+		return c.retry(d, out, err)
+	}
+	key := ledger.EffectKey{Consumer: c.cfg.Name, EventID: ev.ID, EffectVersion: ev.EffectVersion}
+	if settled, done := c.settle(ctx, d, out, rows, hash); done {
+		return settled
+	}
+	claimed, err := ledger.EffectsClaim(ctx, c.cfg.Store.Pool, ledger.EffectClaim{Key: key, RequestHash: hash,
+		RequestHashAlg: fingerprint.Algorithm, Owner: c.cfg.Owner, Lease: c.cfg.Lease, JobID: ev.JobID})
+	if err != nil {
+		return c.retry(d, out, err)
+	}
+	if !claimed {
+		// Another instance claimed it between the read and the claim; a redelivery will see its outcome.
+		out.Kind, out.Err = OutcomeInProgress, fmt.Errorf("event %q version %d: another instance claimed it first", ev.ID, ev.EffectVersion)
+		c.nak(d, c.backoff(ev.Delivery))
+		return out
+	}
+	if ev.Delivery > c.cfg.MaxDeliver {
+		cause := fmt.Errorf("delivered %d times without a recorded outcome (MaxDeliver %d): the handler may be crashing the process on it",
+			ev.Delivery, c.cfg.MaxDeliver)
+		if _, err := ledger.EffectsRelease(ctx, c.cfg.Store.Pool, key, c.cfg.Owner, cause.Error()); err != nil {
+			return c.retry(d, out, err)
+		}
+		out.Kind, out.Err = OutcomeDeadLettered, cause
+		return c.deadLetter(ctx, d, out)
+	}
+	return c.handle(ctx, d, out, key)
+}
+
+// settle answers from the ledger rows alone when they already decide the message; done is false
+// when the row is free to claim.
+func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []ledger.EffectRow, hash string) (Outcome, bool) {
+	ev := d.ev
+	for _, r := range rows {
+		if r.RequestHashAlg == fingerprint.Algorithm && r.RequestHash != hash {
+			out.Kind, out.StoredHash, out.IncomingHash = OutcomeConflict, r.RequestHash, hash
+			out.Err = fmt.Errorf("event %q: payload fingerprint %s differs from %s stored under effect version %d: the same Event-Id "+
+				"carries a different request; it is never processed automatically, fix the producer or review it by hand",
+				ev.ID, hash, r.RequestHash, r.EffectVersion)
+			c.term(d, out.Err)
+			return out, true
+		}
+	}
+	for _, r := range rows {
+		if settledState(r.State) && (ev.Mode == ModeLive || r.EffectVersion == ev.EffectVersion) {
+			out.Kind = OutcomeDuplicate
+			c.ack(d)
+			return out, true
+		}
+	}
+	for _, r := range rows {
+		if r.State == "uncertain" {
+			return c.termUncertain(d, out, fmt.Errorf("event %q: its ledger row under effect version %d is uncertain (%s); "+
+				"it is never retried automatically: review it by hand", ev.ID, r.EffectVersion, r.LastError)), true
+		}
+	}
+	// Any version's lease counts, not just our own: a live copy running beside its replay (or the
+	// other way round) would make the same external call twice.
+	for _, r := range rows {
+		if r.State != "processing" {
+			continue
+		}
+		if r.LeaseLive {
+			out.Kind = OutcomeInProgress
+			out.Err = fmt.Errorf("event %q version %d: %s holds the lease for another %s", ev.ID, r.EffectVersion, r.LeaseOwner, r.LeaseRemaining)
+			c.nak(d, max(r.LeaseRemaining, minInProgressDelay))
+			return out, true
+		}
+		if r.CallsStarted > 0 {
+			lapsed := ledger.EffectKey{Consumer: r.Consumer, EventID: r.EventID, EffectVersion: r.EffectVersion}
+			marked, err := ledger.EffectsMarkLapsedUncertain(ctx, c.cfg.Store.Pool, lapsed)
+			if err != nil {
+				return c.retry(d, out, err), true
+			}
+			if !marked {
+				// Its holder heartbeated or finished in the meantime.
+				out.Kind = OutcomeInProgress
+				out.Err = fmt.Errorf("event %q version %d: %s revived its lease", ev.ID, r.EffectVersion, r.LeaseOwner)
+				c.nak(d, c.cfg.Heartbeat)
+				return out, true
+			}
+			return c.termUncertain(d, out, fmt.Errorf("event %q version %d: the lease of %s lapsed after %d external call(s) started; "+
+				"their outcome is unknown: review it by hand", ev.ID, r.EffectVersion, r.LeaseOwner, r.CallsStarted)), true
+		}
+	}
+	return out, false
+}
+
+// settledState: reconciled rows were settled by hand, and expired ones keep evidence of an outcome
+// whose body was pruned; neither may run again.
+func settledState(state string) bool {
+	return state == "completed" || state == "reconciled" || state == "expired"
+}
+
+// handle runs the handler under a heartbeated lease and records its outcome.
+func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key ledger.EffectKey) Outcome {
+	hctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	fx := &Effects{suppress: d.ev.WriteForbidden, starting: func(ctx context.Context) error {
+		ok, err := ledger.EffectsCallStarted(ctx, c.cfg.Store.Pool, key, c.cfg.Owner)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: the lease on %s is no longer live", ErrLeaseLost, key)
+		}
+		return err
+	}}
+	stopHeartbeat := c.heartbeat(ctx, cancel, key, d.msg)
+	res, herr := c.runHandler(hctx, d.ev, fx)
+	stopHeartbeat()
+
+	made, unknown := fx.tally()
+	out.Effects = fx.Recorded()
+	refs, err := json.Marshal(out.Effects)
+	if err != nil {
+		return c.retry(d, out, err)
+	}
+	if unknown != nil {
+		cause := fmt.Errorf("%w; the write may have happened", unknown)
+		return c.markUncertain(ctx, d, out, key, made, refs, cause)
+	}
+	if herr != nil && !IsBusiness(herr) {
+		return c.transient(ctx, d, out, key, made, refs, herr, errors.Is(context.Cause(hctx), ErrLeaseLost))
+	}
+	body, resultHash, err := encodeResult(res, herr)
+	if err != nil {
+		return c.transient(ctx, d, out, key, made, refs, err, false)
+	}
+	completion := ledger.EffectCompletion{Key: key, Owner: c.cfg.Owner, ResultHash: resultHash, ResultBody: body,
+		EffectCount: made, ExternalRefs: refs, ResultRetention: c.cfg.ResultRetention, EvidenceRetention: c.cfg.EvidenceRetention}
+	out.Kind = OutcomeCompleted
+	if herr != nil {
+		completion.OutcomeKind, completion.LastError = "business", clipText(herr.Error(), maxLastErrorBytes)
+		out.Kind, out.Err = OutcomeBusinessFailure, herr
+	}
+	completed, err := ledger.EffectsComplete(ctx, c.cfg.Store.Pool, completion)
+	switch {
+	case err != nil:
+		// Nothing is recorded: the redelivery finds the lease, then its lapse decides (uncertain if
+		// a call was made, a clean re-run if not).
+		return c.retry(d, out, err)
+	case !completed && made > 0:
+		return c.termUncertain(d, out, fmt.Errorf("%w: event %q version %d: %d external call(s) were made but the outcome could "+
+			"not be recorded; review it by hand", ErrLeaseLost, d.ev.ID, d.ev.EffectVersion, made))
+	case !completed:
+		return c.retry(d, out, fmt.Errorf("%w: event %q version %d: the outcome was not recorded", ErrLeaseLost, d.ev.ID, d.ev.EffectVersion))
+	}
+	c.ack(d)
+	return out
+}
+
+// transient records a transient failure: released for a retry when no call was made, uncertain
+// when one was (there is no outcome to store and a retry would repeat the write).
+func (c *Consumer) transient(ctx context.Context, d *delivery, out Outcome, key ledger.EffectKey, made int, refs []byte, herr error, leaseLost bool) Outcome {
+	if made > 0 {
+		return c.markUncertain(ctx, d, out, key, made, refs,
+			fmt.Errorf("the handler failed after %d external call(s) were made: %w", made, herr))
+	}
+	if leaseLost {
+		return c.retry(d, out, herr)
+	}
+	released, err := ledger.EffectsRelease(ctx, c.cfg.Store.Pool, key, c.cfg.Owner, clipText(herr.Error(), maxLastErrorBytes))
+	if err != nil {
+		return c.retry(d, out, errors.Join(herr, err))
+	}
+	if !released {
+		return c.retry(d, out, fmt.Errorf("%w: %w", ErrLeaseLost, herr))
+	}
+	if d.ev.Delivery >= c.cfg.MaxDeliver {
+		out.Kind, out.Err = OutcomeDeadLettered, herr
+		return c.deadLetter(ctx, d, out)
+	}
+	return c.retry(d, out, herr)
+}
+
+// markUncertain marks our row uncertain and terms the message. If the write fails the row keeps
+// calls_started > 0, so its lapsed lease becomes uncertain on the next look anyway.
+func (c *Consumer) markUncertain(ctx context.Context, d *delivery, out Outcome, key ledger.EffectKey, made int, refs []byte, cause error) Outcome {
+	_, err := ledger.EffectsMarkUncertain(ctx, c.cfg.Store.Pool, ledger.EffectUncertainty{Key: key, Owner: c.cfg.Owner,
+		EffectCount: made, ExternalRefs: refs, LastError: clipText(cause.Error(), maxLastErrorBytes)})
+	if err != nil {
+		cause = errors.Join(cause, err)
+	}
+	return c.termUncertain(d, out, fmt.Errorf("event %q version %d: %w; it is never retried automatically: review it by hand",
+		d.ev.ID, d.ev.EffectVersion, cause))
+}
+
+func (c *Consumer) termUncertain(d *delivery, out Outcome, err error) Outcome {
+	out.Kind, out.Err = OutcomeUncertain, err
+	c.term(d, err)
+	return out
+}
+
+func (c *Consumer) retry(d *delivery, out Outcome, err error) Outcome {
+	out.Kind, out.Err = OutcomeRetrying, err
+	c.nak(d, c.backoff(d.ev.Delivery))
+	return out
+}
+
+// backoff doubles RetryBackoff per delivery, capped at a minute.
+func (c *Consumer) backoff(delivery int) time.Duration {
+	delay := c.cfg.RetryBackoff
+	for i := 1; i < delivery && delay < maxRetryBackoff; i++ {
+		delay *= 2
+	}
+	return min(delay, maxRetryBackoff)
+}
+
+// Ack, nak and term failures are logged, not returned: the ledger already holds the truth and a
+// redelivery is answered from it.
+func (c *Consumer) ack(d *delivery) {
+	if err := d.msg.Ack(); err != nil {
+		c.log.Warn("ack failed", "consumer", c.cfg.Name, "event_id", d.ev.ID, "error", err)
+	}
+}
+
+func (c *Consumer) nak(d *delivery, delay time.Duration) {
+	if err := d.msg.NakWithDelay(delay); err != nil {
+		c.log.Warn("nak failed", "consumer", c.cfg.Name, "event_id", d.ev.ID, "error", err)
+	}
+}
+
+func (c *Consumer) term(d *delivery, reason error) {
+	if err := d.msg.TermWithReason(clipText(reason.Error(), maxReasonBytes)); err != nil {
+		c.log.Warn("term failed", "consumer", c.cfg.Name, "event_id", d.ev.ID, "error", err)
+	}
+}

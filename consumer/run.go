@@ -1,0 +1,80 @@
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// EnsureDurable creates or updates the durable pull consumer on Stream. MaxDeliver is unlimited on
+// the server because the SDK counts deliveries itself and dead-letters with the payload intact; the
+// ack wait is twice the heartbeat, which also extends it while a handler runs.
+func (c *Consumer) EnsureDurable(ctx context.Context) (jetstream.Consumer, error) {
+	if c.cfg.Stream == "" {
+		return nil, fmt.Errorf("%w: Stream: required to consume messages", ErrBadConfig)
+	}
+	cons, err := c.js.CreateOrUpdateConsumer(ctx, c.cfg.Stream, jetstream.ConsumerConfig{
+		Durable:       c.cfg.Durable,
+		FilterSubject: c.cfg.FilterSubject,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       2 * c.cfg.Heartbeat,
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create or update durable consumer %s on stream %s: %w", c.cfg.Durable, c.cfg.Stream, err)
+	}
+	return cons, nil
+}
+
+// Run creates or updates the durable pull consumer (AckPolicy explicit, server MaxDeliver -1
+// because the SDK counts deliveries itself, AckWait 2x Heartbeat) and processes messages, up to
+// Concurrency at once, until ctx is done; it returns nil on cancellation. Messages already being
+// handled finish first, under a context that is not cancelled: cutting an external call short
+// would leave its event uncertain.
+func (c *Consumer) Run(ctx context.Context) error {
+	var missing []string
+	if c.cfg.Stream == "" {
+		missing = append(missing, "Stream: required by Run")
+	}
+	if c.cfg.DLQSubject == "" {
+		missing = append(missing, "DLQSubject: required by Run, where poison messages go")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s", ErrBadConfig, strings.Join(missing, "; "))
+	}
+	cons, err := c.EnsureDurable(ctx)
+	if err != nil {
+		return err
+	}
+	// A small pull keeps messages from waiting in this client, unacked, while others handle them.
+	iter, err := cons.Messages(jetstream.PullMaxMessages(c.cfg.Concurrency))
+	if err != nil {
+		return fmt.Errorf("consume stream %s as %s: %w", c.cfg.Stream, c.cfg.Durable, err)
+	}
+	defer iter.Stop()
+	stopOnCancel := context.AfterFunc(ctx, iter.Stop)
+	defer stopOnCancel()
+
+	work := context.WithoutCancel(ctx)
+	slots := make(chan struct{}, c.cfg.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		msg, err := iter.Next()
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return fmt.Errorf("consume stream %s as %s: %w", c.cfg.Stream, c.cfg.Durable, err)
+		}
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			c.Process(work, msg)
+		})
+	}
+}

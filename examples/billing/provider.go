@@ -1,0 +1,71 @@
+package billing
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Provider is an in-memory payment provider and mailer. It counts every call it receives, so a
+// test or the demo can prove that a shadow pass made none, and it can be told to fail.
+type Provider struct {
+	mu      sync.Mutex
+	calls   map[string]int64
+	charged map[string]int64
+	// Fail, when set, is asked before each call; a non-nil error fails that call.
+	Fail func(kind, ref string) error
+}
+
+// NewProvider returns a provider that has received no call.
+func NewProvider() *Provider {
+	return &Provider{calls: map[string]int64{}, charged: map[string]int64{}}
+}
+
+// Charge charges totalCents for orderID and returns the charge ID.
+func (p *Provider) Charge(ctx context.Context, orderID string, totalCents int64, currency string) (string, error) {
+	return p.call(ctx, EffectCharge, orderID, func(n int64) string {
+		p.charged[orderID] += totalCents
+		return fmt.Sprintf("ch_%s_%d", orderID, n)
+	})
+}
+
+// SendReceipt mails customer the receipt of orderID and returns the message ID.
+func (p *Provider) SendReceipt(ctx context.Context, customer, orderID string) (string, error) {
+	return p.call(ctx, EffectReceipt, orderID, func(n int64) string { return fmt.Sprintf("msg_%s_%d", orderID, n) })
+}
+
+func (p *Provider) call(ctx context.Context, kind, orderID string, do func(n int64) string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.Fail != nil {
+		if err := p.Fail(kind, orderID); err != nil {
+			return "", err
+		}
+	}
+	p.calls[kind]++
+	return do(p.calls[kind]), nil
+}
+
+// Calls returns how many calls of kind succeeded; an empty kind counts every kind.
+func (p *Provider) Calls(kind string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if kind != "" {
+		return p.calls[kind]
+	}
+	var n int64
+	for _, c := range p.calls {
+		n += c
+	}
+	return n
+}
+
+// Charged returns the total charged for orderID, in cents: twice the order's total means a double charge.
+func (p *Provider) Charged(orderID string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.charged[orderID]
+}

@@ -1,0 +1,280 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EffectKey is the primary key of an effects row.
+type EffectKey struct {
+	Consumer      string
+	EventID       string
+	EffectVersion int
+}
+
+// String names the row in error messages and logs.
+func (k EffectKey) String() string {
+	return fmt.Sprintf("consumer %s event %q version %d", k.Consumer, k.EventID, k.EffectVersion)
+}
+
+// EffectRow is an effects row as the consumer SDK reads it. Lease liveness is judged by the
+// database clock when the row is read, so LeaseLive and LeaseRemaining never depend on the
+// reader's clock.
+type EffectRow struct {
+	Consumer       string
+	EventID        string
+	EffectVersion  int
+	State          string
+	RequestHash    string
+	RequestHashAlg string
+	ResultHash     string
+	ResultBody     json.RawMessage
+	OutcomeKind    string
+	EffectCount    int
+	ExternalRefs   json.RawMessage
+	LeaseOwner     string
+	LeaseExpiresAt *time.Time
+	// LeaseLive is lease_expires_at > now() at read time.
+	LeaseLive bool
+	// LeaseRemaining is how long the lease had left at read time; 0 once it lapsed.
+	LeaseRemaining time.Duration
+	HeartbeatAt    *time.Time
+	ReplayUntil    *time.Time
+	EvidenceUntil  *time.Time
+	JobID          string
+	Attempts       int
+	CallsStarted   int
+	LastError      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+const effectsForEvent = `
+select consumer, event_id, effect_version, state, request_hash, request_hash_alg,
+       coalesce(result_hash, ''), result_body, coalesce(outcome_kind, ''), effect_count, external_refs,
+       coalesce(lease_owner, ''), lease_expires_at, coalesce(lease_expires_at > now(), false),
+       greatest(coalesce(extract(epoch from lease_expires_at - now()) * 1000, 0), 0)::bigint,
+       heartbeat_at, replay_until, evidence_until, coalesce(job_id, ''), attempts, calls_started,
+       coalesce(last_error, ''), created_at, updated_at
+  from effects
+ where consumer = $1 and event_id = $2
+ order by effect_version`
+
+// EffectsForEvent returns every row of eventID for consumer, one per effect version, lowest first.
+// The SDK reads them all at once because dedup across versions (a live redelivery of an event a
+// replay completed) and conflicts (a payload changed under any version) need the whole history.
+func EffectsForEvent(ctx context.Context, q Querier, consumer, eventID string) ([]EffectRow, error) {
+	rows, err := q.Query(ctx, effectsForEvent, consumer, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EffectRow, error) {
+		var r EffectRow
+		var body, refs []byte
+		var remainingMS int64
+		err := row.Scan(&r.Consumer, &r.EventID, &r.EffectVersion, &r.State, &r.RequestHash, &r.RequestHashAlg,
+			&r.ResultHash, &body, &r.OutcomeKind, &r.EffectCount, &refs, &r.LeaseOwner, &r.LeaseExpiresAt,
+			&r.LeaseLive, &remainingMS, &r.HeartbeatAt, &r.ReplayUntil, &r.EvidenceUntil, &r.JobID,
+			&r.Attempts, &r.CallsStarted, &r.LastError, &r.CreatedAt, &r.UpdatedAt)
+		if body != nil {
+			r.ResultBody = json.RawMessage(body)
+		}
+		r.ExternalRefs = json.RawMessage(refs)
+		r.LeaseRemaining = time.Duration(remainingMS) * time.Millisecond
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
+	}
+	return out, nil
+}
+
+// EffectClaim asks for the lease on one row.
+type EffectClaim struct {
+	Key            EffectKey
+	RequestHash    string
+	RequestHashAlg string
+	Owner          string
+	Lease          time.Duration
+	// JobID is the replay job; empty for a live message.
+	JobID string
+}
+
+// One upsert instead of an insert followed by an update: the row appears already leased, and the
+// conflict arm re-checks the take-over conditions on the latest row version under its lock, so two
+// claimants can never both win. A row whose stored fingerprint (same algorithm) differs is never
+// taken, even if the caller raced the conflict check.
+const effectsClaim = `
+insert into effects as e (consumer, event_id, effect_version, state, request_hash, request_hash_alg,
+                          lease_owner, lease_expires_at, heartbeat_at, job_id, attempts, calls_started)
+values ($1, $2, $3, 'processing', $4, $5, $6, now() + $7::bigint * interval '1 millisecond', now(), $8, 1, 0)
+on conflict (consumer, event_id, effect_version) do update
+   set state = 'processing', lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
+       heartbeat_at = excluded.heartbeat_at, attempts = e.attempts + 1, calls_started = 0,
+       job_id = coalesce(excluded.job_id, e.job_id), updated_at = now()
+ where (e.state = 'received'
+        or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now())
+            and e.calls_started = 0))
+   and (e.request_hash_alg <> excluded.request_hash_alg or e.request_hash = excluded.request_hash)`
+
+// EffectsClaim takes the lease on c.Key for c.Owner: it inserts the row, or takes over one that is
+// received or whose lease lapsed before any external call started. It returns false, without
+// error, when the row exists in any other state (held, completed, uncertain, conflicting), and
+// true when the lease is c.Owner's.
+func EffectsClaim(ctx context.Context, q Querier, c EffectClaim) (bool, error) {
+	tag, err := q.Exec(ctx, effectsClaim, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.RequestHash,
+		c.RequestHashAlg, c.Owner, c.Lease.Milliseconds(), nullable(c.JobID))
+	if err != nil {
+		return false, fmt.Errorf("claim the ledger row of %s: %w", c.Key, translate(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+const effectsHeartbeat = `
+update effects
+   set lease_expires_at = now() + $5::bigint * interval '1 millisecond', heartbeat_at = now(), updated_at = now()
+ where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'`
+
+// EffectsHeartbeat extends owner's lease on key to now() + lease. False means the lease is no
+// longer owner's (taken over or marked uncertain): the caller must stop working on the event.
+func EffectsHeartbeat(ctx context.Context, q Querier, key EffectKey, owner string, lease time.Duration) (bool, error) {
+	tag, err := q.Exec(ctx, effectsHeartbeat, key.Consumer, key.EventID, key.EffectVersion, owner, lease.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("extend the lease of %s: %w", key, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// A call may only start under a live lease: once it lapsed, another instance may be deciding the
+// row's fate, and an increment now would turn its take-over into an uncertain row.
+const effectsCallStarted = `
+update effects set calls_started = calls_started + 1, updated_at = now()
+ where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'
+   and lease_expires_at > now()`
+
+// EffectsCallStarted records, before an external call is made, that owner is starting one under
+// its lease on key. It must commit before the call: a crash mid-call then leaves calls_started > 0
+// and the lapsed lease becomes uncertain instead of being re-run. False means the lease is not
+// owner's or has lapsed, and the call must not be made.
+func EffectsCallStarted(ctx context.Context, q Querier, key EffectKey, owner string) (bool, error) {
+	tag, err := q.Exec(ctx, effectsCallStarted, key.Consumer, key.EventID, key.EffectVersion, owner)
+	if err != nil {
+		return false, fmt.Errorf("record an external call starting for %s: %w", key, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// EffectCompletion is the stored outcome of a handled event.
+type EffectCompletion struct {
+	Key   EffectKey
+	Owner string
+	// ResultHash is fingerprint.Payload over ResultBody.
+	ResultHash string
+	ResultBody json.RawMessage
+	// OutcomeKind is "business" for a terminal business failure, empty for success.
+	OutcomeKind string
+	// EffectCount counts the external calls made (not the suppressed ones).
+	EffectCount int
+	// ExternalRefs is a JSON array of the recorded calls.
+	ExternalRefs json.RawMessage
+	// LastError is the business error's message; empty for success.
+	LastError string
+	// ResultRetention and EvidenceRetention set replay_until and evidence_until from now().
+	ResultRetention   time.Duration
+	EvidenceRetention time.Duration
+}
+
+const effectsComplete = `
+update effects
+   set state = 'completed', result_hash = $5, result_body = $6::jsonb, outcome_kind = $7, effect_count = $8,
+       external_refs = $9::jsonb, last_error = $10, lease_owner = null, lease_expires_at = null,
+       replay_until = now() + $11::bigint * interval '1 millisecond',
+       evidence_until = now() + $12::bigint * interval '1 millisecond', updated_at = now()
+ where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'`
+
+// EffectsComplete stores c's outcome and releases the lease, if c.Owner still holds it. False
+// means it does not (the row was marked uncertain or taken over) and nothing was written.
+func EffectsComplete(ctx context.Context, q Querier, c EffectCompletion) (bool, error) {
+	tag, err := q.Exec(ctx, effectsComplete, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.Owner,
+		c.ResultHash, nullable(string(c.ResultBody)), nullable(c.OutcomeKind), c.EffectCount, effectsRefs(c.ExternalRefs),
+		nullable(c.LastError), c.ResultRetention.Milliseconds(), c.EvidenceRetention.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("record the outcome of %s: %w", c.Key, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// EffectUncertainty is what is known of a handling whose external outcome is not.
+type EffectUncertainty struct {
+	Key          EffectKey
+	Owner        string
+	EffectCount  int
+	ExternalRefs json.RawMessage
+	// LastError says which call's outcome is unknown, or why the outcome was not recorded.
+	LastError string
+}
+
+// lease_owner is kept: it names the instance that made the calls, for whoever reviews the row.
+const effectsMarkUncertain = `
+update effects
+   set state = 'uncertain', effect_count = $5, external_refs = $6::jsonb, last_error = $7,
+       lease_expires_at = null, updated_at = now()
+ where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'`
+
+// EffectsMarkUncertain marks the row u.Owner holds uncertain: an external write may have happened
+// and must be reviewed by hand, never retried automatically. False means u.Owner no longer holds it.
+func EffectsMarkUncertain(ctx context.Context, q Querier, u EffectUncertainty) (bool, error) {
+	tag, err := q.Exec(ctx, effectsMarkUncertain, u.Key.Consumer, u.Key.EventID, u.Key.EffectVersion, u.Owner,
+		u.EffectCount, effectsRefs(u.ExternalRefs), u.LastError)
+	if err != nil {
+		return false, fmt.Errorf("mark %s uncertain: %w", u.Key, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+const effectsMarkLapsedUncertain = `
+update effects
+   set state = 'uncertain', updated_at = now(),
+       last_error = 'lease of ' || coalesce(lease_owner, 'an unknown owner') || ' lapsed after ' || calls_started ||
+                    ' external call(s) started; their outcome is unknown: review by hand'
+ where consumer = $1 and event_id = $2 and effect_version = $3 and state = 'processing'
+   and (lease_expires_at is null or lease_expires_at <= now()) and calls_started > 0`
+
+// EffectsMarkLapsedUncertain marks key uncertain if its lease lapsed after an external call
+// started (the holder crashed or stalled mid-call). False means the row no longer qualifies: its
+// holder heartbeated, finished, or someone else decided first.
+func EffectsMarkLapsedUncertain(ctx context.Context, q Querier, key EffectKey) (bool, error) {
+	tag, err := q.Exec(ctx, effectsMarkLapsedUncertain, key.Consumer, key.EventID, key.EffectVersion)
+	if err != nil {
+		return false, fmt.Errorf("mark %s uncertain after its lease lapsed: %w", key, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+const effectsRelease = `
+update effects
+   set state = 'received', lease_owner = null, lease_expires_at = null, calls_started = 0,
+       outcome_kind = 'transient', last_error = $5, updated_at = now()
+ where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'`
+
+// EffectsRelease gives up owner's lease on key after a transient failure in which no external
+// call was made, so a redelivery may claim it again. False means owner no longer held it.
+func EffectsRelease(ctx context.Context, q Querier, key EffectKey, owner, lastError string) (bool, error) {
+	tag, err := q.Exec(ctx, effectsRelease, key.Consumer, key.EventID, key.EffectVersion, owner, lastError)
+	if err != nil {
+		return false, fmt.Errorf("release the lease of %s: %w", key, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// effectsRefs stores an absent list as the column's own empty default rather than NULL.
+func effectsRefs(refs json.RawMessage) string {
+	if len(refs) == 0 {
+		return "[]"
+	}
+	return string(refs)
+}

@@ -1,0 +1,27 @@
+package shadow
+
+import (
+	"errors"
+	"strings"
+)
+
+var (
+	// ErrBadOptions matches every refusal of the shadow request itself (exit code 2).
+	ErrBadOptions = errors.New("invalid shadow options")
+
+	// ErrJobMismatch means the manifest cannot be shadowed against the ledger: it has no job, its
+	// job was recorded with another digest, or the job already ran (executing, completed,
+	// cancelled). A gate refused (exit code 3).
+	ErrJobMismatch = errors.New("manifest does not match a shadowable job")
+)
+
+// OptionsError lists every problem of a shadow request at once, so the operator fixes them in one go.
+type OptionsError struct{ Problems []string }
+
+// Error lists the problems, one per line.
+func (e *OptionsError) Error() string {
+	return "shadow refused:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// Is makes an OptionsError match ErrBadOptions.
+func (e *OptionsError) Is(target error) bool { return target == ErrBadOptions }

@@ -1,0 +1,176 @@
+package shadow
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// Report is one shadow run's outcome, and the report file's JSON. Only Sample.Items[].Changed
+// carries result values; everything else is IDs, paths and counts.
+type Report struct {
+	JobID          string `json:"jobId"`
+	ManifestDigest string `json:"manifestDigest"`
+	Consumer       string `json:"consumer"`
+	// Subject is the responder's request subject, protocol.ShadowSubject(Consumer).
+	Subject        string                 `json:"subject"`
+	EffectVersion  manifest.EffectVersion `json:"effectVersion"`
+	WriteForbidden bool                   `json:"writeForbidden"`
+	StartedAt      time.Time              `json:"startedAt"`
+	FinishedAt     time.Time              `json:"finishedAt"`
+	// Seed orders the sample: the first 16 hex digits of the manifest digest.
+	Seed   string `json:"seed"`
+	Totals Totals `json:"totals"`
+	Sample Sample `json:"sample"`
+	// Fields summarises, per result path over the sample, how often it changed, was noise or was
+	// ignored; sorted by path.
+	Fields  []FieldSummary `json:"fields"`
+	Verdict Verdict        `json:"verdict"`
+}
+
+// Totals are the full pass's counts over every target.
+type Totals struct {
+	Targets int64 `json:"targets"`
+	// Answered counts replies (ok or error); Identical, Changed and NoOriginal split the ok ones.
+	Answered   int64 `json:"answered"`
+	Identical  int64 `json:"identical"`
+	Changed    int64 `json:"changed"`
+	NoOriginal int64 `json:"noOriginal"`
+	// ComparedOnHash counts identical and changed targets whose original body was pruned, so only
+	// hashes were compared (noise and ignored fields cannot be removed from a hash).
+	ComparedOnHash int64 `json:"comparedOnHash"`
+	ShadowErrors   int64 `json:"shadowErrors"`
+	Timeouts       int64 `json:"timeouts"`
+	NoResponder    int64 `json:"noResponder"`
+	// SourceMissing counts targets whose DLQ message was deleted or no longer matches the plan.
+	SourceMissing         int64 `json:"sourceMissing"`
+	ShadowExternalCalls   int64 `json:"shadowExternalCalls"`
+	ExpectedExternalCalls int64 `json:"expectedExternalCalls"`
+	// EffectKinds counts the shadow's external calls by kind.
+	EffectKinds map[string]int64 `json:"effectKinds"`
+	// Aborted says the full pass stopped early (or never started), AbortReason why.
+	Aborted     bool   `json:"aborted"`
+	AbortReason string `json:"abortReason,omitempty"`
+}
+
+// Sample is the deterministic diff sample.
+type Sample struct {
+	Seed string `json:"seed"`
+	Size int    `json:"size"`
+	// PerReason is how many targets of each failure reason were sampled.
+	PerReason map[string]int `json:"perReason"`
+	// Items are sorted by failure reason, then event ID.
+	Items []SampleItem `json:"items"`
+}
+
+// Baselines a sampled result is compared with.
+const (
+	// BaselineLedger is the original's retained result body.
+	BaselineLedger = "ledger"
+	// BaselineLedgerHash is the original's result hash, its body pruned: compared on hash only.
+	BaselineLedgerHash = "ledger-hash"
+	// BaselineShadowFrom is a shadow run under effectVersion.from, for events with no original.
+	BaselineShadowFrom = "shadow-from"
+	// BaselineNone means no original and no older version to shadow under (effectVersion.from is
+	// 0: the ledger knew no version of the consumer at plan time).
+	BaselineNone = "none"
+)
+
+// Outcomes of a sampled event.
+const (
+	OutcomeIdentical     = "identical"
+	OutcomeChanged       = "changed"
+	OutcomeError         = "error"
+	OutcomeUnanswered    = "unanswered"
+	OutcomeSourceMissing = "source_missing"
+	// OutcomeNoOriginal is a shadow result with nothing to compare it with (BaselineNone).
+	OutcomeNoOriginal = "no_original"
+)
+
+// SampleItem is one sampled event's comparison.
+type SampleItem struct {
+	EventID       string `json:"eventId"`
+	FailureReason string `json:"failureReason"`
+	// Baseline is BaselineLedger, BaselineLedgerHash, BaselineShadowFrom or BaselineNone; empty
+	// when the event never got that far (source missing).
+	Baseline        string `json:"baseline,omitempty"`
+	BaselineVersion int    `json:"baselineVersion"`
+	// Outcome is identical, changed, error (an error on one side or both), unanswered,
+	// source_missing, or no_original (BaselineNone).
+	Outcome string `json:"outcome"`
+	// Changed lists the differing result paths with both values.
+	Changed []FieldChange `json:"changed,omitempty"`
+	// Noise and Ignored list the paths that differed but are noise or --ignore-field paths.
+	Noise           []string `json:"noise,omitempty"`
+	Ignored         []string `json:"ignored,omitempty"`
+	OriginalEffects int      `json:"originalEffects"`
+	ShadowEffects   int      `json:"shadowEffects"`
+	Error           string   `json:"error,omitempty"`
+}
+
+// FieldChange is one result path whose value differs, with the original's and the shadow's
+// values; a side without the path has none. For array paths ("lines[*].sku") the values are the
+// first differing pair.
+type FieldChange struct {
+	Path     string          `json:"path"`
+	Original json.RawMessage `json:"original,omitempty"`
+	Shadow   json.RawMessage `json:"shadow,omitempty"`
+}
+
+// FieldSummary counts, for one result path, the sampled events where it changed, was noise or
+// was ignored.
+type FieldSummary struct {
+	Path    string `json:"path"`
+	Changed int    `json:"changed"`
+	Noise   int    `json:"noise"`
+	Ignored int    `json:"ignored"`
+}
+
+// Verdict is pass or fail, with one sentence per failed threshold.
+type Verdict struct {
+	Pass       bool       `json:"pass"`
+	Reasons    []string   `json:"reasons"`
+	Thresholds Thresholds `json:"thresholds"`
+}
+
+// WriteReport atomically replaces path with r as indented JSON, mode 0600 (changed fields carry
+// result values, which may hold personal data): a temporary file in the same directory, synced,
+// then renamed over path.
+func WriteReport(path string, r *Report) error {
+	if err := writeReport(path, r); err != nil {
+		return fmt.Errorf("write shadow report %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeReport(path string, r *Report) (err error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	// CreateTemp creates the file with mode 0600, which the rename keeps.
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

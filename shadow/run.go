@@ -1,0 +1,167 @@
+// Package shadow runs a planned replay job through the consumer's shadow responder before anything
+// is replayed for real: every target is sent once under the new effect version and its outcome
+// stored on job_targets, a deterministic sample is shadowed twice (to tell noise from change) and
+// diffed against the originals, and a pass/fail verdict is recorded with the manifest digest,
+// which execute requires. The package never prints; progress goes to callbacks.
+package shadow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
+)
+
+// Job statuses shadow moves between; a job in any other status already ran or was given up.
+const (
+	jobPlanned   = "planned"
+	jobShadowing = "shadowing"
+	jobShadowed  = "shadowed"
+)
+
+var shadowable = []string{jobPlanned, jobShadowing, jobShadowed}
+
+// Run shadows the job of opts.Manifest: it checks the job, shadows the sample twice, then every
+// target, and records the verdict with the job's status (shadowed) and an audit entry in one
+// transaction. A failing verdict is not an error: Report.Verdict says so. When ctx ends, Run
+// returns its error; the outcomes stored so far stay, the job stays "shadowing" and no verdict is
+// recorded.
+func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledger.Store, opts Options) (*Report, error) {
+	if err := opts.Normalise(); err != nil {
+		return nil, err
+	}
+	m := opts.Manifest
+	release, err := store.ShadowLock(ctx, m.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	opts.stage("checking job %s against the manifest", m.ID)
+	if err := checkJob(ctx, store, m); err != nil {
+		return nil, err
+	}
+	r := &Report{
+		JobID: m.ID, ManifestDigest: m.Digest, Consumer: m.Consumer, Subject: protocol.ShadowSubject(m.Consumer),
+		EffectVersion: m.EffectVersion, WriteForbidden: m.WriteForbidden, StartedAt: opts.Now().UTC(),
+		Seed:   seedOf(m.Digest),
+		Totals: Totals{Targets: m.Stats.Targets, ExpectedExternalCalls: m.ExpectedExternalCalls, EffectKinds: map[string]int64{}},
+	}
+	if err := start(ctx, store, &opts, r); err != nil {
+		return nil, err
+	}
+	req := &requester{nc: nc, subject: r.Subject, jobID: m.ID, writeForbidden: m.WriteForbidden, timeout: opts.Timeout}
+	sh := &runner{store: store, js: js, m: m, opts: &opts, req: req, totals: &r.Totals,
+		cmp: &comparer{ignore: newPathSet(opts.IgnoreFields)}}
+	if err := sh.sample(ctx, r); err != nil {
+		return nil, err
+	}
+	if !r.Totals.Aborted {
+		opts.stage("shadowing all %s targets under effect version %d on %s", count(r.Totals.Targets), m.EffectVersion.To, r.Subject)
+		if err := sh.fullPass(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := sh.storeUncountedSample(ctx); err != nil {
+		return nil, err
+	}
+	r.FinishedAt = opts.Now().UTC()
+	r.Verdict = judgeVerdict(r.Totals, opts.Thresholds)
+	opts.stage("recording the verdict (%s) of job %s", passFail(r.Verdict.Pass), m.ID)
+	if err := record(ctx, store, &opts, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (o *Options) stage(format string, args ...any) {
+	if o.Stage != nil {
+		o.Stage(fmt.Sprintf(format, args...))
+	}
+}
+
+func passFail(pass bool) string {
+	if pass {
+		return "pass"
+	}
+	return "fail"
+}
+
+// checkJob refuses a manifest that is not its recorded job; start refuses a job that already ran.
+func checkJob(ctx context.Context, store *ledger.Store, m *manifest.Manifest) error {
+	job, err := store.JobsGet(ctx, m.ID)
+	if errors.Is(err, ledger.ErrJobNotFound) {
+		return fmt.Errorf("%w: the ledger has no job %s for this manifest; run `replayctl plan` again (or point --database-url at the ledger it was planned in)",
+			ErrJobMismatch, m.ID)
+	}
+	if err != nil {
+		return err
+	}
+	if job.ManifestDigest != m.Digest {
+		return fmt.Errorf("%w: job %s was recorded with manifest digest %s, this manifest has %s; use the manifest `replayctl plan` wrote for this job, or plan again",
+			ErrJobMismatch, m.ID, job.ManifestDigest, m.Digest)
+	}
+	return nil
+}
+
+// start marks the job shadowing, if it has not run yet, and forgets the previous run's outcomes,
+// with its audit entry, in one transaction.
+func start(ctx context.Context, store *ledger.Store, opts *Options, r *Report) error {
+	return pgx.BeginFunc(ctx, store.Pool, func(tx pgx.Tx) error {
+		if err := ledger.JobsSetStatus(ctx, tx, r.JobID, shadowable, jobShadowing); err != nil {
+			if errors.Is(err, ledger.ErrJobStatus) {
+				return fmt.Errorf("%w: %w; shadow checks a job before it runs, and this one already ran or was given up: plan a new job for what is left",
+					ErrJobMismatch, err)
+			}
+			return err
+		}
+		if err := ledger.JobTargetsClearShadow(ctx, tx, r.JobID); err != nil {
+			return err
+		}
+		return ledger.AuditInsert(ctx, tx, ledger.AuditEntry{
+			At: r.StartedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.started",
+			Details: map[string]any{
+				"targets": r.Totals.Targets, "seed": r.Seed, "sample": opts.Sample, "concurrency": opts.Concurrency,
+				"timeout": opts.Timeout.String(), "effectVersion": r.EffectVersion.To, "subject": r.Subject,
+			},
+		})
+	})
+}
+
+// record stores the verdict, the job's new status and the audit entry in one transaction.
+func record(ctx context.Context, store *ledger.Store, opts *Options, r *Report) error {
+	thresholds, err := json.Marshal(r.Verdict.Thresholds)
+	if err != nil {
+		return err
+	}
+	totals, err := json.Marshal(r.Totals)
+	if err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, store.Pool, func(tx pgx.Tx) error {
+		err := ledger.ShadowVerdictsInsert(ctx, tx, ledger.ShadowVerdict{
+			JobID: r.JobID, ManifestDigest: r.ManifestDigest, Pass: r.Verdict.Pass, Seed: r.Seed,
+			Thresholds: thresholds, Totals: totals, Reasons: r.Verdict.Reasons, ReportPath: opts.ReportPath, Actor: opts.Actor,
+		})
+		if err != nil {
+			return err
+		}
+		if err := ledger.JobsSetStatus(ctx, tx, r.JobID, []string{jobShadowing}, jobShadowed); err != nil {
+			return fmt.Errorf("record the shadow verdict of job %s: %w", r.JobID, err)
+		}
+		return ledger.AuditInsert(ctx, tx, ledger.AuditEntry{
+			At: r.FinishedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.verdict",
+			Details: map[string]any{
+				"verdict": passFail(r.Verdict.Pass), "reasons": r.Verdict.Reasons, "seed": r.Seed,
+				"reportPath": opts.ReportPath, "totals": r.Totals,
+			},
+		})
+	})
+}
