@@ -229,3 +229,12 @@ func TestShadowRefusesAJobNotRecorded(t *testing.T) {
 		t.Fatalf("exit %d, want 3:\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+func TestShadowNeedsMigratedSchema(t *testing.T) {
+	env := natstest.Start(t, true)
+	path := writeManifest(t, testManifest(t))
+	_, stderr, code := runCommand(t, false, "shadow --database-url '"+pgtest.URL(t)+"' --nats-url "+env.Server.ClientURL()+" "+path)
+	if code == ExitOK || !strings.Contains(stderr, "run `replayctl migrate`") {
+		t.Fatalf("exit %d, stderr %q; want a refusal that says to migrate", code, stderr)
+	}
+}

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+
+	"github.com/replayctl/replayctl/internal/atomicfile"
 )
 
 // maxFileSize is the largest manifest file read (512 MiB); a variable so tests can lower it.
@@ -117,43 +118,7 @@ func WriteFile(path string, m *Manifest) error {
 	return nil
 }
 
-func writeFile(path string, m *Manifest) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := Encode(tmp, m); err != nil {
-		return err
-	}
-	// CreateTemp makes the file 0600; a manifest holds no secrets and is meant to be reviewed.
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+// writeFile makes the manifest 0644: it holds no secrets and is meant to be reviewed.
+func writeFile(path string, m *Manifest) error {
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return Encode(w, m) })
 }

@@ -3,10 +3,10 @@ package shadow
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/atomicfile"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -147,30 +147,14 @@ func WriteReport(path string, r *Report) error {
 	return nil
 }
 
-func writeReport(path string, r *Report) (err error) {
+// writeReport makes the report 0600: it holds result values, which may be personal data.
+func writeReport(path string, r *Report) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	return atomicfile.Write(path, 0o600, func(w io.Writer) error {
+		_, err := w.Write(append(data, '\n'))
 		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	// CreateTemp creates the file with mode 0600, which the rename keeps.
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	})
 }

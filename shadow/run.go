@@ -39,6 +39,9 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 		return nil, err
 	}
 	m := opts.Manifest
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	release, err := store.ShadowLock(ctx, m.ID)
 	if err != nil {
 		return nil, err

@@ -45,8 +45,8 @@ type Truth struct {
 	EffectVersionFrom                                                   int
 	// ShadowChanged counts the targets completed under version 1 whose fee version 2 rounds
 	// differently: what a shadow under the billing consumer's version 2 must report as changed.
-	ShadowChanged int64
-	UncertainIDs, InFlightIDs, ConflictSourceIDs, ConflictLedgerIDs     []string
+	ShadowChanged                                                   int64
+	UncertainIDs, InFlightIDs, ConflictSourceIDs, ConflictLedgerIDs []string
 }
 
 // The first event indexes play the special roles; every other event is an ordinary failed charge.
