@@ -33,6 +33,7 @@ func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 		{"changed from the original", count(t.Changed)},
 		{"no original to compare", count(t.NoOriginal)},
 		{"compared on hash only (body pruned)", count(t.ComparedOnHash)},
+		{"changed external call count", count(t.EffectCountChanged)},
 		{"shadow errors", count(t.ShadowErrors)},
 		{"timeouts", count(t.Timeouts)},
 		{"no responder", count(t.NoResponder)},

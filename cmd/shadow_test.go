@@ -238,3 +238,18 @@ func TestShadowNeedsMigratedSchema(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want a refusal that says to migrate", code, stderr)
 	}
 }
+
+func TestShadowShowsProgressOnlyOnATerminal(t *testing.T) {
+	e := newShadowEnv(t)
+	stdout, stderr, code := runCommand(t, true, "shadow "+e.flags+" "+e.manifest)
+	if code != ExitOK || !strings.Contains(stderr, "shadowing targets") || !strings.Contains(stderr, "recording the verdict") {
+		t.Fatalf("TTY: exit %d, stderr %q", code, stderr)
+	}
+	if !strings.Contains(stdout, "│") {
+		t.Errorf("TTY: tables are not boxed:\n%s", stdout)
+	}
+	_, stderr, code = runCommand(t, false, "shadow "+e.flags+" "+e.manifest)
+	if code != ExitOK || strings.Contains(stderr, "shadowing targets") {
+		t.Fatalf("no TTY: exit %d, stderr %q; want no progress", code, stderr)
+	}
+}

@@ -53,6 +53,8 @@ type targetResult struct {
 	effects []protocol.Effect
 	// asked says the full pass sent the request; a sampled target's result is the sample's.
 	asked bool
+	// effectsChanged says the shadow would make another number of external calls than the original.
+	effectsChanged bool
 }
 
 // unanswered reports whether the request went unanswered (the responder is missing or hung).
@@ -79,7 +81,8 @@ func (c *comparer) judge(t ledger.ShadowTarget, missing string, a *answer, orig 
 	}
 	cmp := c.compare(a.result, a.resultHash, orig.ResultBody, orig.ResultHash)
 	res.outcome.ComparedOn, res.outcome.Comparison = cmp.on, comparisonIdentical
-	if cmp.changed {
+	res.effectsChanged = len(a.effects) != orig.EffectCount
+	if cmp.changed || res.effectsChanged {
 		res.outcome.Comparison = comparisonChanged
 	}
 	return res

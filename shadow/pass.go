@@ -137,6 +137,9 @@ func (sh *runner) count(r *targetResult) {
 		if o.ComparedOn == comparedOnHash {
 			t.ComparedOnHash++
 		}
+		if r.effectsChanged {
+			t.EffectCountChanged++
+		}
 	case statusError:
 		t.Answered++
 		t.ShadowErrors++

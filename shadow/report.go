@@ -43,9 +43,12 @@ type Totals struct {
 	// ComparedOnHash counts identical and changed targets whose original body was pruned, so only
 	// hashes were compared (noise and ignored fields cannot be removed from a hash).
 	ComparedOnHash int64 `json:"comparedOnHash"`
-	ShadowErrors   int64 `json:"shadowErrors"`
-	Timeouts       int64 `json:"timeouts"`
-	NoResponder    int64 `json:"noResponder"`
+	// EffectCountChanged counts the changed targets whose shadow would make another number of
+	// external calls than the original recorded: a behaviour change even when the result is equal.
+	EffectCountChanged int64 `json:"effectCountChanged"`
+	ShadowErrors       int64 `json:"shadowErrors"`
+	Timeouts           int64 `json:"timeouts"`
+	NoResponder        int64 `json:"noResponder"`
 	// SourceMissing counts targets whose DLQ message was deleted or no longer matches the plan.
 	SourceMissing         int64 `json:"sourceMissing"`
 	ShadowExternalCalls   int64 `json:"shadowExternalCalls"`
@@ -109,7 +112,9 @@ type SampleItem struct {
 	Ignored         []string `json:"ignored,omitempty"`
 	OriginalEffects int      `json:"originalEffects"`
 	ShadowEffects   int      `json:"shadowEffects"`
-	Error           string   `json:"error,omitempty"`
+	// EffectsChanged says the external call counts differ, which makes the outcome changed.
+	EffectsChanged bool   `json:"effectsChanged,omitempty"`
+	Error          string `json:"error,omitempty"`
 }
 
 // FieldChange is one result path whose value differs, with the original's and the shadow's

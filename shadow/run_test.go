@@ -323,6 +323,23 @@ func TestShadowVerdictFailsOnCallsAndErrors(t *testing.T) {
 		if r.Totals.ShadowExternalCalls != 18 || r.Totals.ExpectedExternalCalls != 9 {
 			t.Fatalf("calls %d expected %d, want 18 and 9", r.Totals.ShadowExternalCalls, r.Totals.ExpectedExternalCalls)
 		}
+		// Each of the six targets with an original recorded one call: two is a changed behaviour,
+		// even where the result is the same.
+		if r.Totals.EffectCountChanged != 6 || r.Totals.Changed != 6 || r.Totals.Identical != 0 {
+			t.Fatalf("totals %+v, want the 6 targets with an original changed by their call count", r.Totals)
+		}
+		withLedgerBaseline := 0
+		for _, it := range r.Sample.Items {
+			if it.Baseline == shadow.BaselineLedger {
+				withLedgerBaseline++
+			}
+			if it.Baseline == shadow.BaselineLedger && (!it.EffectsChanged || it.Outcome != shadow.OutcomeChanged || it.OriginalEffects != 1 || it.ShadowEffects != 2) {
+				t.Errorf("sample item %+v: want a changed call count, 1 -> 2", it)
+			}
+		}
+		if withLedgerBaseline == 0 {
+			t.Fatal("no sampled event has a ledger original to compare call counts with")
+		}
 		want := "shadow would make 18 external calls, 100.0% above the plan's expected 9 (--max-calls-over 0.1)"
 		if r.Verdict.Pass || !slices.Equal(r.Verdict.Reasons, []string{want}) {
 			t.Fatalf("verdict %+v, want the one reason %q", r.Verdict, want)

@@ -263,7 +263,8 @@ func (c *comparer) describe(s *sampled, m *manifest.Manifest) SampleItem {
 	default:
 		cmp := c.compare(s.first.result, s.first.resultHash, baseBody, baseHash)
 		item.Outcome = OutcomeIdentical
-		if cmp.changed {
+		item.EffectsChanged = item.OriginalEffects != item.ShadowEffects
+		if cmp.changed || item.EffectsChanged {
 			item.Outcome = OutcomeChanged
 		}
 		item.Changed, item.Noise, item.Ignored = cmp.fields.changed, cmp.fields.noise, cmp.fields.ignored
