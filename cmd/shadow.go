@@ -47,7 +47,8 @@ Steps:
      reasons) and shadow it twice: result fields that differ between the two runs are noise
      (timestamps, generated IDs) and are reported as such, not as changes
   3. diff each sampled result against its original: the ledger's result body where it is still
-     retained, else its hash only (said so), else a shadow run under the old effect version
+     retained, else its hash only (said so), else a shadow run under the old effect version; a
+     different number of external calls counts as a change too
   4. shadow every target (--concurrency requests in flight, --timeout each) and store each outcome
   5. judge: identical / changed / no original, shadow errors, unanswered requests, and the shadow's
      external calls against the manifest's expected external calls
@@ -79,8 +80,8 @@ job already ran, 2 on bad input. Shadowing again replaces the stored outcomes an
 	fl.DurationVar(&req.Timeout, "timeout", 5*time.Second, "how long to wait for each shadow reply")
 	fl.StringArrayVar(&req.IgnoreFields, "ignore-field", nil, "result field to leave out of the comparison, e.g. processedAt or lines[*].sku (repeatable)")
 	fl.StringVar(&opts.ReportPath, "report", "", "where to write the report (default: next to the manifest, <name>.shadow.json)")
-	fl.Float64Var(&req.Thresholds.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "fail when more than this fraction of targets fail in shadow or are missing from the DLQ")
-	fl.Float64Var(&req.Thresholds.MaxUnansweredRatio, "max-unanswered-ratio", defaults.MaxUnansweredRatio, "fail when more than this fraction of requests time out or find no responder")
+	fl.Float64Var(&req.Thresholds.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "fail when more than this fraction of targets fail in shadow or are missing from the DLQ (0: none may)")
+	fl.Float64Var(&req.Thresholds.MaxUnansweredRatio, "max-unanswered-ratio", defaults.MaxUnansweredRatio, "fail when more than this fraction of requests time out or find no responder (0: none may)")
 	fl.Float64Var(&req.Thresholds.MaxChangedRatio, "max-changed-ratio", defaults.MaxChangedRatio, "fail when more than this fraction of the targets with an original changed result (1: never)")
 	fl.Float64Var(&req.Thresholds.MaxCallsOverExpected, "max-calls-over", defaults.MaxCallsOverExpected, "fail when the shadow's external calls exceed the manifest's expected calls by more than this fraction")
 	return cmd
