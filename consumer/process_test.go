@@ -309,9 +309,7 @@ func TestProcessTurnsAHandlerPanicIntoARetry(t *testing.T) {
 	e := newEnv(t)
 	c := e.newConsumer(func(cfg *consumer.Config) {
 		cfg.Handler = func(context.Context, consumer.Event, *consumer.Effects) (consumer.Result, error) {
-			var m map[string]int
-			m["boom"]++
-			return consumer.Result{}, nil
+			panic("handler bug")
 		}
 	})
 	cons := e.durable(c)

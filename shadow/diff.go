@@ -175,15 +175,6 @@ func (s pathSet) covers(p string) bool {
 	}
 }
 
-func (s pathSet) sorted() []string {
-	out := make([]string, 0, len(s))
-	for p := range s {
-		out = append(out, p)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // classified is a comparison's differences split by why they count or not; an explicit
 // --ignore-field wins over noise.
 type classified struct {
