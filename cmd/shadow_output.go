@@ -86,7 +86,7 @@ func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 	}
 	fmt.Fprintf(out, "report: %s\n", reportPath)
 	if r.Verdict.Pass {
-		fmt.Fprintf(ios.ErrOut, "next: read the report, then `replayctl execute --dry-run <job.json>`\n")
+		fmt.Fprintf(ios.ErrOut, "next: read the report; `replayctl execute` requires a passing verdict for this manifest digest\n")
 	} else {
 		fmt.Fprintf(ios.ErrOut, "next: read the report; fix the consumer or re-plan, then shadow again\n")
 	}

@@ -93,6 +93,8 @@ func withReplayVersion(ev Event, h nats.Header) (Event, error) {
 			protocol.HeaderReplayEffectVersion, clipText(raw, 32))
 	}
 	ev.EffectVersion = v
-	ev.WriteForbidden = protocol.ParseBool(h.Get(protocol.HeaderReplayWriteForbidden))
+	if ev.WriteForbidden, err = protocol.ParseWriteForbidden(h.Get(protocol.HeaderReplayWriteForbidden)); err != nil {
+		return ev, fmt.Errorf("%w: event %q of job %s: %w", ErrInvalidMessage, ev.ID, ev.JobID, err)
+	}
 	return ev, nil
 }

@@ -261,7 +261,11 @@ func TestProcessDeadLettersAMessageWithoutEventID(t *testing.T) {
 	e := newEnv(t)
 	c := e.newConsumer(nil)
 	cons := e.durable(c)
-	for _, h := range []map[string]string{nil, {protocol.HeaderReplayJob: "job-1", protocol.HeaderReplayEffectVersion: "two"}} {
+	for _, h := range []map[string]string{nil,
+		{protocol.HeaderReplayJob: "job-1", protocol.HeaderReplayEffectVersion: "two"},
+		// A misspelt write-forbidden flag is refused, never read as "writes allowed".
+		{protocol.HeaderReplayJob: "job-1", protocol.HeaderReplayEffectVersion: "2", protocol.HeaderReplayWriteForbidden: "yes"},
+	} {
 		eventID := ""
 		if h != nil {
 			eventID = "e2"
@@ -277,8 +281,8 @@ func TestProcessDeadLettersAMessageWithoutEventID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if si, err := info.Info(e.ctx); err != nil || si.State.Msgs != 2 {
-		t.Fatalf("DLQ holds %d messages (%v), want both invalid ones", si.State.Msgs, err)
+	if si, err := info.Info(e.ctx); err != nil || si.State.Msgs != 3 {
+		t.Fatalf("DLQ holds %d messages (%v), want the 3 invalid ones", si.State.Msgs, err)
 	}
 	if n := e.count(`select count(*) from effects`); n != 0 || e.p.calls.Load() != 0 {
 		t.Fatalf("%d ledger rows, %d provider calls for messages without a usable key", n, e.p.calls.Load())

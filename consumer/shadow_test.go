@@ -120,6 +120,7 @@ func TestShadowAnswersBadRequestsWithAnError(t *testing.T) {
 		{"no job", without(protocol.HeaderReplayJob), "", "Replay-Job"},
 		{"version 0", with(protocol.HeaderReplayEffectVersion, "0"), "", "Replay-Effect-Version"},
 		{"version not a number", with(protocol.HeaderReplayEffectVersion, "v2"), "", "Replay-Effect-Version"},
+		{"write-forbidden misspelt", with(protocol.HeaderReplayWriteForbidden, "yes"), "", "Replay-Write-Forbidden"},
 		{"transient failure", shadowHeaders("e1"), "transient", "inventory service unavailable"},
 		{"panic", shadowHeaders("e1"), "panic", "panicked"},
 	}

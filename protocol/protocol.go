@@ -6,6 +6,7 @@ package protocol
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -50,8 +51,7 @@ func ShadowSubject(consumer string) string { return ShadowSubjectPrefix + consum
 // within its window, and by the ledger's unique key beyond it.
 func MsgID(job, event string) string { return job + ":" + event }
 
-// FormatBool and ParseBool spell Replay-Write-Forbidden: "true" or "false"; anything but "true"
-// (after trimming, case-insensitive) reads as false.
+// FormatBool spells a Replay-Write-Forbidden value: "true" or "false".
 func FormatBool(b bool) string {
 	if b {
 		return "true"
@@ -59,8 +59,27 @@ func FormatBool(b bool) string {
 	return "false"
 }
 
-// ParseBool reads a Replay-Write-Forbidden value written by FormatBool.
-func ParseBool(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "true") }
+// ParseWriteForbidden reads a Replay-Write-Forbidden value: "true" or "false" (trimmed, any case),
+// and an absent header (empty) as false. Any other value is an error, never a guess: reading a
+// misspelt "yes" as false would make the external writes the sender meant to forbid.
+func ParseWriteForbidden(s string) (bool, error) {
+	switch v := strings.TrimSpace(s); {
+	case v == "" || strings.EqualFold(v, "false"):
+		return false, nil
+	case strings.EqualFold(v, "true"):
+		return true, nil
+	default:
+		return false, fmt.Errorf("%s is %q, want true or false", HeaderReplayWriteForbidden, clip(v))
+	}
+}
+
+// clip bounds a header value quoted in an error.
+func clip(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "…"
+	}
+	return s
+}
 
 // Shadow reply statuses.
 const (
