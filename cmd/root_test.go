@@ -16,17 +16,35 @@ import (
 	"github.com/replayctl/replayctl/manifest"
 )
 
-// noConnections makes any attempt to reach PostgreSQL or NATS fail the test.
+// noConnections makes any attempt to reach PostgreSQL or NATS fail the test. Commands take the
+// factory's funcs when they are built, so the verbs are built again from the changed factory.
 func noConnections(t *testing.T) func(*Factory, *cobra.Command) {
-	return func(f *Factory, _ *cobra.Command) {
+	return failOnConnection(func(what string) { t.Errorf("the command %s", what) })
+}
+
+// failOnConnection calls report instead of opening the ledger or connecting to NATS.
+func failOnConnection(report func(what string)) func(*Factory, *cobra.Command) {
+	return func(f *Factory, root *cobra.Command) {
 		f.Ledger = func(context.Context) (*ledger.Store, error) {
-			t.Error("the command opened the ledger")
+			report("opened the ledger")
 			return nil, errors.New("no ledger in this test")
 		}
 		f.JetStream = func(context.Context) (jetstream.JetStream, func(), error) {
-			t.Error("the command connected to NATS")
+			report("connected to NATS")
 			return nil, nil, errors.New("no NATS in this test")
 		}
+		for _, c := range NewCmdRoot(f).Commands() {
+			replaceCommand(root, c)
+		}
+	}
+}
+
+func TestNoConnectionsCatchesAConnection(t *testing.T) {
+	var caught []string
+	path := writeManifest(t, testManifest(t))
+	execCommand(t, false, "validate --ledger "+path, failOnConnection(func(what string) { caught = append(caught, what) }))
+	if len(caught) == 0 {
+		t.Fatal("validate --ledger opened the ledger and noConnections did not notice")
 	}
 }
 

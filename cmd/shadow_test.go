@@ -51,8 +51,6 @@ func TestShadowFlags(t *testing.T) {
 }
 
 func TestShadowRefusesBadInputBeforeConnecting(t *testing.T) {
-	// An unreachable database and NATS server: a connection attempt would end in exit 1, not 2.
-	unreachable := " --database-url 'postgres://127.0.0.1:1/none?connect_timeout=1' --nats-url nats://127.0.0.1:1"
 	path := writeManifest(t, testManifest(t))
 	for _, tc := range []struct{ args, want string }{
 		{"shadow", "exactly one argument"},
@@ -63,7 +61,7 @@ func TestShadowRefusesBadInputBeforeConnecting(t *testing.T) {
 		{"shadow " + path + " --ignore-field 'a..b'", "ignore-field"},
 		{"shadow " + filepath.Join(t.TempDir(), "missing.json"), "no such file"},
 	} {
-		_, stderr, code := runCommand(t, false, tc.args+unreachable)
+		_, stderr, code := execCommand(t, false, tc.args, noConnections(t))
 		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 mentioning %q", tc.args, code, stderr, tc.want)
 		}
