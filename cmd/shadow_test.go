@@ -85,7 +85,8 @@ func shadowOrder(i int) billing.Order {
 	return billing.Order{OrderID: fmt.Sprintf("ord-%d", i), Customer: "cus_1", AmountCents: int64(1000 + 17*i), Currency: "EUR"}
 }
 
-func newShadowEnv(t *testing.T) *shadowEnv {
+// newShadowEnv plans the job with planFlags added to the plan command line.
+func newShadowEnv(t *testing.T, planFlags ...string) *shadowEnv {
 	t.Helper()
 	dbURL := pgtest.URL(t)
 	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+dbURL+"'"); code != ExitOK {
@@ -133,7 +134,7 @@ func newShadowEnv(t *testing.T) *shadowEnv {
 	if _, err := store.EffectsImport(ctx, history); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := runCommand(t, false, "plan "+e.flags+" --consumer billing --stream DLQ --effect-version 2 --reason '"+planReason+"' -o "+e.manifest); code != ExitOK {
+	if _, stderr, code := runCommand(t, false, "plan "+e.flags+" --consumer billing --stream DLQ --effect-version 2 --reason '"+planReason+"' -o "+e.manifest+" "+strings.Join(planFlags, " ")); code != ExitOK {
 		t.Fatalf("plan: exit %d: %s", code, stderr)
 	}
 
@@ -249,5 +250,17 @@ func TestShadowShowsProgressOnlyOnATerminal(t *testing.T) {
 	_, stderr, code = runCommand(t, false, "shadow "+e.flags+" "+e.manifest)
 	if code != ExitOK || strings.Contains(stderr, "shadowing targets") {
 		t.Fatalf("no TTY: exit %d, stderr %q; want no progress", code, stderr)
+	}
+}
+
+func TestShadowOfAWriteForbiddenJobSaysExecuteWillSuppressTheCalls(t *testing.T) {
+	e := newShadowEnv(t, "--write-forbidden")
+	stdout, stderr, code := runCommand(t, false, "shadow "+e.flags+" "+e.manifest)
+	if code != ExitOK || !strings.Contains(stdout, "write-forbidden: execute will suppress every external call counted below") ||
+		!strings.Contains(stdout, "external calls in shadow\t80") {
+		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	if n := e.provider.Calls(""); n != 0 {
+		t.Errorf("the provider received %d calls, want 0", n)
 	}
 }
