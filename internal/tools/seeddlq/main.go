@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/examples/billing"
 )
 
 func main() {
@@ -19,14 +22,15 @@ func main() {
 	stream := flag.String("stream", "BENCH_DLQ", "stream to (re)create")
 	n := flag.Int("n", 1_000_000, "messages")
 	payload := flag.Int("payload", 256, "payload bytes (at least 32)")
+	orders := flag.Bool("billing", false, "payloads are the example billing consumer's orders (-payload is ignored)")
 	flag.Parse()
-	if err := seed(*url, *stream, *n, max(*payload, 32)); err != nil {
+	if err := seed(*url, *stream, *n, max(*payload, 32), *orders); err != nil {
 		fmt.Fprintln(os.Stderr, "seeddlq:", err)
 		os.Exit(1)
 	}
 }
 
-func seed(url, stream string, n, payload int) error {
+func seed(url, stream string, n, payload int, orders bool) error {
 	nc, err := nats.Connect(url)
 	if err != nil {
 		return err
@@ -49,6 +53,10 @@ func seed(url, stream string, n, payload int) error {
 	for i := 0; i < n; i++ {
 		m := nats.NewMsg(subject)
 		m.Data = fmt.Appendf(nil, `{"i":%d,"pad":"%s"}`, i, pad)
+		if orders {
+			m.Data, _ = json.Marshal(billing.Order{OrderID: fmt.Sprintf("ord-%d", i), Customer: fmt.Sprintf("cus_%04d", i%977),
+				AmountCents: int64(500 + (i*37)%20000), Currency: "EUR"})
+		}
 		m.Header.Set("Event-Id", fmt.Sprintf("evt-%016x", mix(uint64(i))))
 		m.Header.Set("Dlq-Reason", []string{"timeout", "http 503", "deadline exceeded"}[i%3])
 		m.Header.Set("Dlq-Original-Subject", "billing.charge.requested")

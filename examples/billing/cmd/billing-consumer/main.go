@@ -1,0 +1,88 @@
+// Command billing-consumer runs the example billing consumer as a service: it answers shadow
+// requests on replay.shadow.billing and, unless -shadow-only, consumes its stream with the SDK's
+// ledger rules. Its payment provider is the in-memory fake, so nothing leaves the process; the
+// provider's call count is printed when it stops. It is for trying replayctl shadow by hand and
+// for measuring replayctl against a responder in another process (docs/benchmarks.md).
+//
+//	go run ./examples/billing/cmd/billing-consumer -shadow-only -live-version 1
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+func main() {
+	dbURL := flag.String("database-url", firstNonEmpty(os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"),
+		"postgres:///test?host=/var/run/postgresql"), "PostgreSQL URL of the ledger")
+	natsURL := flag.String("nats-url", firstNonEmpty(os.Getenv("NATS_URL"), nats.DefaultURL), "NATS server URL")
+	stream := flag.String("stream", "BILLING", "stream of live and replayed charge requests")
+	dlqSubject := flag.String("dlq-subject", "dlq.billing.charge", "subject of the DLQ stream poison messages go to")
+	liveVersion := flag.Int("live-version", 1, "effect version of live messages (2 has the fee fix)")
+	shadowOnly := flag.Bool("shadow-only", false, "answer shadow requests only; do not consume the stream")
+	concurrency := flag.Int("concurrency", 32, "shadow requests handled at once")
+	flag.Parse()
+	if err := run(*dbURL, *natsURL, *stream, *dlqSubject, *liveVersion, *shadowOnly, *concurrency); err != nil {
+		fmt.Fprintln(os.Stderr, "billing-consumer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly bool, concurrency int) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, err := ledger.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	nc, err := nats.Connect(natsURL, nats.Name("billing-consumer"))
+	if err != nil {
+		return fmt.Errorf("connect to NATS at %s: %w", natsURL, err)
+	}
+	defer nc.Close()
+	provider := billing.NewProvider()
+	c, err := consumer.New(consumer.Config{
+		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: dlqSubject,
+		LiveVersion: liveVersion, ShadowConcurrency: concurrency,
+		Handler: billing.Handler(provider, time.Now),
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return err
+	}
+	stopShadow, err := c.ServeShadow(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "billing-consumer: answering shadow requests on replay.shadow.billing; Ctrl-C stops")
+	if shadowOnly {
+		<-ctx.Done()
+	} else if err := c.Run(ctx); err != nil {
+		return err
+	}
+	stopShadow()
+	fmt.Fprintf(os.Stderr, "billing-consumer: stopped; the payment provider received %d calls\n", provider.Calls(""))
+	return nil
+}
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
