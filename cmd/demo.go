@@ -28,7 +28,7 @@ type DemoOptions struct {
 	Dir         string
 }
 
-// errDemoMismatch means the plan disagreed with the seeded truth: a replayctl bug.
+// errDemoMismatch means the plan or the shadow disagreed with the seeded truth: a replayctl bug.
 var errDemoMismatch = errors.New("the plan or the shadow does not match the seeded truth")
 
 // NewCmdDemo returns the demo command. runF, when not nil, replaces the run function (tests).

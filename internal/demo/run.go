@@ -54,7 +54,7 @@ type Report struct {
 	// TamperedRefusal is the error loading a hand-edited copy of the manifest gave.
 	TamperedRefusal error
 	// Shadow is the shadow pass of the planned job through the billing consumer's responder;
-	// ReportPath is where its report was written.
+	// ShadowReportPath is where its report was written.
 	Shadow           *shadow.Report
 	ShadowReportPath string
 	// ProviderCallsDuringShadow counts the calls the billing provider received while the shadow
@@ -62,7 +62,8 @@ type Report struct {
 	ProviderCallsDuringShadow int64
 }
 
-// Run seeds an in-process NATS server and the demo schema, then plans the replay and proves it.
+// Run seeds an in-process NATS server and the demo schema, plans the replay, shadows it through
+// the example billing consumer, and proves both against the seeded truth.
 func Run(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Step == nil {
 		opts.Step = func(string, ...any) {}
