@@ -78,7 +78,8 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 		return settled
 	}
 	claimed, err := ledger.EffectsClaim(ctx, c.cfg.Store.Pool, ledger.EffectClaim{Key: key, RequestHash: hash,
-		RequestHashAlg: fingerprint.Algorithm, Owner: c.cfg.Owner, Lease: c.cfg.Lease, JobID: ev.JobID})
+		RequestHashAlg: fingerprint.Algorithm, Owner: c.cfg.Owner, Lease: c.cfg.Lease, JobID: ev.JobID,
+		AnyVersionSettles: ev.Mode == ModeLive})
 	if err != nil {
 		return c.retry(d, out, err)
 	}

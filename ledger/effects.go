@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // EffectKey is the primary key of an effects row.
@@ -102,16 +103,32 @@ type EffectClaim struct {
 	Lease          time.Duration
 	// JobID is the replay job; empty for a live message.
 	JobID string
+	// AnyVersionSettles makes a completed, reconciled or expired row under any version refuse the
+	// claim: a live message is done once any version did it, a replay only once its own version did.
+	AnyVersionSettles bool
 }
+
+// effectsClaimLock serialises the claims of one event across its versions until the claim's
+// implicit transaction commits. Without it, a live copy (version 1) and its replay (version 2)
+// insert different keys, neither sees the other's uncommitted row, and both call out.
+const effectsClaimLock = `select pg_advisory_xact_lock(hashtextextended('replayctl.effect.' || $1::text || chr(31) || $2::text, 0))`
 
 // One upsert instead of an insert followed by an update: the row appears already leased, and the
 // conflict arm re-checks the take-over conditions on the latest row version under its lock, so two
 // claimants can never both win. A row whose stored fingerprint (same algorithm) differs is never
-// taken, even if the caller raced the conflict check.
+// taken, even if the caller raced the conflict check. Run after effectsClaimLock, the not-exists
+// sees every other version's committed row: a live lease or an uncertain row under any version,
+// or (for live messages, $9) a settled one, refuses the claim.
 const effectsClaim = `
 insert into effects as e (consumer, event_id, effect_version, state, request_hash, request_hash_alg,
                           lease_owner, lease_expires_at, heartbeat_at, job_id, attempts, calls_started)
-values ($1, $2, $3, 'processing', $4, $5, $6, now() + $7::bigint * interval '1 millisecond', now(), $8, 1, 0)
+select $1, $2, $3, 'processing', $4, $5, $6, now() + $7::bigint * interval '1 millisecond', now(), $8, 1, 0
+ where not exists (
+        select 1 from effects o
+         where o.consumer = $1 and o.event_id = $2 and o.effect_version <> $3
+           and (o.state = 'uncertain'
+                or (o.state = 'processing' and o.lease_expires_at > now())
+                or ($9 and o.state in ('completed', 'reconciled', 'expired'))))
 on conflict (consumer, event_id, effect_version) do update
    set state = 'processing', lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
        heartbeat_at = excluded.heartbeat_at, attempts = e.attempts + 1, calls_started = 0,
@@ -123,15 +140,29 @@ on conflict (consumer, event_id, effect_version) do update
 
 // EffectsClaim takes the lease on c.Key for c.Owner: it inserts the row, or takes over one that is
 // received or whose lease lapsed before any external call started. It returns false, without
-// error, when the row exists in any other state (held, completed, uncertain, conflicting), and
-// true when the lease is c.Owner's.
-func EffectsClaim(ctx context.Context, q Querier, c EffectClaim) (bool, error) {
-	tag, err := q.Exec(ctx, effectsClaim, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.RequestHash,
-		c.RequestHashAlg, c.Owner, c.Lease.Milliseconds(), nullable(c.JobID))
-	if err != nil {
+// error, when the row exists in any other state (held, completed, uncertain, conflicting), or
+// when another version of the event is leased, uncertain or (AnyVersionSettles) settled; true
+// when the lease is c.Owner's. The lock and the claim go in one batch: one round trip, one
+// implicit transaction, so the lock is held exactly as long as the claim.
+func EffectsClaim(ctx context.Context, q BatchQuerier, c EffectClaim) (bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(effectsClaimLock, c.Key.Consumer, c.Key.EventID)
+	claim := b.Queue(effectsClaim, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.RequestHash,
+		c.RequestHashAlg, c.Owner, c.Lease.Milliseconds(), nullable(c.JobID), c.AnyVersionSettles)
+	var claimed bool
+	claim.Exec(func(tag pgconn.CommandTag) error {
+		claimed = tag.RowsAffected() == 1
+		return nil
+	})
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return false, fmt.Errorf("claim the ledger row of %s: %w", c.Key, translate(err))
 	}
-	return tag.RowsAffected() == 1, nil
+	return claimed, nil
+}
+
+// BatchQuerier runs a pgx batch: *pgxpool.Pool, *pgxpool.Conn and pgx.Tx satisfy it.
+type BatchQuerier interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
 const effectsHeartbeat = `

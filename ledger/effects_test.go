@@ -2,7 +2,9 @@ package ledger_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -253,23 +255,90 @@ func TestEffectsMarkUncertainKeepsTheEvidence(t *testing.T) {
 
 func TestEffectsForEventReadsEveryVersionInOrder(t *testing.T) {
 	store := migratedStore(t)
+	var rows []ledger.Effect
 	for _, v := range []int{3, 1, 2} {
-		c := claimFor("a", "sha256:1")
-		c.Key.EffectVersion = v
-		c.JobID = map[int]string{1: "", 2: "job-2", 3: "job-3"}[v]
-		claim(t, store, c)
+		rows = append(rows, ledger.Effect{Consumer: "billing", EventID: "evt-1", EffectVersion: v, State: "received",
+			RequestHash: "sha256:1", RequestHashAlg: "canonical-json-v1", JobID: map[int]string{1: "", 2: "job-2", 3: "job-3"}[v]})
 	}
-	other := claimFor("a", "sha256:1")
-	other.Key.EventID = "evt-2"
-	claim(t, store, other)
-	rows, err := ledger.EffectsForEvent(t.Context(), store.Pool, "billing", "evt-1")
+	rows = append(rows, ledger.Effect{Consumer: "billing", EventID: "evt-2", EffectVersion: 1, State: "received",
+		RequestHash: "sha256:1", RequestHashAlg: "canonical-json-v1"})
+	if _, err := store.EffectsImport(t.Context(), rows); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ledger.EffectsForEvent(t.Context(), store.Pool, "billing", "evt-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rows) != 3 || rows[0].EffectVersion != 1 || rows[1].EffectVersion != 2 || rows[2].EffectVersion != 3 {
-		t.Fatalf("rows %+v", rows)
+	if len(got) != 3 || got[0].EffectVersion != 1 || got[1].EffectVersion != 2 || got[2].EffectVersion != 3 {
+		t.Fatalf("rows %+v", got)
 	}
-	if rows[0].JobID != "" || rows[2].JobID != "job-3" || rows[0].ResultBody != nil || string(rows[0].ExternalRefs) != "[]" {
-		t.Fatalf("job IDs %q %q, body %s, refs %s", rows[0].JobID, rows[2].JobID, rows[0].ResultBody, rows[0].ExternalRefs)
+	if got[0].JobID != "" || got[2].JobID != "job-3" || got[0].ResultBody != nil || string(got[0].ExternalRefs) != "[]" {
+		t.Fatalf("job IDs %q %q, body %s, refs %s", got[0].JobID, got[2].JobID, got[0].ResultBody, got[0].ExternalRefs)
+	}
+}
+
+func TestEffectsClaimRefusesWhileAnotherVersionIsLeasedUncertainOrSettled(t *testing.T) {
+	store := migratedStore(t)
+	v2 := claimFor("replay", "sha256:1")
+	v2.Key.EffectVersion = 2
+	v2.JobID = "job-1"
+	setState := func(state string) {
+		t.Helper()
+		if _, err := store.Pool.Exec(t.Context(), `update effects set state = $1 where effect_version = 1`, state); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if ok, _ := claim(t, store, claimFor("live", "sha256:1")); !ok {
+		t.Fatal("the live copy did not get the lease")
+	}
+	if ok, _ := claim(t, store, v2); ok {
+		t.Fatal("a replay was claimed while the live copy of the same event held its lease")
+	}
+	setState("uncertain")
+	if ok, _ := claim(t, store, v2); ok {
+		t.Fatal("a replay was claimed while another version of the event is uncertain")
+	}
+
+	// A version completed under an older version: a replay runs again (that is its point), a live copy does not.
+	setState("completed")
+	live3 := claimFor("live", "sha256:1")
+	live3.Key.EffectVersion, live3.AnyVersionSettles = 3, true
+	if ok, _ := claim(t, store, live3); ok {
+		t.Fatal("a live copy was claimed although another version of the event completed")
+	}
+	if ok, _ := claim(t, store, v2); !ok {
+		t.Fatal("the replay was refused although the only other version is completed")
+	}
+}
+
+// TestEffectsClaimAcrossVersionsHasOneWinner races a live copy's claim (version 1) against its
+// replay's (version 2), many times: different keys, so only the per-event lock keeps both from
+// winning and calling out twice.
+func TestEffectsClaimAcrossVersionsHasOneWinner(t *testing.T) {
+	store := migratedStore(t)
+	for i := range 40 {
+		live := claimFor("live", "sha256:1")
+		live.Key.EventID = fmt.Sprintf("race-%02d", i)
+		replay := live
+		replay.Key.EffectVersion, replay.Owner, replay.JobID = 2, "replay", "job-1"
+		start := make(chan struct{})
+		won := make([]bool, 2)
+		var wg sync.WaitGroup
+		for j, c := range []ledger.EffectClaim{live, replay} {
+			wg.Go(func() {
+				<-start
+				ok, err := ledger.EffectsClaim(t.Context(), store.Pool, c)
+				if err != nil {
+					t.Error(err)
+				}
+				won[j] = ok
+			})
+		}
+		close(start)
+		wg.Wait()
+		if won[0] == won[1] {
+			t.Fatalf("event %s: live won %v, replay won %v; want exactly one winner", live.Key.EventID, won[0], won[1])
+		}
 	}
 }
