@@ -14,7 +14,6 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/internal/natstest"
 	"github.com/replayctl/replayctl/internal/pgtest"
-	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -37,13 +36,7 @@ func BenchmarkRun(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-				store, err := ledger.Open(ctx, pgtest.URL(b))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := store.Migrate(ctx); err != nil {
-					b.Fatal(err)
-				}
+				store := pgtest.Ledger(b)
 				n := natstest.Start(b, false)
 				if _, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{"orders.>"}}); err != nil {
 					b.Fatal(err)
@@ -77,7 +70,6 @@ func BenchmarkRun(b *testing.B) {
 					b.Fatal(err)
 				}
 				b.ReportMetric(float64(events)/elapsed.Seconds(), "msgs/s")
-				store.Close()
 				cancel()
 			}
 		})

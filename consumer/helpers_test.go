@@ -111,14 +111,7 @@ func newEnv(t *testing.T) *env {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	store, err := ledger.Open(ctx, pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(store.Close)
-	if _, err := store.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	store := pgtest.Ledger(t)
 	n := natstest.Start(t, false)
 	for name, subjects := range map[string][]string{"ORDERS": {"orders.>"}, "DLQ": {"dlq.>"}} {
 		if _, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects, Retention: jetstream.LimitsPolicy}); err != nil {

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/replayctl/replayctl/internal/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
 func TestEffectVersionsRegisterRefusesAReusedVersion(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.EffectVersionsRegister(ctx, store.Pool, "billing", 2, ledger.EffectVersionExecuting, "job-1", "alice"); err != nil {
 		t.Fatal(err)
@@ -26,7 +27,7 @@ func TestEffectVersionsRegisterRefusesAReusedVersion(t *testing.T) {
 }
 
 func TestEffectVersionsIsExecutingOnlyForItsJob(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	for _, r := range []struct {
 		version int

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -63,7 +64,7 @@ func hitFor(t *testing.T) func(bool, error) bool {
 }
 
 func TestEffectsClaimTakesOverOnlyALapsedLeaseWithoutCalls(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	if ok, attempts := claim(t, store, claimFor("a", "sha256:1")); !ok || attempts != 1 {
 		t.Fatalf("first claim: %v attempt %d, want the lease on attempt 1", ok, attempts)
@@ -107,7 +108,7 @@ func TestEffectsClaimTakesOverOnlyALapsedLeaseWithoutCalls(t *testing.T) {
 }
 
 func TestEffectsMarkLapsedUncertainSparesALiveOrCallFreeLease(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
 	hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "a"))
@@ -123,7 +124,7 @@ func TestEffectsMarkLapsedUncertainSparesALiveOrCallFreeLease(t *testing.T) {
 }
 
 func TestEffectsClaimRefusesAChangedPayload(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
 	hit(ledger.EffectsRelease(t.Context(), store.Pool, effectKey, "a", "timeout"))
@@ -141,7 +142,7 @@ func TestEffectsClaimRefusesAChangedPayload(t *testing.T) {
 }
 
 func TestEffectsLeaseWritesNeedTheOwner(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	ctx, q := t.Context(), store.Pool
 	claim(t, store, claimFor("a", "sha256:1"))
@@ -171,7 +172,7 @@ func TestEffectsLeaseWritesNeedTheOwner(t *testing.T) {
 }
 
 func TestEffectsHeartbeatExtendsTheLease(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	c := claimFor("a", "sha256:1")
 	c.Lease = time.Second
@@ -188,7 +189,7 @@ func TestEffectsHeartbeatExtendsTheLease(t *testing.T) {
 }
 
 func TestEffectsCompleteStoresTheOutcomeAndRetention(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
 	refs := json.RawMessage(`[{"kind":"charge","target":"acct-1","ref":"ch_1"},{"kind":"email","target":"u-1","suppressed":true}]`)
@@ -218,7 +219,7 @@ func TestEffectsCompleteStoresTheOutcomeAndRetention(t *testing.T) {
 }
 
 func TestEffectsReleaseLetsTheEventBeClaimedAgain(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
 	hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "a"))
@@ -235,7 +236,7 @@ func TestEffectsReleaseLetsTheEventBeClaimedAgain(t *testing.T) {
 }
 
 func TestEffectsMarkUncertainKeepsTheEvidence(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
 	refs := json.RawMessage(`[{"kind":"charge","target":"acct-1","ref":"ch_1"}]`)
@@ -254,7 +255,7 @@ func TestEffectsMarkUncertainKeepsTheEvidence(t *testing.T) {
 }
 
 func TestEffectsForEventReadsEveryVersionInOrder(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	var rows []ledger.Effect
 	for _, v := range []int{3, 1, 2} {
 		rows = append(rows, ledger.Effect{Consumer: "billing", EventID: "evt-1", EffectVersion: v, State: "received",
@@ -278,7 +279,7 @@ func TestEffectsForEventReadsEveryVersionInOrder(t *testing.T) {
 }
 
 func TestEffectsClaimRefusesWhileAnotherVersionIsLeasedUncertainOrSettled(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	v2 := claimFor("replay", "sha256:1")
 	v2.Key.EffectVersion = 2
 	v2.JobID = "job-1"
@@ -316,7 +317,7 @@ func TestEffectsClaimRefusesWhileAnotherVersionIsLeasedUncertainOrSettled(t *tes
 // replay's (version 2), many times: different keys, so only the per-event lock keeps both from
 // winning and calling out twice.
 func TestEffectsClaimAcrossVersionsHasOneWinner(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	for i := range 40 {
 		live := claimFor("live", "sha256:1")
 		live.Key.EventID = fmt.Sprintf("race-%02d", i)

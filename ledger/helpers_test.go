@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"testing"
 
-	"github.com/replayctl/replayctl/internal/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -15,16 +14,6 @@ func openStore(t *testing.T, url string) *ledger.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(store.Close)
-	return store
-}
-
-// migratedStore opens a store on a fresh, migrated schema.
-func migratedStore(t *testing.T) *ledger.Store {
-	t.Helper()
-	store := openStore(t, pgtest.URL(t))
-	if _, err := store.Migrate(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	return store
 }
 

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
 func TestEffectVersionsMaxKnown(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	maxKnown := func(consumer string) int {
 		t.Helper()
@@ -68,7 +69,7 @@ func sampleJob(id string) ledger.Job {
 }
 
 func TestJobsInsertAndGet(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	want := sampleJob("job-1")
 	if err := ledger.JobsInsert(ctx, store.Pool, want); err != nil {
@@ -96,7 +97,7 @@ func TestJobsInsertAndGet(t *testing.T) {
 }
 
 func TestJobsInsertDefaults(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	j := sampleJob("job-2")
 	j.Ticket, j.CreatedAt = "", time.Time{}
@@ -113,7 +114,7 @@ func TestJobsInsertDefaults(t *testing.T) {
 }
 
 func TestJobsInsertInACallersTransaction(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	tx, err := store.Pool.Begin(ctx)
 	if err != nil {
@@ -131,7 +132,7 @@ func TestJobsInsertInACallersTransaction(t *testing.T) {
 }
 
 func TestJobsGetMissing(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	_, err := store.JobsGet(t.Context(), "job-404")
 	if !errors.Is(err, ledger.ErrJobNotFound) {
 		t.Fatalf("err = %v, want ErrJobNotFound", err)
@@ -142,7 +143,7 @@ func TestJobsGetMissing(t *testing.T) {
 }
 
 func TestAudit(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	entries := []ledger.AuditEntry{
@@ -181,7 +182,7 @@ func TestAudit(t *testing.T) {
 }
 
 func TestJobTargets(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-1")); err != nil {
 		t.Fatal(err)

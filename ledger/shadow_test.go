@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -33,7 +34,7 @@ func shadowJob(t *testing.T, store *ledger.Store, id string, n int, reasons ...s
 }
 
 func TestJobTargetsSampleTakesTheSmallestHashesPerReason(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	targets := shadowJob(t, store, "job-s", 30, "timeout", "http 503", "bad schema")
 	shadowJob(t, store, "job-other", 30, "timeout")
 	const seed = "0123456789abcdef"
@@ -82,7 +83,7 @@ func TestJobTargetsSampleTakesTheSmallestHashesPerReason(t *testing.T) {
 }
 
 func TestJobTargetsPageBySeqWalksTheJobInStreamOrder(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	shadowJob(t, store, "job-p", 25, "timeout")
 	shadowJob(t, store, "job-q", 5, "timeout")
 	var seqs []uint64
@@ -111,7 +112,7 @@ func TestJobTargetsPageBySeqWalksTheJobInStreamOrder(t *testing.T) {
 }
 
 func TestEffectsOriginalsPicksTheLatestComparableResult(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	row := func(consumer, eventID string, version int, state, hash, body string, count int) ledger.Effect {
 		e := ledger.Effect{Consumer: consumer, EventID: eventID, EffectVersion: version, State: state,
@@ -157,7 +158,7 @@ func TestEffectsOriginalsPicksTheLatestComparableResult(t *testing.T) {
 }
 
 func TestJobTargetsRecordShadowStoresOutcomesInOneStatement(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	shadowJob(t, store, "job-r", 3, "timeout")
 	at := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
@@ -215,7 +216,7 @@ func TestJobTargetsRecordShadowStoresOutcomesInOneStatement(t *testing.T) {
 }
 
 func TestJobsSetStatusMovesOnlyFromTheGivenStatuses(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-st")); err != nil {
 		t.Fatal(err)
@@ -237,7 +238,7 @@ func TestJobsSetStatusMovesOnlyFromTheGivenStatuses(t *testing.T) {
 }
 
 func TestShadowVerdictsLatest(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-v")); err != nil {
 		t.Fatal(err)
@@ -274,7 +275,7 @@ func TestShadowVerdictsLatest(t *testing.T) {
 }
 
 func TestShadowLockAdmitsOneRunPerJob(t *testing.T) {
-	store := migratedStore(t)
+	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	release, err := store.ShadowLock(ctx, "job-l")
 	if err != nil {

@@ -1,0 +1,25 @@
+package pgtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// Ledger opens a store on a fresh schema for t (see URL), migrated to the current version and
+// closed at cleanup: the starting point of every test that needs a ledger.
+func Ledger(t testing.TB) *ledger.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	store, err := ledger.Open(ctx, URL(t))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(store.Close)
+	if _, err := store.Migrate(ctx); err != nil {
+		t.Fatalf("pgtest: migrate: %v", err)
+	}
+	return store
+}
