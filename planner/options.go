@@ -4,12 +4,12 @@ package planner
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/atomicfile"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -94,7 +94,7 @@ func (o *Options) Normalise() error {
 	}
 	if o.OutputPath == "" {
 		add("-o is required: the path the manifest is written to")
-	} else if dir := filepath.Dir(o.OutputPath); !isDir(dir) {
+	} else if dir := filepath.Dir(o.OutputPath); !atomicfile.DirExists(dir) {
 		add("-o %s: directory %s does not exist; create it or write the manifest elsewhere", o.OutputPath, dir)
 	}
 	o.Headers = withDefaults(o.Headers)
@@ -125,10 +125,6 @@ func (o *Options) Normalise() error {
 	return nil
 }
 
-func isDir(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
-}
 
 func withDefaults(h manifest.Headers) manifest.Headers {
 	pick := func(v, def string) string {

@@ -3,10 +3,10 @@ package shadow
 import (
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/atomicfile"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -116,7 +116,7 @@ func (o *Options) Normalise() error {
 		}
 	}
 	if o.ReportPath != "" {
-		if dir := filepath.Dir(o.ReportPath); !isDir(dir) {
+		if dir := filepath.Dir(o.ReportPath); !atomicfile.DirExists(dir) {
 			add("report %s: directory %s does not exist; create it or write the report elsewhere", o.ReportPath, dir)
 		}
 	}
@@ -132,7 +132,3 @@ func (o *Options) Normalise() error {
 	return nil
 }
 
-func isDir(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
-}

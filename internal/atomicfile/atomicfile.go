@@ -51,3 +51,10 @@ func syncDir(dir string) error {
 	defer d.Close()
 	return d.Sync()
 }
+
+// DirExists reports whether path is an existing directory. Callers check the directory of a file
+// they will write before the long work that produces it, so a mistyped path fails at once.
+func DirExists(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
