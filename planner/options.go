@@ -125,7 +125,6 @@ func (o *Options) Normalise() error {
 	return nil
 }
 
-
 func withDefaults(h manifest.Headers) manifest.Headers {
 	pick := func(v, def string) string {
 		if v == "" {

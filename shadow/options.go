@@ -131,4 +131,3 @@ func (o *Options) Normalise() error {
 	}
 	return nil
 }
-
