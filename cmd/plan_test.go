@@ -28,18 +28,28 @@ type planEnv struct {
 	dir   string
 }
 
-func newPlanEnv(t *testing.T) *planEnv {
+// newLedgerAndDLQ migrates a fresh ledger schema with the migrate verb and starts a listening
+// NATS server with an empty DLQ stream on dlq.>.
+func newLedgerAndDLQ(t *testing.T) (dbURL string, env *natstest.Env) {
 	t.Helper()
-	dbURL := pgtest.URL(t)
+	dbURL = pgtest.URL(t)
 	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+dbURL+"'"); code != ExitOK {
 		t.Fatalf("migrate: exit %d: %s", code, stderr)
 	}
-	env := natstest.Start(t, true)
+	env = natstest.Start(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
 		t.Fatal(err)
 	}
+	return dbURL, env
+}
+
+func newPlanEnv(t *testing.T) *planEnv {
+	t.Helper()
+	dbURL, env := newLedgerAndDLQ(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for i, id := range []string{"e1", "e2", "e3"} {
 		msg := nats.NewMsg("dlq.billing")
 		msg.Data = []byte(`{"n":` + string(rune('1'+i)) + `}`)

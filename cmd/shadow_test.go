@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/consumer"
@@ -88,16 +87,9 @@ func shadowOrder(i int) billing.Order {
 // newShadowEnv plans the job with planFlags added to the plan command line.
 func newShadowEnv(t *testing.T, planFlags ...string) *shadowEnv {
 	t.Helper()
-	dbURL := pgtest.URL(t)
-	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+dbURL+"'"); code != ExitOK {
-		t.Fatalf("migrate: exit %d: %s", code, stderr)
-	}
-	env := natstest.Start(t, true)
+	dbURL, env := newLedgerAndDLQ(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
-		t.Fatal(err)
-	}
 	store, err := ledger.Open(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
