@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
@@ -50,6 +51,11 @@ var exitCodes = []struct {
 	{shadow.ErrJobMismatch, ExitGateRefused},
 	// One shadow run per job at a time: a second one is refused, not interleaved.
 	{ledger.ErrShadowRunning, ExitGateRefused},
+	{executor.ErrBadOptions, ExitUsage},
+	{executor.ErrGateRefused, ExitGateRefused},
+	{executor.ErrGuardStopped, ExitGuardStopped},
+	// A pause, resume or cancel the job's status does not allow is refused like a gate.
+	{executor.ErrNotControllable, ExitGateRefused},
 }
 
 // ExitError ends a command with an explicit exit code, for outcomes no sentinel describes (a

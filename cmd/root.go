@@ -27,7 +27,8 @@ result, so a replay must prove its boundary before any external effect is produc
   shadow   run every target through the consumer's shadow responder (no external writes),
            diff a 100-event sample against the recorded results and record a verdict
   execute  replay exactly the manifest's event IDs, gated on a passing shadow and a plan
-           that is not stale, after a confirmation (not built yet)
+           that is not stale, after a confirmation; rate-limited, resumable after a crash
+  status   where a job's targets stand, from any terminal; pause, resume and cancel it
 
 Review between the steps: "show job.json" summarises a manifest and "validate --ledger job.json"
 proves it is the manifest the job was recorded with. A manifest edited after plan is refused.
@@ -37,7 +38,8 @@ Exit codes:
   1  runtime failure (database or NATS unreachable, interrupted); retrying may succeed
   2  usage or bad input (flags, arguments, an invalid or tampered manifest)
   3  a gate refused (no passing shadow, stale or tampered manifest, version not bumped)
-  4  a guard stopped the run (budget, error rate), or the shadow verdict failed
+  4  a guard stopped the run (budget, error rate, no progress), the job was cancelled,
+     or the shadow verdict failed
   5  finished, but items need manual review (uncertain outcomes)
 
 With --json, stdout carries one JSON document (on failure {"error": "...", "exitCode": N}) and
@@ -57,6 +59,11 @@ const rootExample = `  # once per environment and after every upgrade; safe to r
 
   # every target through the consumer's shadow responder; exit 4 when the verdict fails
   replayctl shadow job.json
+
+  # CI: every gate, nothing published; then the real run and, elsewhere, its status
+  replayctl execute job.json --dry-run
+  replayctl execute job.json --rate 200
+  replayctl status job-20261202-0300-3f9c
 
   # see it all on an embedded NATS server and the local PostgreSQL
   replayctl demo`
@@ -114,6 +121,11 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdMigrate(f, nil),
 		NewCmdPlan(f, nil),
 		NewCmdShadow(f, nil),
+		NewCmdExecute(f, nil),
+		NewCmdStatus(f, nil),
+		NewCmdControl(f, "pause", nil),
+		NewCmdControl(f, "resume", nil),
+		NewCmdControl(f, "cancel", nil),
 		NewCmdShow(f, nil),
 		NewCmdValidate(f, nil),
 		NewCmdDemo(f, nil),

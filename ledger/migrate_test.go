@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -19,7 +20,7 @@ select count(*) from pg_tables
    and tablename in ('replayctl_migrations', 'effects', 'effect_versions', 'jobs', 'job_targets', 'audit', 'shadow_verdicts')`
 
 // allMigrations are the embedded migrations in order; a new one is added here too.
-var allMigrations = []string{"0001_init", "0002_consumer_and_shadow"}
+var allMigrations = []string{"0001_init", "0002_consumer_and_shadow", "0003_execute"}
 
 var latestVersion = len(allMigrations)
 
@@ -30,14 +31,14 @@ func TestMigrateTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !slices.Equal(first.Applied, allMigrations) || first.Version != latestVersion {
-		t.Fatalf("first run %+v, want Applied [0001_init] Version 1", first)
+		t.Fatalf("first run %+v, want Applied %v Version %d", first, allMigrations, latestVersion)
 	}
 	second, err := store.Migrate(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(second.Applied) != 0 || second.Version != latestVersion {
-		t.Fatalf("second run %+v, want nothing applied at version 1", second)
+		t.Fatalf("second run %+v, want nothing applied at version %d", second, latestVersion)
 	}
 	var version int
 	var name string
@@ -144,13 +145,13 @@ func TestCheckSchema(t *testing.T) {
 	store := openStore(t, pgtest.URL(t))
 	current, wanted, err := store.SchemaVersion(t.Context())
 	if err != nil || current != 0 || wanted != latestVersion {
-		t.Fatalf("SchemaVersion before migrate = %d, %d, %v; want 0, 2, nil", current, wanted, err)
+		t.Fatalf("SchemaVersion before migrate = %d, %d, %v; want 0, %d, nil", current, wanted, err, latestVersion)
 	}
 	err = store.CheckSchema(t.Context())
 	if !errors.Is(err, ledger.ErrSchemaOutdated) {
 		t.Fatalf("CheckSchema before migrate = %v, want ErrSchemaOutdated", err)
 	}
-	if want := "ledger schema is at version 0, this replayctl needs 2: run `replayctl migrate`"; err.Error() != want {
+	if want := fmt.Sprintf("ledger schema is at version 0, this replayctl needs %d: run `replayctl migrate`", latestVersion); err.Error() != want {
 		t.Errorf("message %q, want %q", err, want)
 	}
 
@@ -165,7 +166,7 @@ func TestCheckSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = store.CheckSchema(t.Context())
-	if want := "ledger schema is at version 7, newer than this replayctl knows (2): upgrade replayctl"; !errors.Is(err, ledger.ErrSchemaOutdated) || err.Error() != want {
+	if want := fmt.Sprintf("ledger schema is at version 7, newer than this replayctl knows (%d): upgrade replayctl", latestVersion); !errors.Is(err, ledger.ErrSchemaOutdated) || err.Error() != want {
 		t.Errorf("CheckSchema on a newer schema = %v, want %q", err, want)
 	}
 }

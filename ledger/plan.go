@@ -60,6 +60,11 @@ select event_id, seq, payload_hash, failure_reason, original_subject, messages,
           from plan_scan) s
  where rn = 1`
 
+// ledgerStatesAgg renders an event's effects rows (alias e) as "version:state:request_hash,..." by
+// version: the plan digest, job_targets.planned_states and execute's drift check all use this one
+// expression, so an unchanged target renders equal.
+const ledgerStatesAgg = `string_agg(e.effect_version::text || ':' || e.state || ':' || e.request_hash, ',' order by e.effect_version)`
+
 // planEventsClassify joins the consumer's ledger rows once and classifies every event ID; the
 // order of the case is the precedence documented in docs/manifest.md.
 const planEventsClassify = `
@@ -78,8 +83,7 @@ with ledger_rows as (
                                                                                     as ledger_hash,
            (array_agg(e.effect_count order by e.effect_version desc)
                 filter (where e.state in ('completed', 'reconciled')))[1]           as known_effect_count,
-           string_agg(e.effect_version::text || ':' || e.state || ':' || e.request_hash, ','
-                      order by e.effect_version)                                    as ledger_states
+           ` + ledgerStatesAgg + ` as ledger_states
       from effects e
       join plan_first p on p.event_id = e.event_id
      where e.consumer = $1
@@ -152,9 +156,11 @@ select count(*), coalesce(avg(effect_count), 0)::float8
   from effects
  where consumer = $1 and state in ('completed', 'reconciled')`
 
+// planned_states keeps each target's ledger rows at plan time (NULL: none), for execute's drift check.
 const jobTargetsInsertFromPlan = `
-insert into job_targets (job_id, event_id, stream_seq, original_subject, failure_reason, payload_hash)
-select $1, event_id, seq, original_subject, failure_reason, payload_hash from plan_events where class = 'target'
+insert into job_targets (job_id, event_id, stream_seq, original_subject, failure_reason, payload_hash, planned_states)
+select $1, event_id, seq, original_subject, failure_reason, payload_hash, nullif(ledger_states, '')
+  from plan_events where class = 'target'
  order by event_id`
 
 // PlanSession is one plan's transaction on a dedicated connection: the scan is copied into temporary

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -61,6 +62,14 @@ type Job struct {
 	CreatedBy             string
 	CreatedAt             time.Time
 	UpdatedAt             time.Time
+	// StatusReason, StatusBy and StatusAt record the last JobsTransition: why, by whom, when
+	// (empty and zero until the first one).
+	StatusReason string
+	StatusBy     string
+	StatusAt     time.Time
+	// RunState is the executor's live state as JSON (nil until it wrote one), stored at RunStateAt.
+	RunState   json.RawMessage
+	RunStateAt time.Time
 }
 
 // A zero CreatedAt becomes now(); UpdatedAt always starts at now().
@@ -82,25 +91,47 @@ func JobsInsert(ctx context.Context, q Querier, j Job) error {
 	return nil
 }
 
-const jobsGet = `
-select id, consumer, status, manifest_digest, effect_version_from, effect_version_to, write_forbidden,
+// jobColumns is the select list jobScan reads, shared by every query returning whole jobs.
+const jobColumns = `
+       id, consumer, status, manifest_digest, effect_version_from, effect_version_to, write_forbidden,
        reason, coalesce(ticket, ''), stream, stream_last_seq, targets, expected_external_calls,
-       ledger_state_digest, created_by, created_at, updated_at
-  from jobs
- where id = $1`
+       ledger_state_digest, created_by, created_at, updated_at,
+       coalesce(status_reason, ''), coalesce(status_by, ''), status_at, run_state, run_state_at`
+
+const jobsGet = `select ` + jobColumns + ` from jobs where id = $1`
 
 // JobsGet returns the job with id, or an error matching ErrJobNotFound.
 func (s *Store) JobsGet(ctx context.Context, id string) (Job, error) {
-	var j Job
-	err := s.Pool.QueryRow(ctx, jobsGet, id).Scan(&j.ID, &j.Consumer, &j.Status, &j.ManifestDigest,
-		&j.EffectVersionFrom, &j.EffectVersionTo, &j.WriteForbidden, &j.Reason, &j.Ticket, &j.Stream,
-		&j.StreamLastSeq, &j.Targets, &j.ExpectedExternalCalls, &j.LedgerStateDigest, &j.CreatedBy,
-		&j.CreatedAt, &j.UpdatedAt)
+	j, err := jobScan(s.Pool.QueryRow(ctx, jobsGet, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Job{}, fmt.Errorf("%w: the ledger has no job %q; plan and record it with `replayctl plan`", ErrJobNotFound, id)
 	}
 	if err != nil {
 		return Job{}, fmt.Errorf("read job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// jobScan reads one row of jobColumns; NULL times read as zero and a NULL run state as nil.
+func jobScan(row pgx.Row) (Job, error) {
+	var j Job
+	var statusAt, runStateAt *time.Time
+	var runState []byte
+	err := row.Scan(&j.ID, &j.Consumer, &j.Status, &j.ManifestDigest,
+		&j.EffectVersionFrom, &j.EffectVersionTo, &j.WriteForbidden, &j.Reason, &j.Ticket, &j.Stream,
+		&j.StreamLastSeq, &j.Targets, &j.ExpectedExternalCalls, &j.LedgerStateDigest, &j.CreatedBy,
+		&j.CreatedAt, &j.UpdatedAt, &j.StatusReason, &j.StatusBy, &statusAt, &runState, &runStateAt)
+	if err != nil {
+		return Job{}, err
+	}
+	if statusAt != nil {
+		j.StatusAt = *statusAt
+	}
+	if runStateAt != nil {
+		j.RunStateAt = *runStateAt
+	}
+	if runState != nil {
+		j.RunState = json.RawMessage(runState)
 	}
 	return j, nil
 }

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"errors"
 	"maps"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestJobsInsertAndGet(t *testing.T) {
 		t.Errorf("created_at %v (want %v), updated_at %v", got.CreatedAt, want.CreatedAt, got.UpdatedAt)
 	}
 	got.CreatedAt, got.UpdatedAt = want.CreatedAt, time.Time{}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("JobsGet\n got %+v\nwant %+v", got, want)
 	}
 

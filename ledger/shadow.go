@@ -307,37 +307,10 @@ func (s *Store) ShadowVerdictsLatest(ctx context.Context, jobID string) (ShadowV
 	return v, nil
 }
 
-// The lock key is derived from the job ID; hashtextextended gives PostgreSQL's 64-bit key space.
-const (
-	shadowLockTry    = `select pg_try_advisory_lock(hashtextextended('replayctl.shadow:' || $1, 0))`
-	shadowLockUnlock = `select pg_advisory_unlock(hashtextextended('replayctl.shadow:' || $1, 0))`
-)
-
 // ShadowLock takes jobID's shadow lock, a session advisory lock held on a dedicated connection
 // until release is called (or the process dies), so two shadow runs of one job never interleave
 // their outcomes. A lock already held matches ErrShadowRunning.
 func (s *Store) ShadowLock(ctx context.Context, jobID string) (release func(), err error) {
-	conn, err := s.Pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("lock job %s for shadow: acquire a ledger connection: %w", jobID, err)
-	}
-	var locked bool
-	if err := conn.QueryRow(ctx, shadowLockTry, jobID).Scan(&locked); err != nil {
-		conn.Release()
-		return nil, fmt.Errorf("lock job %s for shadow: %w", jobID, err)
-	}
-	if !locked {
-		conn.Release()
-		return nil, fmt.Errorf("%w: job %s is being shadowed by another replayctl; wait for it to finish or stop it", ErrShadowRunning, jobID)
-	}
-	return func() {
-		// The caller's context may be cancelled by now; the unlock must still run, and a failed
-		// one is undone by closing the connection, which ends the session and its locks.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if _, err := conn.Exec(ctx, shadowLockUnlock, jobID); err != nil {
-			conn.Conn().Close(ctx)
-		}
-		conn.Release()
-	}, nil
+	return s.sessionLock(ctx, "replayctl.shadow:"+jobID, fmt.Sprintf("lock job %s for shadow", jobID),
+		fmt.Errorf("%w: job %s is being shadowed by another replayctl; wait for it to finish or stop it", ErrShadowRunning, jobID))
 }

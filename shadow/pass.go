@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/replayctl/replayctl/internal/dlqsource"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -164,10 +165,10 @@ func (sh *runner) count(r *targetResult) {
 // the page with the DLQ stream read forward.
 func (sh *runner) feed(ctx context.Context, work chan<- workItem) error {
 	defer close(work)
-	var dlq *dlqReader
+	var dlq *dlqsource.Reader
 	defer func() {
 		if dlq != nil {
-			dlq.close()
+			dlq.Close()
 		}
 	}()
 	var after uint64
@@ -178,7 +179,7 @@ func (sh *runner) feed(ctx context.Context, work chan<- workItem) error {
 		}
 		after = page[len(page)-1].StreamSeq
 		if dlq == nil {
-			if dlq, err = openDLQ(ctx, sh.js, sh.m, page[0].StreamSeq, pageSize); err != nil {
+			if dlq, err = dlqsource.Open(ctx, sh.js, sh.m, page[0].StreamSeq, pageSize); err != nil {
 				return ignoreCancel(ctx, err)
 			}
 		}
@@ -193,9 +194,11 @@ func (sh *runner) feed(ctx context.Context, work chan<- workItem) error {
 		for _, t := range page {
 			item := workItem{target: t, done: sh.sampled[t.EventID]}
 			// A sampled target's message is still read, to keep the merge with the stream in step.
-			if item.payload, item.missing, err = dlq.payload(t); err != nil {
+			msg, missing, err := dlq.Next(sourceTarget(t))
+			if err != nil {
 				return ignoreCancel(ctx, err)
 			}
+			item.payload, item.missing = msg.Data, missing
 			if o, ok := originals[t.EventID]; ok {
 				item.original = &o
 			}
@@ -252,4 +255,8 @@ func ignoreCancel(ctx context.Context, err error) error {
 		return nil
 	}
 	return err
+}
+
+func sourceTarget(t ledger.ShadowTarget) dlqsource.Target {
+	return dlqsource.Target{EventID: t.EventID, StreamSeq: t.StreamSeq, PayloadHash: t.PayloadHash}
 }

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/replayctl/replayctl/internal/dlqsource"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -157,7 +158,8 @@ func (sh *runner) shadowSample(ctx context.Context, targets []ledger.ShadowTarge
 		}
 		items[i] = s
 		g.Go(func() error {
-			payload, missing, err := fetchOne(gctx, stream, m, t)
+			msg, missing, err := dlqsource.Fetch(gctx, stream, m, sourceTarget(t))
+			payload := msg.Data
 			if err != nil || missing != "" {
 				s.missing = missing
 				return err

@@ -12,19 +12,21 @@ type Provider struct {
 	mu      sync.Mutex
 	calls   map[string]int64
 	charged map[string]int64
+	charges map[string]int64
 	// Fail, when set, is asked before each call; a non-nil error fails that call.
 	Fail func(kind, ref string) error
 }
 
 // NewProvider returns a provider that has received no call.
 func NewProvider() *Provider {
-	return &Provider{calls: map[string]int64{}, charged: map[string]int64{}}
+	return &Provider{calls: map[string]int64{}, charged: map[string]int64{}, charges: map[string]int64{}}
 }
 
 // Charge charges totalCents for orderID and returns the charge ID.
 func (p *Provider) Charge(ctx context.Context, orderID string, totalCents int64, currency string) (string, error) {
 	return p.call(ctx, EffectCharge, orderID, func(n int64) string {
 		p.charged[orderID] += totalCents
+		p.charges[orderID]++
 		return fmt.Sprintf("ch_%s_%d", orderID, n)
 	})
 }
@@ -68,4 +70,22 @@ func (p *Provider) Charged(orderID string) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.charged[orderID]
+}
+
+// Charges returns how many times orderID was charged: more than once is a duplicate external effect.
+func (p *Provider) Charges(orderID string) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.charges[orderID]
+}
+
+// ChargedOrders returns how many times each order was charged.
+func (p *Provider) ChargedOrders() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]int64, len(p.charges))
+	for k, v := range p.charges {
+		out[k] = v
+	}
+	return out
 }

@@ -16,6 +16,8 @@ const progressThrottle = 100 * time.Millisecond
 type Progress interface {
 	// Set records that n units of the total are done.
 	Set(n int64)
+	// Describe replaces the label, for a step whose state changes (publishing, paused).
+	Describe(description string)
 	// Finish ends the display, leaving the last count on screen.
 	Finish()
 }
@@ -48,8 +50,9 @@ func (s *IOStreams) StartProgress(description string, total int64) Progress {
 
 type noProgress struct{}
 
-func (noProgress) Set(int64) {}
-func (noProgress) Finish()   {}
+func (noProgress) Set(int64)       {}
+func (noProgress) Describe(string) {}
+func (noProgress) Finish()         {}
 
 // barProgress throttles redraws itself rather than with progressbar's option, which drops the
 // last update before Finish and would leave a stale count on screen.
@@ -71,6 +74,13 @@ func (p *barProgress) Set(n int64) {
 	}
 	p.lastDraw = time.Now()
 	_ = p.bar.Set64(n)
+}
+
+// Describe changes the label; it is drawn with the next count.
+func (p *barProgress) Describe(description string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.bar.Describe(description)
 }
 
 // Finish draws the last count and stops there rather than filling the bar (progressbar's own

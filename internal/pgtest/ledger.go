@@ -11,9 +11,18 @@ import (
 // closed at cleanup: the starting point of every test that needs a ledger.
 func Ledger(t testing.TB) *ledger.Store {
 	t.Helper()
+	store, _ := LedgerWithURL(t)
+	return store
+}
+
+// LedgerWithURL is Ledger that also returns the schema's URL, for a subprocess that must see the
+// same rows.
+func LedgerWithURL(t testing.TB) (*ledger.Store, string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	store, err := ledger.Open(ctx, URL(t))
+	url := URL(t)
+	store, err := ledger.Open(ctx, url)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -21,5 +30,5 @@ func Ledger(t testing.TB) *ledger.Store {
 	if _, err := store.Migrate(ctx); err != nil {
 		t.Fatalf("pgtest: migrate: %v", err)
 	}
-	return store
+	return store, url
 }

@@ -1,0 +1,11 @@
+package executor_test
+
+import (
+	"time"
+
+	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/exectest"
+)
+
+func billingHandler(e *exectest.Env) consumer.Handler { return billing.Handler(e.Provider, time.Now) }

@@ -1,0 +1,156 @@
+// Package executor replays a shadowed job for real: it checks the gates (the manifest is the
+// recorded job, a passing shadow verdict, the version still unused, one executor per job and one
+// job per consumer, a fresh plan), registers the job's effect version as executing, publishes each
+// target to its original subject with the replay protocol's headers at a bounded rate and
+// in-flight count, reads progress from the ledger (never from acks), stops on its guards, and
+// honours pause, resume and cancel from other processes. A run interrupted by a crash continues
+// where it stopped when started again. The package never prints; progress goes to callbacks.
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// Execute runs opts.Manifest's job. It returns the result and nil when every target settled
+// (Result.Uncertain lists what needs manual review); a *GateError (ErrGateRefused) when a gate
+// refused, with nothing published; a *StopError (ErrGuardStopped) with the result when a guard or
+// a cancel stopped the run; ctx's error when ctx ended (the job stays executing: run it again to
+// continue). A dry run returns after the gates.
+func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts Options) (*Result, error) {
+	if err := opts.Normalise(); err != nil {
+		return nil, err
+	}
+	m := opts.Manifest
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
+	s := &session{store: store, js: js, opts: &opts, m: m}
+	opts.stage("locking job %s for execute", m.ID)
+	release, err := store.ExecuteLock(ctx, m.ID)
+	if errors.Is(err, ledger.ErrExecuteRunning) {
+		return nil, s.refuse(ctx, GateExecutor, "%v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	opts.stage("checking the gates of job %s", m.ID)
+	pre, err := s.checkGates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &Result{Preflight: pre, DryRun: opts.DryRun, StartedAt: opts.Now().UTC(), JobStatus: s.job.Status,
+		Final: pre.Counts, Uncertain: []ledger.ReviewItem{}, Failed: []ledger.ReviewItem{}}
+	if opts.DryRun {
+		s.audit(ctx, "execute.dry_run", preflightDetails(pre))
+		r.FinishedAt = opts.Now().UTC()
+		return r, nil
+	}
+	if opts.Confirm != nil {
+		ok, err := opts.Confirm(pre)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, s.refuse(ctx, GateConfirmation, "not confirmed, nothing was published; run it again and confirm, or pass --yes")
+		}
+	}
+	if err := s.start(ctx, pre); err != nil {
+		return nil, err
+	}
+	stop, runErr := s.run(ctx, r)
+	if runErr != nil {
+		s.audit(ctx, "execute.interrupted", map[string]any{"error": runErr.Error(), "published": r.Published})
+		return r, runErr
+	}
+	if err := s.finish(ctx, r, stop); err != nil {
+		return r, err
+	}
+	if stop != nil {
+		return r, &StopError{Stop: stop}
+	}
+	return r, nil
+}
+
+// start moves the job to executing and registers its effect version as executing for it, with the
+// drifted targets skipped and the audit entry, in one transaction under the consumer's lock, so
+// two jobs of one consumer never both start.
+func (s *session) start(ctx context.Context, pre Preflight) error {
+	m, job := s.m, s.job
+	var busyJob string
+	err := pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+		if err := ledger.LockConsumerExecutions(ctx, tx, m.Consumer); err != nil {
+			return err
+		}
+		others, err := ledger.JobsActiveForConsumer(ctx, tx, m.Consumer, m.ID)
+		if err != nil {
+			return err
+		}
+		if len(others) > 0 {
+			busyJob = others[0].ID
+			return errBusy
+		}
+		action, reason := "execute.started", "started by "+s.opts.Actor
+		if pre.Resume {
+			action, reason = "execute.continued", "continued by "+s.opts.Actor+" after an interrupted run"
+		}
+		err = ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{job.Status}, To: jobExecuting, Reason: reason, By: s.opts.Actor})
+		if err != nil {
+			return fmt.Errorf("start job %s: %w", m.ID, err)
+		}
+		if !pre.Resume {
+			err := ledger.EffectVersionsRegister(ctx, tx, m.Consumer, m.EffectVersion.To, ledger.EffectVersionExecuting, m.ID, s.opts.Actor)
+			if errors.Is(err, ledger.ErrConflict) {
+				return errVersionTaken
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if pre.Drift.Drifted > 0 {
+			if _, err := ledger.JobTargetsSkipDrifted(ctx, tx, m.ID, m.Consumer, m.EffectVersion.To, fingerprint.Algorithm); err != nil {
+				return err
+			}
+		}
+		return ledger.AuditInsert(ctx, tx, ledger.AuditEntry{At: s.opts.Now().UTC(), Actor: s.opts.Actor, JobID: m.ID,
+			ManifestDigest: m.Digest, Action: action, Details: preflightDetails(pre)})
+	})
+	switch {
+	case errors.Is(err, errBusy):
+		other, gerr := s.store.JobsGet(ctx, busyJob)
+		if gerr != nil {
+			return gerr
+		}
+		return s.refuseBusyConsumer(ctx, other)
+	case errors.Is(err, errVersionTaken):
+		return s.refuse(ctx, GateVersion, "effect version %d of consumer %s was registered by another job since the gates ran; plan again", m.EffectVersion.To, m.Consumer)
+	}
+	if err == nil {
+		s.job.Status = jobExecuting
+	}
+	return err
+}
+
+var (
+	errBusy         = errors.New("another job of the consumer is active")
+	errVersionTaken = errors.New("effect version already registered")
+)
+
+// preflightDetails are the figures an audit entry records for a run's start or dry run.
+func preflightDetails(p Preflight) map[string]any {
+	return map[string]any{
+		"targets": p.Targets, "toPublish": p.ToPublish, "completed": p.Counts.Completed, "failed": p.Counts.Failed,
+		"uncertain": p.Counts.Uncertain, "skipped": p.Counts.Skipped, "drifted": p.Drift.Drifted, "driftByKind": p.Drift.ByKind,
+		"expectedExternalCalls": p.ExpectedExternalCalls, "callBudget": p.CallBudget, "guards": p.Guards,
+		"effectVersion": p.EffectVersion.To, "writeForbidden": p.WriteForbidden, "verdict": p.Verdict.ID,
+		"rate": p.Rate, "maxInFlight": p.MaxInFlight, "resume": p.Resume,
+	}
+}

@@ -1,0 +1,101 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// guardActor is recorded as who paused a job when a guard did.
+const guardActor = "replayctl-guard"
+
+// finish records how the run ended. Every target settled: the job completes, its effect version
+// too, and the targets take their ledger outcome. A guard pauses the job (resume, then execute
+// again). A cancel settles what happened so far. A stall leaves the job executing.
+func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
+	ctx = context.WithoutCancel(ctx)
+	m := s.m
+	final := r.Final
+	details := map[string]any{"published": r.Published, "deduplicated": r.Deduplicated, "progress": final}
+	var err error
+	switch {
+	case stop == nil || (stop.Kind != StopCancelled && stop.Kind != StopStalled && final.Remaining == 0):
+		if stop != nil {
+			details["guard"] = stop
+		}
+		err = pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+			if _, err := ledger.JobTargetsSettle(ctx, tx, m.ID, m.Consumer, m.EffectVersion.To); err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("%d completed, %d failed, %d uncertain, %d skipped", final.Completed, final.Failed, final.Uncertain, final.Skipped)
+			if err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{jobExecuting, jobPaused}, To: jobCompleted, Reason: reason, By: s.opts.Actor}); err != nil {
+				return err
+			}
+			if _, err := ledger.EffectVersionsSetState(ctx, tx, m.Consumer, m.EffectVersion.To, m.ID, []string{ledger.EffectVersionExecuting}, ledger.EffectVersionCompleted); err != nil {
+				return err
+			}
+			return ledger.AuditInsert(ctx, tx, s.entry("execute.completed", details))
+		})
+	case stop.Kind == StopCancelled:
+		err = pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+			if _, err := ledger.JobTargetsSettle(ctx, tx, m.ID, m.Consumer, m.EffectVersion.To); err != nil {
+				return err
+			}
+			details["stop"] = stop
+			return ledger.AuditInsert(ctx, tx, s.entry("execute.stopped", details))
+		})
+	case stop.Kind == StopStalled:
+		details["stop"] = stop
+		s.audit(ctx, "execute.stalled", details)
+	default:
+		details["guard"] = stop
+		err = pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+			err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{jobExecuting, jobPaused}, To: jobPaused,
+				Reason: "guard " + stop.Kind + ": " + stop.Message, By: guardActor})
+			if err != nil {
+				return err
+			}
+			return ledger.AuditInsert(ctx, tx, s.entry("execute.guard_stopped", details))
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("record the end of job %s's run: %w", m.ID, err)
+	}
+	return s.fillReview(ctx, r)
+}
+
+func (s *session) entry(action string, details map[string]any) ledger.AuditEntry {
+	return ledger.AuditEntry{At: s.opts.Now().UTC(), Actor: s.opts.Actor, JobID: s.m.ID, ManifestDigest: s.m.Digest,
+		Action: action, Details: details}
+}
+
+// fillReview reads the final figures and the items to review.
+func (s *session) fillReview(ctx context.Context, r *Result) error {
+	job, err := s.store.JobsGet(ctx, s.m.ID)
+	if err != nil {
+		return err
+	}
+	p, _, err := readProgress(ctx, s.store, job)
+	if err != nil {
+		return err
+	}
+	p.Rate, p.ETA, p.CallBudget = r.Final.Rate, 0, s.callBudget()
+	p.State = job.Status
+	r.Final, r.JobStatus, r.FinishedAt = p, job.Status, s.opts.Now().UTC()
+	if r.Uncertain, err = s.store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewUncertain, maxListed); err != nil {
+		return err
+	}
+	if r.Failed, err = s.store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewFailed, maxListed); err != nil {
+		return err
+	}
+	if r.Uncertain == nil {
+		r.Uncertain = []ledger.ReviewItem{}
+	}
+	if r.Failed == nil {
+		r.Failed = []ledger.ReviewItem{}
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
+)
+
+// GateSubject is the gate that refuses a job whose original subjects no stream captures: every
+// publish would fail.
+const GateSubject = "original-subject-captured"
+
+// firstTargetsShown is how many targets a preflight names.
+const firstTargetsShown = 10
+
+// driftExamples is how many drifted targets a refusal names.
+const driftExamples = 10
+
+// session is one execute run's shared state.
+type session struct {
+	store *ledger.Store
+	js    jetstream.JetStream
+	opts  *Options
+	m     *manifest.Manifest
+	job   ledger.Job
+	// stream is the stream that captures the targets' original subjects ("" when no target is
+	// left to publish).
+	stream string
+}
+
+// refuse returns gate's refusal and records it in the audit log: a refused run is a decision too.
+func (s *session) refuse(ctx context.Context, gate, format string, args ...any) error {
+	g := &GateError{Gate: gate, Message: fmt.Sprintf(format, args...)}
+	s.audit(ctx, "execute.refused", map[string]any{"gate": gate, "message": g.Message, "dryRun": s.opts.DryRun})
+	return g
+}
+
+// audit appends an entry with the pool, outliving a cancelled run: an interrupted run's last
+// decisions are still recorded. A failed audit write cannot undo the decision, so it is dropped.
+func (s *session) audit(ctx context.Context, action string, details map[string]any) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	_ = ledger.AuditInsert(actx, s.store.Pool, ledger.AuditEntry{At: s.opts.Now().UTC(), Actor: s.opts.Actor, JobID: s.m.ID,
+		ManifestDigest: s.m.Digest, Action: action, Details: details})
+}
+
+// checkGates runs every gate but the confirmation, in order, and returns what a run would do.
+func (s *session) checkGates(ctx context.Context) (Preflight, error) {
+	m := s.m
+	job, err := s.store.JobsGet(ctx, m.ID)
+	if errors.Is(err, ledger.ErrJobNotFound) {
+		return Preflight{}, s.refuse(ctx, GateJob, "the ledger has no job %s for this manifest; run `replayctl plan` again (or point --database-url at the ledger it was planned in)", m.ID)
+	}
+	if err != nil {
+		return Preflight{}, err
+	}
+	s.job = job
+	if job.ManifestDigest != m.Digest {
+		return Preflight{}, s.refuse(ctx, GateJob, "job %s was recorded with manifest digest %s, this manifest has %s; use the manifest `replayctl plan` wrote for this job, or plan again",
+			m.ID, job.ManifestDigest, m.Digest)
+	}
+	if err := s.checkStatus(ctx); err != nil {
+		return Preflight{}, err
+	}
+	verdict, err := s.checkVerdict(ctx)
+	if err != nil {
+		return Preflight{}, err
+	}
+	if err := s.checkVersion(ctx); err != nil {
+		return Preflight{}, err
+	}
+	others, err := ledger.JobsActiveForConsumer(ctx, s.store.Pool, m.Consumer, m.ID)
+	if err != nil {
+		return Preflight{}, err
+	}
+	if len(others) > 0 {
+		return Preflight{}, s.refuseBusyConsumer(ctx, others[0])
+	}
+	drift, err := s.checkDrift(ctx)
+	if err != nil {
+		return Preflight{}, err
+	}
+	return s.preflight(ctx, verdict, drift)
+}
+
+func (s *session) checkStatus(ctx context.Context) error {
+	job := s.job
+	switch job.Status {
+	case jobShadowed, jobExecuting:
+		return nil
+	case jobPlanned, jobShadowing:
+		return s.refuse(ctx, GateStatus, "job %s is %s: it has no finished shadow run; run `replayctl shadow` on its manifest first", job.ID, job.Status)
+	case jobPaused:
+		return s.refuse(ctx, GateStatus, "job %s is paused%s; resume it with `replayctl resume %s`, then run execute again",
+			job.ID, statusBecause(job), job.ID)
+	default:
+		return s.refuse(ctx, GateStatus, "job %s is already %s%s; a job runs once: plan a new job for what is left", job.ID, job.Status, statusBecause(job))
+	}
+}
+
+// statusBecause renders who set a job's status, when and why, for messages.
+func statusBecause(job ledger.Job) string {
+	var b strings.Builder
+	if job.StatusBy != "" {
+		fmt.Fprintf(&b, " by %s", job.StatusBy)
+	}
+	if !job.StatusAt.IsZero() {
+		fmt.Fprintf(&b, " at %s", job.StatusAt.UTC().Format(time.RFC3339))
+	}
+	if job.StatusReason != "" {
+		fmt.Fprintf(&b, " (%s)", job.StatusReason)
+	}
+	return b.String()
+}
+
+func (s *session) checkVerdict(ctx context.Context) (VerdictRef, error) {
+	m := s.m
+	v, err := s.store.ShadowVerdictsLatest(ctx, m.ID)
+	if errors.Is(err, ledger.ErrNoVerdict) {
+		return VerdictRef{}, s.refuse(ctx, GateShadow, "job %s has no shadow verdict; run `replayctl shadow` on its manifest first", m.ID)
+	}
+	if err != nil {
+		return VerdictRef{}, err
+	}
+	ref := VerdictRef{ID: v.ID, At: v.CreatedAt, Actor: v.Actor}
+	if v.ManifestDigest != m.Digest {
+		return ref, s.refuse(ctx, GateShadow, "the latest shadow verdict of job %s (#%d) is for manifest digest %s, not %s; shadow this manifest again",
+			m.ID, v.ID, v.ManifestDigest, m.Digest)
+	}
+	if !v.Pass {
+		return ref, s.refuse(ctx, GateShadow, "the latest shadow verdict of job %s (#%d, %s by %s) failed: %s; fix the consumer or the thresholds and shadow again",
+			m.ID, v.ID, v.CreatedAt.UTC().Format(time.RFC3339), v.Actor, strings.Join(v.Reasons, "; "))
+	}
+	return ref, nil
+}
+
+func (s *session) checkVersion(ctx context.Context) error {
+	m := s.m
+	highest, err := s.store.EffectVersionsHighestOutsideJob(ctx, m.Consumer, m.EffectVersion.To, m.ID)
+	if err != nil {
+		return err
+	}
+	if highest >= m.EffectVersion.To {
+		return s.refuse(ctx, GateVersion, "the ledger holds effect version %d for consumer %s, not below this job's version %d: another replay or a deploy used it since plan; plan again (plan picks a higher version)",
+			highest, m.Consumer, m.EffectVersion.To)
+	}
+	return nil
+}
+
+func (s *session) refuseBusyConsumer(ctx context.Context, other ledger.Job) error {
+	return s.refuse(ctx, GateConsumer, "job %s of consumer %s is %s%s: one replay per consumer at a time; let it finish, or cancel it with `replayctl cancel %s`",
+		other.ID, other.Consumer, other.Status, statusBecause(other), other.ID)
+}
+
+func (s *session) checkDrift(ctx context.Context) (Drift, error) {
+	m := s.m
+	sum, err := s.store.JobTargetsDrift(ctx, m.ID, m.Consumer, m.EffectVersion.To, fingerprint.Algorithm, driftExamples)
+	if err != nil {
+		return Drift{}, err
+	}
+	d := Drift{Checked: sum.Checked, Drifted: sum.Drifted, ByKind: sum.ByKind, Examples: sum.Examples, MaxRatio: s.opts.MaxDriftRatio}
+	if d.Examples == nil {
+		d.Examples = []ledger.DriftTarget{}
+	}
+	if d.Checked > 0 {
+		d.Ratio = float64(d.Drifted) / float64(d.Checked)
+	}
+	if d.Drifted > 0 && d.Ratio > d.MaxRatio {
+		return d, s.refuse(ctx, GateDrift, "the plan is stale: %d of %d targets changed in the ledger since plan (%s)%s; plan again, or pass --max-drift %.4g to skip them",
+			d.Drifted, d.Checked, kindCounts(d.ByKind), driftExample(d.Examples), roundUp(d.Ratio))
+	}
+	return d, nil
+}
+
+func kindCounts(byKind map[string]int64) string {
+	kinds := make([]string, 0, len(byKind))
+	for k := range byKind {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s: %d", k, byKind[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func driftExample(examples []ledger.DriftTarget) string {
+	if len(examples) == 0 {
+		return ""
+	}
+	e := examples[0]
+	return fmt.Sprintf(", e.g. %s (%s): planned [%s], now [%s]", e.EventID, e.Kind, e.Planned, e.Current)
+}
+
+// roundUp gives a --max-drift value that admits ratio despite printing with few digits.
+func roundUp(ratio float64) float64 {
+	const step = 1e-4
+	return float64(int64(ratio/step)+1) * step
+}
+
+// preflight computes what the run would do once every gate passed.
+func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift) (Preflight, error) {
+	m, job := s.m, s.job
+	ts, err := s.store.JobTargetsCount(ctx, job.ID)
+	if err != nil {
+		return Preflight{}, err
+	}
+	e, err := s.store.EffectsJobCounts(ctx, job.Consumer, job.EffectVersionTo, job.ID)
+	if err != nil {
+		return Preflight{}, err
+	}
+	p := Preflight{JobID: m.ID, ManifestDigest: m.Digest, Consumer: m.Consumer, EffectVersion: m.EffectVersion,
+		WriteForbidden: m.WriteForbidden, JobStatus: job.Status, Resume: job.Status == jobExecuting, Verdict: verdict,
+		Targets: job.Targets, Counts: progressOf(job.Targets, ts, e, false), Drift: drift,
+		ExpectedExternalCalls: m.ExpectedExternalCalls, CallBudget: callBudget(m.ExpectedExternalCalls, s.opts.Guards.MaxCallsOver),
+		Guards: s.opts.Guards, Durable: s.opts.Durable, Rate: s.opts.Rate, MaxInFlight: s.opts.MaxInFlight,
+		FirstTargets: []PlannedPublish{}}
+	p.Counts.CallBudget = p.CallBudget
+	rowsUnderVersion := e.Settled() + e.Processing + e.Retrying
+	p.ToPublish = max(0, unsettled(ts)-drift.Drifted-rowsUnderVersion)
+	first, err := s.store.JobTargetsPageToPublish(ctx, job.ID, job.Consumer, job.EffectVersionTo, 0, firstTargetsShown)
+	if err != nil {
+		return Preflight{}, err
+	}
+	for _, t := range first {
+		p.FirstTargets = append(p.FirstTargets, PlannedPublish{EventID: t.EventID, Subject: t.OriginalSubject,
+			StreamSeq: t.StreamSeq, MsgID: protocol.MsgID(job.ID, t.EventID)})
+	}
+	if len(first) > 0 {
+		if err := s.checkSubject(ctx, first[0].OriginalSubject, &p); err != nil {
+			return p, err
+		}
+	}
+	return p, nil
+}
+
+// checkSubject finds the stream the replay publishes into and the durable that throttles it.
+func (s *session) checkSubject(ctx context.Context, subject string, p *Preflight) error {
+	stream, err := s.js.StreamNameBySubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return s.refuse(ctx, GateSubject, "no JetStream stream captures %s, the original subject of target %s: every publish would be lost; create the consumer's stream, or check --nats-url",
+			subject, p.FirstTargets[0].EventID)
+	}
+	if err != nil {
+		return fmt.Errorf("find the stream that captures %s: %w", subject, err)
+	}
+	s.stream = stream
+	if _, err := s.js.Consumer(ctx, stream, s.opts.Durable); err == nil {
+		p.DurableFound = true
+	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("read durable consumer %s of stream %s: %w", s.opts.Durable, stream, err)
+	}
+	return nil
+}
+
+// callBudget is expected plus the tolerance, rounded up.
+func callBudget(expected int64, over float64) int64 {
+	b := float64(expected) * (1 + over)
+	n := int64(b)
+	if float64(n) < b {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,117 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// blockedPoll is how often a publisher held back by a pause or the in-flight bound looks again.
+const blockedPoll = 20 * time.Millisecond
+
+// pacer spaces publishes to a rate. It keeps up to a second of debt, so timer overshoot does not
+// lower the average rate, but a pause does not turn into a burst afterwards.
+type pacer struct {
+	interval time.Duration
+	next     time.Time
+}
+
+func newPacer(rate float64) *pacer {
+	if rate <= 0 {
+		return &pacer{}
+	}
+	return &pacer{interval: time.Duration(float64(time.Second) / rate)}
+}
+
+func (p *pacer) wait(ctx context.Context) error {
+	if p.interval == 0 {
+		return nil
+	}
+	now := time.Now()
+	if p.next.Before(now.Add(-time.Second)) {
+		p.next = now
+	}
+	d := p.next.Sub(now)
+	p.next = p.next.Add(p.interval)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// runState is what the watcher tells the publisher: whether to stop, whether the job is paused,
+// and the ledger figures that bound what may be in flight.
+type runState struct {
+	// sent counts this run's publishes; acked and deduplicated their acknowledgements.
+	sent, acked, deduplicated atomic.Int64
+
+	mu          sync.Mutex
+	stop        bool
+	pauseReason string
+	// publishedBefore is how many targets were published before this run; settled how many
+	// of all published have an outcome (as of the last poll).
+	publishedBefore int64
+	settled         int64
+	durable         string
+	durablePending  int64
+	maxInFlight     int64
+}
+
+// inFlight is how many published targets have no outcome yet, as of the last poll.
+func (st *runState) inFlight() int64 {
+	return st.publishedBefore + st.sent.Load() - st.settled
+}
+
+// blockedBy says why the publisher must wait ("" when it may go on); st.mu is held.
+func (st *runState) blockedBy() string {
+	switch {
+	case st.pauseReason != "":
+		return st.pauseReason
+	case st.inFlight() >= st.maxInFlight:
+		return fmt.Sprintf("throttled: %d published targets have no outcome in the ledger yet (--max-in-flight %d); is the consumer running?",
+			st.inFlight(), st.maxInFlight)
+	case st.durablePending >= st.maxInFlight:
+		return fmt.Sprintf("throttled: durable consumer %s has %d messages pending (--max-in-flight %d)", st.durable, st.durablePending, st.maxInFlight)
+	}
+	return ""
+}
+
+// waitTurn blocks while the run is paused or throttled, then keeps the rate. It returns false
+// when the run is stopping.
+func (st *runState) waitTurn(ctx context.Context, pace *pacer) (bool, error) {
+	for {
+		st.mu.Lock()
+		stop, blocked := st.stop, st.blockedBy()
+		st.mu.Unlock()
+		if stop {
+			return false, nil
+		}
+		if blocked == "" {
+			break
+		}
+		select {
+		case <-time.After(blockedPoll):
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+	if err := pace.wait(ctx); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func (st *runState) requestStop() {
+	st.mu.Lock()
+	st.stop = true
+	st.mu.Unlock()
+}

@@ -1,0 +1,137 @@
+package executor
+
+import (
+	"time"
+
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// Preflight is what a run would do, known once every gate passed: what the confirmation shows and
+// what a dry run reports.
+type Preflight struct {
+	JobID          string                 `json:"jobId"`
+	ManifestDigest string                 `json:"manifestDigest"`
+	Consumer       string                 `json:"consumer"`
+	EffectVersion  manifest.EffectVersion `json:"effectVersion"`
+	WriteForbidden bool                   `json:"writeForbidden"`
+	// JobStatus is the job's status before this run: shadowed for a first run, executing for a
+	// run that continues an interrupted one.
+	JobStatus string `json:"jobStatus"`
+	Resume    bool   `json:"resume"`
+	// Verdict is the passing shadow verdict the run relies on.
+	Verdict VerdictRef `json:"verdict"`
+	// Targets is the manifest's target count; Counts where they stand in the ledger now.
+	Targets int64    `json:"targets"`
+	Counts  Progress `json:"counts"`
+	Drift   Drift    `json:"drift"`
+	// ToPublish is how many targets this run would publish: those without a row under the new
+	// version, less the drifted ones it skips.
+	ToPublish int64 `json:"toPublish"`
+	// FirstTargets are the first targets it would publish, in stream order.
+	FirstTargets          []PlannedPublish `json:"firstTargets"`
+	ExpectedExternalCalls int64            `json:"expectedExternalCalls"`
+	// CallBudget is expectedExternalCalls plus the --max-calls-over tolerance.
+	CallBudget int64  `json:"callBudget"`
+	Guards     Guards `json:"guards"`
+	// Durable is the consumer whose pending count throttles; DurableFound says whether it exists.
+	Durable      string  `json:"durable"`
+	DurableFound bool    `json:"durableFound"`
+	Rate         float64 `json:"rate"`
+	MaxInFlight  int     `json:"maxInFlight"`
+}
+
+// VerdictRef names a shadow verdict.
+type VerdictRef struct {
+	ID    int64     `json:"id"`
+	At    time.Time `json:"at"`
+	Actor string    `json:"actor"`
+}
+
+// PlannedPublish is one target as a run would publish it.
+type PlannedPublish struct {
+	EventID   string `json:"eventId"`
+	Subject   string `json:"subject"`
+	StreamSeq uint64 `json:"dlqStreamSeq"`
+	MsgID     string `json:"msgId"`
+}
+
+// Drift is how many targets' ledger rows changed since plan, and what the gate made of it.
+type Drift struct {
+	Checked  int64                `json:"checked"`
+	Drifted  int64                `json:"drifted"`
+	Ratio    float64              `json:"ratio"`
+	MaxRatio float64              `json:"maxRatio"`
+	ByKind   map[string]int64     `json:"byKind"`
+	Examples []ledger.DriftTarget `json:"examples"`
+}
+
+// Progress is where a job's targets stand: the figures execute shows while it runs and status
+// shows from another terminal. Targets = Skipped + SourceFailed + Completed + Failed + Uncertain
+// + Remaining.
+type Progress struct {
+	Targets int64 `json:"targets"`
+	// Skipped targets were left out at start: their ledger rows drifted since plan.
+	Skipped int64 `json:"skipped"`
+	// SourceFailed targets could not be published: their DLQ message is gone or changed.
+	SourceFailed int64 `json:"sourceFailed"`
+	// Published targets were acknowledged by JetStream at least once.
+	Published int64 `json:"published"`
+	Completed int64 `json:"completed"`
+	// Failed targets completed with a business failure under the new version.
+	Failed    int64 `json:"failed"`
+	Uncertain int64 `json:"uncertain"`
+	// InProgress targets have a ledger row under the new version without an outcome yet.
+	InProgress int64 `json:"inProgress"`
+	Remaining  int64 `json:"remaining"`
+	// ExternalCalls are the calls the replay's handlers started; CallBudget what the guard allows.
+	ExternalCalls int64 `json:"externalCalls"`
+	CallBudget    int64 `json:"callBudget"`
+	// Rate is targets settled per second, over the last few polls; ETA follows from it.
+	Rate float64       `json:"ratePerSecond"`
+	ETA  time.Duration `json:"etaNanos"`
+	// State is publishing, throttled, paused, waiting (for outcomes), or the job's final status.
+	State string `json:"state"`
+	// Reason says why the run is paused or throttled.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Stop kinds: why a run ended before its end, or ended with a guard exceeded.
+const (
+	StopCallBudget = "call-budget"
+	StopErrorRate  = "error-rate"
+	StopUncertain  = "uncertain"
+	StopStalled    = "stalled"
+	StopCancelled  = "cancelled"
+)
+
+// Stop says why a run stopped.
+type Stop struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	// By is who cancelled, for StopCancelled.
+	By string `json:"by,omitempty"`
+}
+
+// Result is one execute run.
+type Result struct {
+	Preflight  Preflight `json:"preflight"`
+	DryRun     bool      `json:"dryRun"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt"`
+	// Published is how many targets this run published; Deduplicated how many of those JetStream
+	// reported as duplicates of an earlier publish (the Nats-Msg-Id window).
+	Published    int64 `json:"published"`
+	Deduplicated int64 `json:"deduplicated"`
+	// Final is where the targets stand at the end.
+	Final Progress `json:"final"`
+	// JobStatus is the job's status at the end.
+	JobStatus string `json:"jobStatus"`
+	Stop      *Stop  `json:"stop,omitempty"`
+	// Uncertain and Failed list targets for manual review (the first maxListed of each).
+	Uncertain []ledger.ReviewItem `json:"uncertain"`
+	Failed    []ledger.ReviewItem `json:"failed"`
+}
+
+// maxListed bounds the review lists a result carries; the ledger keeps them all.
+const maxListed = 100

@@ -1,0 +1,254 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/ledger"
+)
+
+const (
+	// pollFailureLimit is how long the ledger may fail to answer polls before the run stops;
+	// shorter outages (a failover) are ridden out.
+	pollFailureLimit = 30 * time.Second
+	// rateWindow is how many polls the settled rate is averaged over.
+	rateWindow = 10
+)
+
+// sample is one poll's settled count, for the rate.
+type sample struct {
+	at      time.Time
+	settled int64
+}
+
+// run publishes and watches until every target settled, a guard or a cancel stops the run
+// (returned as a Stop), or ctx ends or something breaks (returned as an error).
+func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
+	pub, err := jetstream.New(s.js.Conn(), jetstream.WithPublishAsyncMaxPending(min(s.opts.MaxInFlight, 4096)),
+		jetstream.WithPublishAsyncTimeout(publishAckTimeout))
+	if err != nil {
+		return nil, fmt.Errorf("open JetStream for publishing: %w", err)
+	}
+	ts, err := s.store.JobTargetsCount(ctx, s.job.ID)
+	if err != nil {
+		return nil, err
+	}
+	st := &runState{publishedBefore: ts[ledger.TargetPublished], maxInFlight: int64(s.opts.MaxInFlight), durable: s.opts.Durable}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	acks := make(chan pendingAck, min(s.opts.MaxInFlight, 4096))
+	published := make(chan error, 1)
+	acked := make(chan error, 1)
+	go func() { published <- s.publishTargets(runCtx, st, pub, acks) }()
+	go func() { acked <- s.collectAcks(runCtx, pub, acks, st) }()
+	s.opts.stage("publishing %d targets of job %s under effect version %d", r.Preflight.ToPublish, s.job.ID, s.job.EffectVersionTo)
+
+	w := &watcher{s: s, st: st, r: r, lastChange: time.Now()}
+	publishing, acking := true, true
+	var loopErr error
+	var stop *Stop
+	ticker := time.NewTicker(s.opts.PollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case err := <-published:
+			publishing = false
+			if err != nil && !errors.Is(err, context.Canceled) {
+				loopErr = err
+			}
+		case err := <-acked:
+			acking = false
+			if err != nil && !errors.Is(err, context.Canceled) {
+				loopErr = err
+			}
+		case <-ticker.C:
+		case <-ctx.Done():
+			loopErr = ctx.Err()
+		}
+		if loopErr != nil {
+			break
+		}
+		var done bool
+		stop, done, loopErr = w.poll(ctx, publishing || acking)
+		if loopErr != nil || stop != nil || done {
+			break
+		}
+	}
+	// Let the publisher stop at its next turn and every acknowledged publish be recorded.
+	st.requestStop()
+	if loopErr != nil {
+		cancel()
+	}
+	if publishing {
+		<-published
+	}
+	if acking {
+		if err := <-acked; err != nil && loopErr == nil && !errors.Is(err, context.Canceled) {
+			loopErr = err
+		}
+	}
+	r.Published, r.Deduplicated = st.acked.Load(), st.deduplicated.Load()
+	w.writeRunState(ctx, "stopped", "")
+	return stop, loopErr
+}
+
+// watcher polls the ledger: progress, pause and cancel, the guards, the end.
+type watcher struct {
+	s          *session
+	st         *runState
+	r          *Result
+	samples    []sample
+	lastSig    [3]int64
+	lastChange time.Time
+	failingFor time.Time
+	durable    jetstream.Consumer
+}
+
+// poll reads the ledger once. done means every target settled.
+func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error) {
+	s := w.s
+	job, err := s.store.JobsGet(ctx, s.job.ID)
+	var p Progress
+	var e ledger.JobEffectCounts
+	if err == nil {
+		p, e, err = readProgress(ctx, s.store, job)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		if w.failingFor.IsZero() {
+			w.failingFor = time.Now()
+		}
+		if time.Since(w.failingFor) > pollFailureLimit {
+			return nil, false, fmt.Errorf("reading the progress of job %s failed for %s: %w; the job stays executing: run execute again to continue", s.job.ID, pollFailureLimit, err)
+		}
+		return nil, false, nil
+	}
+	w.failingFor = time.Time{}
+	p.CallBudget = s.callBudget()
+	w.readDurable(ctx)
+
+	w.st.mu.Lock()
+	w.st.settled = e.Settled()
+	w.st.pauseReason = ""
+	if job.Status == jobPaused {
+		w.st.pauseReason = "paused" + statusBecause(job) + "; `replayctl resume " + job.ID + "` continues"
+	}
+	blocked := w.st.blockedBy()
+	w.st.mu.Unlock()
+
+	w.rate(&p, e.Settled())
+	switch {
+	case blocked != "":
+		p.State, p.Reason = stateOf(job.Status, "throttled"), blocked
+	case publishing:
+		p.State = "publishing"
+	default:
+		p.State = "waiting"
+	}
+	w.r.Final = p
+	if s.opts.Progress != nil {
+		s.opts.Progress(p)
+	}
+	w.writeRunState(ctx, p.State, p.Reason)
+
+	if job.Status == jobCancelled {
+		return &Stop{Kind: StopCancelled, By: job.StatusBy, Message: fmt.Sprintf(
+			"job %s was cancelled%s; publishing stopped, and what was already replayed stays replayed (cancel never reverts)", job.ID, statusBecause(job))}, false, nil
+	}
+	finished := !publishing && p.Remaining == 0
+	if stop := s.guardStop(p, e, finished); stop != nil {
+		return stop, finished, nil
+	}
+	if finished {
+		return nil, true, nil
+	}
+	sig := [3]int64{e.Settled(), e.Processing + e.Retrying, p.Published + w.st.sent.Load()}
+	if sig != w.lastSig || job.Status == jobPaused {
+		w.lastSig, w.lastChange = sig, time.Now()
+	} else if time.Since(w.lastChange) > s.opts.SettleTimeout {
+		return &Stop{Kind: StopStalled, Message: fmt.Sprintf(
+			"no progress for %s: %d targets are still without an outcome (%d in progress in the ledger); is the consumer running, or did it dead-letter them? The job stays executing: run execute again to keep waiting, or see `replayctl status %s`",
+			s.opts.SettleTimeout, p.Remaining, p.InProgress, job.ID)}, false, nil
+	}
+	return nil, false, nil
+}
+
+func stateOf(jobStatus, otherwise string) string {
+	if jobStatus == jobPaused {
+		return jobPaused
+	}
+	return otherwise
+}
+
+// rate fills p's rate and ETA from the settled counts of the last polls.
+func (w *watcher) rate(p *Progress, settled int64) {
+	now := time.Now()
+	w.samples = append(w.samples, sample{at: now, settled: settled})
+	if len(w.samples) > rateWindow {
+		w.samples = w.samples[1:]
+	}
+	first := w.samples[0]
+	if elapsed := now.Sub(first.at).Seconds(); elapsed > 0 {
+		p.Rate = float64(settled-first.settled) / elapsed
+	}
+	if p.Rate > 0 {
+		p.ETA = time.Duration(float64(p.Remaining) / p.Rate * float64(time.Second)).Round(time.Second)
+	}
+}
+
+// readDurable reads the durable consumer's pending count; a durable that cannot be read does not
+// throttle, the ledger's in-flight count still does.
+func (w *watcher) readDurable(ctx context.Context) {
+	s := w.s
+	if !w.r.Preflight.DurableFound || s.stream == "" {
+		return
+	}
+	if w.durable == nil {
+		c, err := s.js.Consumer(ctx, s.stream, s.opts.Durable)
+		if err != nil {
+			return
+		}
+		w.durable = c
+	}
+	info, err := w.durable.Info(ctx)
+	if err != nil {
+		return
+	}
+	w.st.mu.Lock()
+	w.st.durablePending = int64(info.NumPending) + int64(info.NumAckPending)
+	w.st.mu.Unlock()
+}
+
+// RunState is an executor's live state as it stores it on the job for `replayctl status`.
+type RunState struct {
+	Owner     string        `json:"owner"`
+	Actor     string        `json:"actor"`
+	State     string        `json:"state"`
+	Reason    string        `json:"reason,omitempty"`
+	Published int64         `json:"published"`
+	Rate      float64       `json:"ratePerSecond"`
+	ETA       time.Duration `json:"etaNanos"`
+	StartedAt time.Time     `json:"startedAt"`
+	// At is when the state was stored, by the ledger's clock (run_state_at).
+	At time.Time `json:"at"`
+}
+
+func (w *watcher) writeRunState(ctx context.Context, state, reason string) {
+	s := w.s
+	body, err := json.Marshal(RunState{Owner: s.opts.Owner, Actor: s.opts.Actor, State: state, Reason: reason,
+		Published: w.st.acked.Load(), Rate: w.r.Final.Rate, ETA: w.r.Final.ETA, StartedAt: w.r.StartedAt})
+	if err != nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	// The run state is a display aid; a failed write must not stop a replay.
+	_ = ledger.JobsSetRunState(wctx, s.store.Pool, s.job.ID, body)
+}

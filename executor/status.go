@@ -1,0 +1,82 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// runStateFresh is how old an executor's stored run state may be for status to call it attached.
+const runStateFresh = 15 * time.Second
+
+// statusListed is how many uncertain and failed items status names.
+const statusListed = 20
+
+// StatusReport is where a job stands, readable from any terminal while it runs.
+type StatusReport struct {
+	JobID          string                 `json:"jobId"`
+	Consumer       string                 `json:"consumer"`
+	Status         string                 `json:"status"`
+	StatusReason   string                 `json:"statusReason,omitempty"`
+	StatusBy       string                 `json:"statusBy,omitempty"`
+	StatusAt       *time.Time             `json:"statusAt,omitempty"`
+	ManifestDigest string                 `json:"manifestDigest"`
+	Reason         string                 `json:"reason"`
+	Ticket         string                 `json:"ticket,omitempty"`
+	EffectVersion  manifest.EffectVersion `json:"effectVersion"`
+	WriteForbidden bool                   `json:"writeForbidden"`
+	ExpectedCalls  int64                  `json:"expectedExternalCalls"`
+	Counts         Progress               `json:"counts"`
+	// Executor is the attached executor's live state: attached when it holds the job's lock.
+	ExecutorAttached bool                `json:"executorAttached"`
+	Executor         *RunState           `json:"executor,omitempty"`
+	Uncertain        []ledger.ReviewItem `json:"uncertain"`
+	Failed           []ledger.ReviewItem `json:"failed"`
+}
+
+// Status reads jobID's report.
+func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusReport, error) {
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
+	job, err := store.JobsGet(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	p, _, err := readProgress(ctx, store, job)
+	if err != nil {
+		return nil, err
+	}
+	r := &StatusReport{JobID: job.ID, Consumer: job.Consumer, Status: job.Status, StatusReason: job.StatusReason,
+		StatusBy: job.StatusBy, ManifestDigest: job.ManifestDigest, Reason: job.Reason, Ticket: job.Ticket,
+		EffectVersion:  manifest.EffectVersion{From: job.EffectVersionFrom, To: job.EffectVersionTo},
+		WriteForbidden: job.WriteForbidden, ExpectedCalls: job.ExpectedExternalCalls, Counts: p}
+	if !job.StatusAt.IsZero() {
+		at := job.StatusAt.UTC()
+		r.StatusAt = &at
+	}
+	r.Counts.State = job.Status
+	if r.ExecutorAttached, err = executorAttached(ctx, store, job.ID); err != nil {
+		return nil, err
+	}
+	if len(job.RunState) > 0 {
+		var rs RunState
+		if json.Unmarshal(job.RunState, &rs) == nil {
+			rs.At = job.RunStateAt.UTC()
+			r.Executor = &rs
+			if r.ExecutorAttached && time.Since(job.RunStateAt) < runStateFresh {
+				r.Counts.Rate, r.Counts.ETA, r.Counts.State, r.Counts.Reason = rs.Rate, rs.ETA, rs.State, rs.Reason
+			}
+		}
+	}
+	if r.Uncertain, err = store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewUncertain, statusListed); err != nil {
+		return nil, err
+	}
+	if r.Failed, err = store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewFailed, statusListed); err != nil {
+		return nil, err
+	}
+	return r, nil
+}

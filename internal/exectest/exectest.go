@@ -1,0 +1,234 @@
+// Package exectest builds the world execute runs in for tests: a fresh ledger, an in-process NATS
+// server with the billing DLQ and the billing stream, a planned job with a passing shadow verdict,
+// and the example billing consumer whose provider counts every external call.
+package exectest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/natstest"
+	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/planner"
+	"github.com/replayctl/replayctl/shadow"
+)
+
+// Names of the test world.
+const (
+	Consumer        = "billing"
+	DLQStream       = "DLQ_BILLING"
+	DLQSubject      = "dlq.billing.charge"
+	Stream          = "BILLING"
+	OriginalSubject = "billing.charge.requested"
+)
+
+// Env is one test's world.
+type Env struct {
+	T     testing.TB
+	Ctx   context.Context
+	NATS  *natstest.Env
+	Store *ledger.Store
+	// DatabaseURL reaches Store's schema, for a subprocess.
+	DatabaseURL string
+	Dir         string
+	// Provider counts the billing consumer's external calls, per order.
+	Provider *billing.Provider
+	// Seqs are the DLQ stream sequences of the seeded events.
+	Seqs map[string]uint64
+}
+
+// Options shape the world.
+type Options struct {
+	// Listen makes the NATS server reachable from a subprocess.
+	Listen bool
+}
+
+// New builds the streams, the ledger and a provider; nothing is seeded yet.
+func New(t testing.TB, o Options) *Env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	store, url := pgtest.LedgerWithURL(t)
+	env := natstest.Start(t, o.Listen)
+	for _, cfg := range []jetstream.StreamConfig{
+		{Name: DLQStream, Subjects: []string{"dlq.billing.>"}},
+		{Name: Stream, Subjects: []string{"billing.>"}},
+	} {
+		if _, err := env.JS.CreateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &Env{T: t, Ctx: ctx, NATS: env, Store: store, DatabaseURL: url, Dir: t.TempDir(),
+		Provider: billing.NewProvider(), Seqs: map[string]uint64{}}
+}
+
+// EventID names seeded event i.
+func EventID(i int) string { return fmt.Sprintf("evt-%05d", i) }
+
+// Order is seeded event i's payload.
+func Order(i int) billing.Order {
+	return billing.Order{OrderID: fmt.Sprintf("ord-%05d", i), Customer: fmt.Sprintf("cus_%03d", i%97),
+		AmountCents: int64(500 + (i*37)%20000), Currency: "EUR"}
+}
+
+// Seed publishes n failed charges to the DLQ and records one completed history row (of an event
+// outside the DLQ) with two effects, so the plan expects two external calls per target: the
+// billing consumer's charge and receipt.
+func (e *Env) Seed(n int) {
+	e.T.Helper()
+	for i := range n {
+		e.PublishDLQ(EventID(i), Order(i))
+	}
+	body := json.RawMessage(`{"status":"charged"}`)
+	_, err := e.Store.EffectsImport(e.Ctx, []ledger.Effect{{
+		Consumer: Consumer, EventID: "evt-history", EffectVersion: 1, State: "completed",
+		RequestHash: fingerprint.Payload([]byte(`{"orderId":"ord-history"}`)), RequestHashAlg: fingerprint.Algorithm,
+		ResultHash: fingerprint.Payload(body), ResultBody: body, EffectCount: 2,
+	}})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// PublishDLQ adds one DLQ message for eventID.
+func (e *Env) PublishDLQ(eventID string, o billing.Order) {
+	e.T.Helper()
+	data, err := json.Marshal(o)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	msg := nats.NewMsg(DLQSubject)
+	msg.Data = data
+	msg.Header.Set("Event-Id", eventID)
+	msg.Header.Set("Dlq-Reason", "provider timeout after 20s")
+	msg.Header.Set("Dlq-Original-Subject", OriginalSubject)
+	msg.Header.Set("Dlq-Attempts", "5")
+	msg.Header.Set("Trace-Id", "trace-"+eventID)
+	ack, err := e.NATS.JS.PublishMsg(e.Ctx, msg)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.Seqs[eventID] = ack.Sequence
+}
+
+// Plan plans the whole DLQ into job jobID, manifest at Dir/job.json.
+func (e *Env) Plan(jobID string) *manifest.Manifest {
+	e.T.Helper()
+	res, err := planner.Plan(e.Ctx, e.NATS.JS, e.Store, planner.Options{
+		Consumer: Consumer, Stream: DLQStream, Reason: "payments outage INC-4521 fixed; re-run the failed charges",
+		OutputPath: e.ManifestPath(), Actor: "alice", Now: time.Now(), JobID: jobID,
+	})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return res.Manifest
+}
+
+// ManifestPath is where Plan writes the manifest.
+func (e *Env) ManifestPath() string { return filepath.Join(e.Dir, "job.json") }
+
+// NewConsumer is the billing consumer on the test world, with handler; nil means the billing
+// handler calling e.Provider.
+func (e *Env) NewConsumer(handler consumer.Handler, mod func(*consumer.Config)) *consumer.Consumer {
+	e.T.Helper()
+	if handler == nil {
+		handler = billing.Handler(e.Provider, time.Now)
+	}
+	cfg := consumer.Config{Name: Consumer, Store: e.Store, Conn: e.NATS.Conn, Stream: Stream, DLQSubject: DLQSubject,
+		Handler: handler, Concurrency: 4, Lease: 10 * time.Second}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := consumer.New(cfg)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return c
+}
+
+// Shadow shadows m through the billing consumer's responder with the default thresholds and
+// fails the test unless the verdict passes.
+func (e *Env) Shadow(m *manifest.Manifest) *shadow.Report {
+	e.T.Helper()
+	c := e.NewConsumer(nil, nil)
+	stop, err := c.ServeShadow(e.Ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	defer stop()
+	r, err := shadow.Run(e.Ctx, e.NATS.Conn, e.NATS.JS, e.Store, shadow.Options{Manifest: m, Thresholds: shadow.DefaultThresholds(),
+		Actor: "alice", Sample: 10, Timeout: 5 * time.Second})
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if !r.Verdict.Pass {
+		e.T.Fatalf("shadow verdict failed: %v", r.Verdict.Reasons)
+	}
+	if calls := e.Provider.Calls(""); calls != 0 {
+		e.T.Fatalf("the shadow pass made %d provider calls", calls)
+	}
+	return r
+}
+
+// Shadowed seeds n events, plans job jobID and shadows it.
+func (e *Env) Shadowed(n int, jobID string) *manifest.Manifest {
+	e.T.Helper()
+	e.Seed(n)
+	m := e.Plan(jobID)
+	e.Shadow(m)
+	return m
+}
+
+// RunConsumer runs the billing consumer until the test ends (or stop is called).
+func (e *Env) RunConsumer(c *consumer.Consumer) (stop func()) {
+	e.T.Helper()
+	ctx, cancel := context.WithCancel(e.Ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	var stopped bool
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			e.T.Errorf("billing consumer: %v", err)
+		}
+	}
+	e.T.Cleanup(stop)
+	return stop
+}
+
+// DuplicateCharges lists the orders charged more than once.
+func (e *Env) DuplicateCharges() []string {
+	var dups []string
+	for order, n := range e.Provider.ChargedOrders() {
+		if n > 1 {
+			dups = append(dups, fmt.Sprintf("%s charged %d times", order, n))
+		}
+	}
+	return dups
+}
+
+// QueryInt runs a single-integer query.
+func (e *Env) QueryInt(sql string, args ...any) int64 {
+	e.T.Helper()
+	var n int64
+	if err := e.Store.Pool.QueryRow(e.Ctx, sql, args...).Scan(&n); err != nil {
+		e.T.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}

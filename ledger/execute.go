@@ -1,0 +1,260 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The queries `replayctl execute` and `status` run: this file holds the targets' publishing and
+// outcomes and the job's effect counts; execute_drift.go the drift check since plan;
+// execute_jobs.go the job's status, run state, versions and locks. Every bulk write is one
+// statement over arrays, never one round trip per event.
+
+var (
+	// ErrExecuteRunning means another executor of the same job holds its lock.
+	ErrExecuteRunning = errors.New("another executor of this job is running")
+)
+
+// Target statuses of job_targets that execute reads and writes.
+const (
+	TargetPending   = "pending"
+	TargetShadowed  = "shadowed"
+	TargetPublished = "published"
+	TargetCompleted = "completed"
+	TargetSkipped   = "skipped"
+	TargetFailed    = "failed"
+	TargetUncertain = "uncertain"
+)
+
+// ExecTarget is a job target as execute publishes it.
+type ExecTarget struct {
+	EventID         string
+	StreamSeq       uint64
+	OriginalSubject string
+	// PayloadHash is the payload fingerprint at plan time; empty for targets planned before
+	// migration 0002.
+	PayloadHash string
+}
+
+// A keyset page over job_targets_job_seq_idx; each candidate costs one primary-key probe of
+// effects, so a resumed run skips what its previous run's rows already cover.
+const jobTargetsPageToPublish = `
+select t.event_id, t.stream_seq, t.original_subject, coalesce(t.payload_hash, '')
+  from job_targets t
+ where t.job_id = $1 and t.stream_seq > $4 and t.status in ('pending', 'shadowed', 'published')
+   and not exists (select from effects e
+                    where e.consumer = $2 and e.event_id = t.event_id and e.effect_version = $3)
+ order by t.stream_seq
+ limit $5`
+
+// JobTargetsPageToPublish returns up to limit targets of jobID with a stream sequence above
+// afterSeq, in stream order, that are pending, shadowed or published and have no effects row of
+// consumer under version: the targets a (resumed) run still has to publish. A target with a row
+// under version (completed, uncertain, processing, retrying) is never returned.
+func (s *Store) JobTargetsPageToPublish(ctx context.Context, jobID, consumer string, version int, afterSeq uint64, limit int) ([]ExecTarget, error) {
+	rows, err := s.Pool.Query(ctx, jobTargetsPageToPublish, jobID, consumer, version, int64(afterSeq), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read the targets job %s still has to publish after stream sequence %d: %w", jobID, afterSeq, err)
+	}
+	targets, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ExecTarget, error) {
+		var t ExecTarget
+		var seq int64
+		err := row.Scan(&t.EventID, &seq, &t.OriginalSubject, &t.PayloadHash)
+		t.StreamSeq = uint64(seq)
+		return t, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the targets job %s still has to publish after stream sequence %d: %w", jobID, afterSeq, err)
+	}
+	return targets, nil
+}
+
+// Only pending and shadowed targets change, so a published target keeps its first published_at;
+// the coalesce keeps it even for a target that went back to pending by hand.
+const jobTargetsMarkPublished = `
+update job_targets
+   set status = 'published', published_at = coalesce(published_at, $3), updated_at = now()
+ where job_id = $1 and event_id = any($2) and status in ('pending', 'shadowed')`
+
+// JobTargetsMarkPublished sets the targets of jobID among eventIDs that are pending or shadowed to
+// published, with published_at = at; published targets keep their first published_at. It returns
+// how many rows changed. One statement for the whole slice.
+func (s *Store) JobTargetsMarkPublished(ctx context.Context, jobID string, eventIDs []string, at time.Time) (int64, error) {
+	if len(eventIDs) == 0 {
+		return 0, nil
+	}
+	tag, err := s.Pool.Exec(ctx, jobTargetsMarkPublished, jobID, eventIDs, at)
+	if err != nil {
+		return 0, fmt.Errorf("mark %d targets of job %s published: %w", len(eventIDs), jobID, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// TargetOutcome is why one target was settled without a ledger outcome (skipped for drift,
+// failed for a missing or changed DLQ message).
+type TargetOutcome struct {
+	EventID string
+	Detail  string
+}
+
+const jobTargetsSetOutcome = `
+update job_targets t
+   set status = $2, outcome_detail = nullif(o.detail, ''), updated_at = now()
+  from unnest($3::text[], $4::text[]) as o(event_id, detail)
+ where t.job_id = $1 and t.event_id = o.event_id and t.status in ('pending', 'shadowed', 'published')`
+
+// JobTargetsSetOutcome sets status (TargetSkipped or TargetFailed) and outcome_detail on the
+// targets of jobID in outcomes that are still pending, shadowed or published, through q, in one
+// statement. It returns how many rows changed. Any other status is refused without a write; an
+// empty Detail is stored as NULL.
+func JobTargetsSetOutcome(ctx context.Context, q Querier, jobID, status string, outcomes []TargetOutcome) (int64, error) {
+	if status != TargetSkipped && status != TargetFailed {
+		return 0, fmt.Errorf("set the outcome of %d targets of job %s: status %q is neither %s nor %s",
+			len(outcomes), jobID, status, TargetSkipped, TargetFailed)
+	}
+	if len(outcomes) == 0 {
+		return 0, nil
+	}
+	ids, details := make([]string, len(outcomes)), make([]string, len(outcomes))
+	for i, o := range outcomes {
+		ids[i], details[i] = o.EventID, o.Detail
+	}
+	tag, err := q.Exec(ctx, jobTargetsSetOutcome, jobID, status, ids, details)
+	if err != nil {
+		return 0, fmt.Errorf("mark %d targets of job %s %s: %w", len(outcomes), jobID, status, err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// JobEffectCounts are the effects rows a job's replay wrote: consumer's rows under the job's
+// version whose job_id is the job.
+type JobEffectCounts struct {
+	// Completed rows have a result that is not a business failure; every reconciled row counts
+	// here, as JobTargetsSettle makes its target completed.
+	Completed int64
+	// BusinessFailed rows completed with outcome_kind business: a terminal failure.
+	BusinessFailed int64
+	Uncertain      int64
+	// Processing rows hold a lease (live or lapsed); Retrying rows are received again after a
+	// transient failure.
+	Processing int64
+	Retrying   int64
+	// SettledCalls sums greatest(effect_count, calls_started) over completed, reconciled and
+	// uncertain rows; InFlightCalls sums calls_started over processing rows.
+	SettledCalls  int64
+	InFlightCalls int64
+}
+
+// Settled is how many rows reached an outcome that needs no further processing.
+func (c JobEffectCounts) Settled() int64 { return c.Completed + c.BusinessFailed + c.Uncertain }
+
+// One pass over the job's rows through effects_consumer_version_job_idx. An uncertain row's
+// calls_started may exceed its effect_count (a call whose outcome is unknown), hence greatest().
+const effectsJobCounts = `
+select count(*) filter (where state = 'reconciled' or (state = 'completed' and outcome_kind is distinct from 'business')),
+       count(*) filter (where state = 'completed' and outcome_kind = 'business'),
+       count(*) filter (where state = 'uncertain'),
+       count(*) filter (where state = 'processing'),
+       count(*) filter (where state = 'received'),
+       coalesce(sum(greatest(effect_count, calls_started)) filter (where state in ('completed', 'reconciled', 'uncertain')), 0),
+       coalesce(sum(calls_started) filter (where state = 'processing'), 0)
+  from effects
+ where consumer = $1 and effect_version = $2 and job_id = $3`
+
+// EffectsJobCounts counts jobID's rows of consumer under version in one query.
+func (s *Store) EffectsJobCounts(ctx context.Context, consumer string, version int, jobID string) (JobEffectCounts, error) {
+	var c JobEffectCounts
+	err := s.Pool.QueryRow(ctx, effectsJobCounts, consumer, version, jobID).Scan(&c.Completed, &c.BusinessFailed,
+		&c.Uncertain, &c.Processing, &c.Retrying, &c.SettledCalls, &c.InFlightCalls)
+	if err != nil {
+		return JobEffectCounts{}, fmt.Errorf("count the ledger rows of job %s (consumer %s, version %d): %w", jobID, consumer, version, err)
+	}
+	return c, nil
+}
+
+// Review item kinds for EffectsJobItems.
+const (
+	ReviewUncertain = "uncertain"
+	ReviewFailed    = "failed"
+)
+
+// ReviewItem is an effects row a person has to look at. It holds no payload and no result body.
+type ReviewItem struct {
+	EventID      string
+	State        string
+	OutcomeKind  string
+	EffectCount  int
+	CallsStarted int
+	ExternalRefs json.RawMessage
+	LeaseOwner   string
+	LastError    string
+	UpdatedAt    time.Time
+}
+
+// $4 is the review kind; the list is short by nature, so the sort in byte order is cheap.
+const effectsJobItems = `
+select event_id, state, coalesce(outcome_kind, ''), effect_count, calls_started, external_refs,
+       coalesce(lease_owner, ''), coalesce(last_error, ''), updated_at
+  from effects
+ where consumer = $1 and effect_version = $2 and job_id = $3
+   and (($4 = 'uncertain' and state = 'uncertain')
+        or ($4 = 'failed' and state = 'completed' and outcome_kind = 'business'))
+ order by event_id collate "C"
+ limit $5`
+
+// EffectsJobItems lists up to limit of jobID's rows of consumer under version, by event ID (byte
+// order): kind ReviewUncertain lists uncertain rows, ReviewFailed completed rows with outcome_kind
+// business. Another kind is refused.
+func (s *Store) EffectsJobItems(ctx context.Context, consumer string, version int, jobID, kind string, limit int) ([]ReviewItem, error) {
+	if kind != ReviewUncertain && kind != ReviewFailed {
+		return nil, fmt.Errorf("list the rows of job %s to review: kind %q is neither %s nor %s", jobID, kind, ReviewUncertain, ReviewFailed)
+	}
+	rows, err := s.Pool.Query(ctx, effectsJobItems, consumer, version, jobID, kind, max(limit, 0))
+	if err != nil {
+		return nil, fmt.Errorf("list the %s rows of job %s to review: %w", kind, jobID, err)
+	}
+	items, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReviewItem, error) {
+		var it ReviewItem
+		var refs []byte
+		err := row.Scan(&it.EventID, &it.State, &it.OutcomeKind, &it.EffectCount, &it.CallsStarted, &refs,
+			&it.LeaseOwner, &it.LastError, &it.UpdatedAt)
+		it.ExternalRefs = json.RawMessage(refs)
+		return it, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the %s rows of job %s to review: %w", kind, jobID, err)
+	}
+	return items, nil
+}
+
+// Only rows that reached an outcome settle a target; processing and received rows leave it as it
+// is. outcome_detail is cleared for a target that completed or became uncertain.
+const jobTargetsSettle = `
+update job_targets t
+   set status = case when e.state = 'uncertain' then 'uncertain'
+                     when e.state = 'completed' and e.outcome_kind = 'business' then 'failed'
+                     else 'completed' end,
+       outcome_detail = case when e.state = 'completed' and e.outcome_kind = 'business' then e.last_error end,
+       updated_at = now()
+  from effects e
+ where t.job_id = $1 and t.status in ('pending', 'shadowed', 'published')
+   and e.consumer = $2 and e.event_id = t.event_id and e.effect_version = $3 and e.job_id = $1
+   and e.state in ('completed', 'reconciled', 'uncertain')`
+
+// JobTargetsSettle copies the ledger's outcome onto jobID's pending, shadowed and published
+// targets that have a row of consumer under version for jobID, through q, in one statement:
+// uncertain -> uncertain, completed with outcome_kind business -> failed (outcome_detail: the
+// row's last_error), completed or reconciled -> completed. It returns how many rows changed.
+// Targets already settled are left alone, so a reconciled row does not revisit an uncertain one.
+func JobTargetsSettle(ctx context.Context, q Querier, jobID, consumer string, version int) (int64, error) {
+	tag, err := q.Exec(ctx, jobTargetsSettle, jobID, consumer, version)
+	if err != nil {
+		return 0, fmt.Errorf("copy the ledger's outcomes onto the targets of job %s: %w", jobID, err)
+	}
+	return tag.RowsAffected(), nil
+}
