@@ -3,7 +3,6 @@ package cmd
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -133,11 +132,6 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 	bar.finish()
 	if result == nil {
 		return err
-	}
-	// The result's Stop is what the output reports as why the run stopped (and, for a cancel,
-	// that cancel never reverts); take it from the StopError when the result does not carry it.
-	if stopErr, ok := errors.AsType[*executor.StopError](err); ok && result.Stop == nil {
-		result.Stop = stopErr.Stop
 	}
 	if opts.JSON {
 		if perr := printJSON(opts.IO.Out, result); perr != nil {

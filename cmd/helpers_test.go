@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/exectest"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -188,5 +191,122 @@ func editFile(t *testing.T, path, old, new string) {
 	}
 	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// execCommandWithStdin is execCommand with stdin holding input, for a prompt's answer.
+func execCommandWithStdin(t *testing.T, isTTY bool, stdin, args string) (stdout, stderr string, exitCode int) {
+	t.Helper()
+	ios, in, out, errOut := iostreams.Test()
+	in.WriteString(stdin)
+	ios.SetStdinTTY(isTTY)
+	ios.SetStdoutTTY(isTTY)
+	ios.SetStderrTTY(isTTY)
+	f := NewFactory(ios)
+	f.Now = func() time.Time { return fixedNow }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := run(ctx, f, NewCmdRoot(f), splitArgs(t, args))
+	return out.String(), errOut.String(), code
+}
+
+// execWorld is an exectest world (fresh ledger, listening NATS with the billing DLQ and stream,
+// the billing provider) reached through the global flags, as an operator's command line would.
+type execWorld struct {
+	*exectest.Env
+	// flags are --database-url, --nats-url and --actor alice.
+	flags string
+}
+
+func newExecWorld(t *testing.T) *execWorld {
+	t.Helper()
+	e := exectest.New(t, exectest.Options{Listen: true})
+	return &execWorld{Env: e,
+		flags: "--database-url '" + e.DatabaseURL + "' --nats-url " + e.NATS.Server.ClientURL() + " --actor alice"}
+}
+
+// replayctl runs args with the world's flags, off a terminal.
+func (w *execWorld) replayctl(t *testing.T, args string) (stdout, stderr string, exitCode int) {
+	t.Helper()
+	return runCommand(t, false, args+" "+w.flags)
+}
+
+// billingMessages counts the messages in the billing stream: what execute published.
+func (w *execWorld) billingMessages(t *testing.T) uint64 {
+	t.Helper()
+	s, err := w.NATS.JS.Stream(w.Ctx, exectest.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(w.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+func (w *execWorld) jobStatus(t *testing.T, jobID string) string {
+	t.Helper()
+	job, err := w.Store.JobsGet(w.Ctx, jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job.Status
+}
+
+// completed counts the job's targets completed in the ledger under its new version.
+func (w *execWorld) completed(t *testing.T, m *manifest.Manifest) int64 {
+	t.Helper()
+	c, err := w.Store.EffectsJobCounts(w.Ctx, m.Consumer, m.EffectVersion.To, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Completed
+}
+
+// statusJSON runs `status --json JOB` and decodes its one JSON document.
+func (w *execWorld) statusJSON(t *testing.T, jobID string) executor.StatusReport {
+	t.Helper()
+	stdout, stderr, code := w.replayctl(t, "status --json "+jobID)
+	if code != ExitOK {
+		t.Fatalf("status --json: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	var r executor.StatusReport
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("status --json: stdout is not one JSON document: %v\n%s", err, stdout)
+	}
+	return r
+}
+
+// assertChargedOnce fails unless each of the seeded orders 0..n-1 was charged exactly once and
+// no other order was charged: no duplicate external effect, no lost target.
+func (w *execWorld) assertChargedOnce(t *testing.T, n int) {
+	t.Helper()
+	if dups := w.DuplicateCharges(); len(dups) > 0 {
+		t.Errorf("duplicate external effects: %v", dups)
+	}
+	var missing []string
+	for i := range n {
+		if id := exectest.Order(i).OrderID; w.Provider.Charges(id) == 0 {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of %d orders were never charged, e.g. %v", len(missing), n, missing[:min(5, len(missing))])
+	}
+	if got := len(w.Provider.ChargedOrders()); got != n {
+		t.Errorf("%d orders charged, want %d", got, n)
+	}
+}
+
+// waitUntil polls cond every 20ms until it holds, failing the test after limit.
+func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

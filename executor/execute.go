@@ -71,6 +71,7 @@ func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 		s.audit(ctx, "execute.interrupted", map[string]any{"error": runErr.Error(), "published": r.Published})
 		return r, runErr
 	}
+	r.Stop = stop
 	if err := s.finish(ctx, r, stop); err != nil {
 		return r, err
 	}

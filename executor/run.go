@@ -52,8 +52,10 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	publishing, acking := true, true
 	var loopErr error
 	var stop *Stop
-	ticker := time.NewTicker(s.opts.PollInterval)
-	defer ticker.Stop()
+	// The next poll waits at least twice as long as the last one took, so the progress queries
+	// of a million-target job never take more than a third of the database's time.
+	timer := time.NewTimer(s.opts.PollInterval)
+	defer timer.Stop()
 	for {
 		select {
 		case err := <-published:
@@ -66,7 +68,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 			if err != nil && !errors.Is(err, context.Canceled) {
 				loopErr = err
 			}
-		case <-ticker.C:
+		case <-timer.C:
 		case <-ctx.Done():
 			loopErr = ctx.Err()
 		}
@@ -74,10 +76,12 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 			break
 		}
 		var done bool
+		began := time.Now()
 		stop, done, loopErr = w.poll(ctx, publishing || acking)
 		if loopErr != nil || stop != nil || done {
 			break
 		}
+		timer.Reset(max(s.opts.PollInterval, 2*time.Since(began)))
 	}
 	// Let the publisher stop at its next turn and every acknowledged publish be recorded.
 	st.requestStop()
@@ -136,6 +140,11 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 
 	w.st.mu.Lock()
 	w.st.settled = e.Settled()
+	// A cancelled job stops the publisher here, under the lock that releases a pause: a paused
+	// run must not publish one more target on its way out.
+	if job.Status == jobCancelled {
+		w.st.stop = true
+	}
 	w.st.pauseReason = ""
 	if job.Status == jobPaused {
 		w.st.pauseReason = "paused" + statusBecause(job) + "; `replayctl resume " + job.ID + "` continues"

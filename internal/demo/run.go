@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/natsembed"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -35,12 +37,21 @@ type Options struct {
 	Dir   string
 	Actor string
 	Now   time.Time
-	// Step narrates each stage in one line; Progress and Stage follow the plan (planner.Options),
-	// ShadowProgress the shadow pass (shadow.Options).
-	Step           func(format string, args ...any)
-	Progress       func(scanned, total int64)
-	Stage          func(description string)
-	ShadowProgress func(done, total int64)
+	// Step narrates each stage in one line; Progress follows the plan (planner.Options),
+	// ShadowProgress the shadow pass (shadow.Options) and ExecuteProgress the execute runs
+	// (executor.Options); Stage is told the steps of all three.
+	Step            func(format string, args ...any)
+	Progress        func(scanned, total int64)
+	Stage           func(description string)
+	ShadowProgress  func(done, total int64)
+	ExecuteProgress func(executor.Progress)
+}
+
+// Timings are how long each phase of a run took.
+type Timings struct {
+	// Seed covers starting NATS, recreating the schema and seeding; Shadow includes starting the
+	// responder; Execute is the real execute run alone (not the dry run or the refused second run).
+	Seed, Plan, Shadow, Execute, Total time.Duration
 }
 
 // Report is what a demo run did and found.
@@ -49,8 +60,11 @@ type Report struct {
 	ManifestPath string
 	Truth        Truth
 	Plan         *planner.Result
-	// Mismatches name every figure where the plan differs from the seeded truth; empty is a pass.
-	Mismatches []string
+	// Mismatches name every figure where the plan, the shadow or the execute differs from the
+	// seeded truth; empty is a pass. PlanMismatches, ShadowMismatches and ExecuteMismatches
+	// are the same, by phase.
+	Mismatches                                          []string
+	PlanMismatches, ShadowMismatches, ExecuteMismatches []string
 	// TamperedRefusal is the error loading a hand-edited copy of the manifest gave.
 	TamperedRefusal error
 	// Shadow is the shadow pass of the planned job through the billing consumer's responder;
@@ -60,11 +74,17 @@ type Report struct {
 	// ProviderCallsDuringShadow counts the calls the billing provider received while the shadow
 	// pass ran: anything but 0 is a bug.
 	ProviderCallsDuringShadow int64
+	// Execution is the execute phase: dry run, run through the billing consumer, the payment
+	// provider's counts, and the refused second run.
+	Execution *Execution
+	Timings   Timings
 }
 
 // Run seeds an in-process NATS server and the demo schema, plans the replay, shadows it through
-// the example billing consumer, and proves both against the seeded truth.
+// the example billing consumer, executes it through the same consumer for real, and proves every
+// phase against the seeded truth.
 func Run(ctx context.Context, opts Options) (*Report, error) {
+	began := time.Now()
 	if opts.Step == nil {
 		opts.Step = func(string, ...any) {}
 	}
@@ -129,6 +149,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		sc.Stream, truth.Scanned, sc.Consumer, sc.History)
 
 	report := &Report{Schema: opts.Schema, ManifestPath: filepath.Join(opts.Dir, "job.json"), Truth: truth}
+	report.Timings.Seed = time.Since(began)
+	mark := time.Now()
 	res, err := planner.Plan(ctx, js, store, planner.Options{
 		Consumer:   sc.Consumer,
 		Stream:     sc.Stream,
@@ -144,19 +166,30 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	report.Plan = res
+	report.Timings.Plan = time.Since(mark)
 	step("planned job %s: %d targets, manifest %s", res.Manifest.ID, res.Manifest.Stats.Targets, report.ManifestPath)
 
-	report.Mismatches = Compare(truth, res.Manifest)
+	report.PlanMismatches = Compare(truth, res.Manifest)
 	tampered, err := tamper(report.ManifestPath)
 	if err != nil {
 		return nil, err
 	}
 	_, report.TamperedRefusal = manifest.Load(tampered)
 
+	mark = time.Now()
 	if err := shadowJob(ctx, nc, js, store, opts, report); err != nil {
 		return nil, err
 	}
-	report.Mismatches = append(report.Mismatches, CompareShadow(truth, report.Shadow, report.ProviderCallsDuringShadow)...)
+	report.Timings.Shadow = time.Since(mark)
+	report.ShadowMismatches = CompareShadow(truth, report.Shadow, report.ProviderCallsDuringShadow)
+
+	if err := executeJob(ctx, nc, js, store, opts, sc, report); err != nil {
+		return nil, err
+	}
+	report.Timings.Execute = report.Execution.Duration
+	report.ExecuteMismatches = CompareExecute(truth, report.Execution)
+	report.Mismatches = slices.Concat(report.PlanMismatches, report.ShadowMismatches, report.ExecuteMismatches)
+	report.Timings.Total = time.Since(began)
 	return report, nil
 }
 
@@ -168,8 +201,8 @@ func shadowJob(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store
 		Name:       report.Plan.Manifest.Consumer,
 		Store:      store,
 		Conn:       nc,
-		Stream:     "BILLING",
-		DLQSubject: "dlq." + report.Plan.Manifest.Consumer + ".charge",
+		Stream:     billingStream,
+		DLQSubject: dlqSubject(report.Plan.Manifest.Consumer),
 		Handler:    billing.Handler(provider, time.Now),
 	})
 	if err != nil {

@@ -75,6 +75,17 @@ var reasons = []string{
 // EventID names event i of the seed.
 func EventID(i int) string { return fmt.Sprintf("evt-%06d", i) }
 
+// isTarget says whether a plan of the whole seed targets event i: every event but the source
+// conflicts, and the uncertain, lapsed, in-flight and ledger-conflict rows that follow the repeats.
+func isTarget(i int) bool {
+	const firstLedgerExcluded = conflictSourceEvents + repeatedEvents
+	const ledgerExcluded = uncertainEvents + lapsedLeaseEvents + inFlightEvents + ledgerMismatchEvents
+	return i >= conflictSourceEvents && (i < firstLedgerExcluded || i >= firstLedgerExcluded+ledgerExcluded)
+}
+
+// OrderID is the billing order of event i: what the payment provider is charged for.
+func OrderID(i int) string { return order(i, 0).OrderID }
+
 // isCompletedBefore says whether ordinary event i succeeded on a later live retry under v1.
 func isCompletedBefore(i int) bool { return i >= 100 && i%10 == 3 }
 
@@ -201,13 +212,8 @@ func seedStream(ctx context.Context, js jetstream.JetStream, sc Scenario, truth 
 		truth.Scanned++
 		return nil
 	}
-	excluded := map[int]bool{}
 	for i := 0; i < conflictSourceEvents; i++ {
-		excluded[i] = true
 		truth.ConflictSourceIDs = append(truth.ConflictSourceIDs, EventID(i))
-	}
-	for i := conflictSourceEvents + repeatedEvents; i < conflictSourceEvents+repeatedEvents+uncertainEvents+lapsedLeaseEvents+inFlightEvents+ledgerMismatchEvents; i++ {
-		excluded[i] = true
 	}
 	for i := 0; i < sc.Events; i++ {
 		id := EventID(i)
@@ -225,7 +231,7 @@ func seedStream(ctx context.Context, js jetstream.JetStream, sc Scenario, truth 
 			truth.MissingEventID++
 			truth.InvalidEventID++
 		}
-		if excluded[i] {
+		if !isTarget(i) {
 			continue
 		}
 		truth.Targets++
