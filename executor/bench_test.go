@@ -34,7 +34,7 @@ func BenchmarkExecute(b *testing.B) {
 		e := exectest.New(b, exectest.Options{})
 		m := e.Shadowed(targets, fmt.Sprintf("job-bench-%d", i))
 		stop := e.RunConsumer(e.NewConsumer(nil, func(c *consumer.Config) { c.Concurrency = 8 }))
-		o := options(m, func(o *executor.Options) { o.MaxInFlight = 5000; o.PollInterval = 200 * time.Millisecond })
+		o := options(m, func(o *executor.Options) { o.MaxInFlight = 1000; o.PollInterval = 200 * time.Millisecond })
 		b.StartTimer()
 		start := time.Now()
 		r, err := execute(e, o)
