@@ -69,6 +69,10 @@ func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 	stop, runErr := s.run(ctx, r)
 	if runErr != nil {
 		s.audit(ctx, "execute.interrupted", map[string]any{"error": runErr.Error(), "published": r.Published})
+		if ctx.Err() != nil {
+			runErr = fmt.Errorf("execute of job %s interrupted after publishing %d targets in this run; nothing is lost and the job stays executing: run `replayctl execute` on its manifest again to continue: %w",
+				m.ID, r.Published, runErr)
+		}
 		return r, runErr
 	}
 	r.Stop = stop

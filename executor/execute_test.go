@@ -411,3 +411,54 @@ func TestUncertainTargetsAreListedForReview(t *testing.T) {
 		t.Fatalf("job %s", r.JobStatus)
 	}
 }
+
+func TestErrorRateGuardStopsOnBusinessFailures(t *testing.T) {
+	e := exectest.New(t, exectest.Options{})
+	m := e.Shadowed(60, "job-exec-errors")
+	// Under the new version one order in three is declined: a terminal business outcome.
+	handler := func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
+		if ev.Mode == consumer.ModeReplay && ev.ID[len(ev.ID)-1]%3 == 0 {
+			return consumer.Result{}, consumer.Business(errors.New("card declined"))
+		}
+		return billingHandler(e)(ctx, ev, fx)
+	}
+	e.RunConsumer(e.NewConsumer(handler, nil))
+
+	r, err := execute(e, options(m, func(o *executor.Options) { o.Rate = 60 }))
+
+	stop, ok := errors.AsType[*executor.StopError](err)
+	if !ok || stop.Stop.Kind != executor.StopErrorRate {
+		t.Fatalf("want the error-rate guard, got %v", err)
+	}
+	if r.Final.Failed == 0 || r.Final.Remaining == 0 || len(r.Failed) == 0 {
+		t.Fatalf("final %+v, failed list %d: want failures listed and the run stopped before the end", r.Final, len(r.Failed))
+	}
+	if jobStatus(t, e, m.ID) != "paused" {
+		t.Fatalf("job %s, want paused by the guard", jobStatus(t, e, m.ID))
+	}
+}
+
+func TestUncertainGuardStopsPublishing(t *testing.T) {
+	e := exectest.New(t, exectest.Options{})
+	m := e.Shadowed(40, "job-exec-unsure")
+	handler := func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
+		if ev.Mode == consumer.ModeReplay {
+			_, err := fx.Call(ctx, "payments.charge", "payments-api", func(context.Context) (string, error) {
+				return "", consumer.ErrOutcomeUnknown
+			})
+			return consumer.Result{}, err
+		}
+		return billingHandler(e)(ctx, ev, fx)
+	}
+	e.RunConsumer(e.NewConsumer(handler, nil))
+
+	r, err := execute(e, options(m, func(o *executor.Options) { o.Rate = 40; o.Guards.MaxUncertain = 2 }))
+
+	stop, ok := errors.AsType[*executor.StopError](err)
+	if !ok || stop.Stop.Kind != executor.StopUncertain {
+		t.Fatalf("want the uncertain guard, got %v", err)
+	}
+	if r.Final.Uncertain <= 2 || r.Published >= 40 {
+		t.Fatalf("uncertain %d, published %d: want the run stopped after more than 2 uncertain", r.Final.Uncertain, r.Published)
+	}
+}
