@@ -58,10 +58,10 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 	if code != ExitGuardStopped || !strings.Contains(stdout, "stopped (stalled): no progress for 1s") {
 		t.Fatalf("execute without a consumer: exit %d, want 4 on the stall:\n%s\n%s", code, stdout, stderr)
 	}
-	if s := w.jobStatus(t, m.ID); s != "executing" {
+	if s := w.JobStatus(m.ID); s != "executing" {
 		t.Fatalf("a stalled job is %s, want executing", s)
 	}
-	published := w.billingMessages(t)
+	published := w.StreamMessages()
 
 	stdout, stderr, code = w.replayctl(t, "pause --json --reason 'provider latency' "+m.ID)
 	if code != ExitOK {
@@ -106,7 +106,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 		!strings.Contains(stdout, "cancel never reverts: what was replayed before it stays replayed") {
 		t.Fatalf("cancel: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
-	if s := w.jobStatus(t, m.ID); s != "cancelled" {
+	if s := w.JobStatus(m.ID); s != "cancelled" {
 		t.Fatalf("job %s after cancel", s)
 	}
 	if n := w.QueryInt(`select count(*) from effect_versions where job_id = $1 and state = 'cancelled'`, m.ID); n != 1 {
@@ -119,7 +119,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 			t.Errorf("%s of a cancelled job: exit %d, stderr %q; want 3", args, code, stderr)
 		}
 	}
-	if n := w.billingMessages(t); n != published {
+	if n := w.StreamMessages(); n != published {
 		t.Errorf("%d messages published after the stall", n-published)
 	}
 
@@ -150,7 +150,7 @@ func TestControlOfAJobThatNeverRan(t *testing.T) {
 	if code != ExitGateRefused || !strings.Contains(stderr, "only an executing job can be paused") {
 		t.Errorf("pause of a shadowed job: exit %d, stderr %q; want 3", code, stderr)
 	}
-	if s := w.jobStatus(t, m.ID); s != "shadowed" {
+	if s := w.JobStatus(m.ID); s != "shadowed" {
 		t.Fatalf("refused controls moved the job to %s", s)
 	}
 
@@ -162,7 +162,7 @@ func TestControlOfAJobThatNeverRan(t *testing.T) {
 	if code != ExitGateRefused || !strings.Contains(stderr, "already cancelled") || !strings.Contains(stderr, "plan a new job") {
 		t.Fatalf("execute of a cancelled job: exit %d, stderr %q; want 3", code, stderr)
 	}
-	if n := w.billingMessages(t); n != 0 {
+	if n := w.StreamMessages(); n != 0 {
 		t.Fatalf("%d messages published", n)
 	}
 }

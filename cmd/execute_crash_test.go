@@ -127,7 +127,7 @@ func (w *execWorld) waitCompleted(t *testing.T, p *replayctlProcess, m *manifest
 		if !p.running() {
 			t.Fatalf("the executor exited early (code %d):\n%s\n%s", p.cmd.ProcessState.ExitCode(), p.stdout.String(), p.stderr.String())
 		}
-		return w.completed(t, m) >= n
+		return w.EffectCounts(m).Completed >= n
 	})
 }
 
@@ -148,10 +148,10 @@ func TestCrashKill9MidRunThenExecuteAgainChargesEveryOrderExactlyOnce(t *testing
 	}
 
 	// The killed run left the job executing, part of it replayed.
-	if s := w.jobStatus(t, m.ID); s != "executing" {
+	if s := w.JobStatus(m.ID); s != "executing" {
 		t.Fatalf("job %s after the kill, want executing", s)
 	}
-	published := w.billingMessages(t)
+	published := w.StreamMessages()
 	if published == 0 || published >= n {
 		t.Fatalf("%d of %d targets published before the kill; want the kill mid-run", published, n)
 	}
@@ -164,7 +164,7 @@ func TestCrashKill9MidRunThenExecuteAgainChargesEveryOrderExactlyOnce(t *testing
 		!strings.Contains(stdout, "run `replayctl execute job.json` to continue publishing") {
 		t.Errorf("status after the kill: exit %d:\n%s", code, stdout)
 	}
-	if done := w.completed(t, m); done >= n {
+	if done := w.EffectCounts(m).Completed; done >= n {
 		t.Fatalf("%d targets completed before the kill; want some left", done)
 	}
 	if dups := w.DuplicateCharges(); len(dups) > 0 {
@@ -182,7 +182,7 @@ func TestCrashKill9MidRunThenExecuteAgainChargesEveryOrderExactlyOnce(t *testing
 		}
 	}
 	w.assertChargedOnce(t, n)
-	if s := w.jobStatus(t, m.ID); s != "completed" {
+	if s := w.JobStatus(m.ID); s != "completed" {
 		t.Fatalf("job %s, want completed", s)
 	}
 	counts, err := w.Store.JobTargetsCount(w.Ctx, m.ID)
@@ -231,9 +231,9 @@ func pausedRemoteExecutor(t *testing.T, w *execWorld, jobID string) (*manifest.M
 		return r.ExecutorAttached && r.Executor != nil && r.Executor.State == "paused"
 	})
 	time.Sleep(200 * time.Millisecond) // a publish that had passed its turn lands
-	paused := w.billingMessages(t)
+	paused := w.StreamMessages()
 	time.Sleep(time.Second)
-	if later := w.billingMessages(t); later != paused {
+	if later := w.StreamMessages(); later != paused {
 		t.Fatalf("%d messages published in the second after the pause took effect", later-paused)
 	}
 	if paused >= n {
@@ -271,13 +271,13 @@ func TestCrashPauseAndCancelFromAnotherProcessStopTheExecutor(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "(cancel never reverts)") {
 		t.Errorf("the executor's stderr does not give the cancel as its error:\n%s", p.stderr.String())
 	}
-	if s := w.jobStatus(t, m.ID); s != "cancelled" {
+	if s := w.JobStatus(m.ID); s != "cancelled" {
 		t.Fatalf("job %s, want cancelled", s)
 	}
 	if dups := w.DuplicateCharges(); len(dups) > 0 {
 		t.Errorf("duplicates: %v", dups)
 	}
-	if charged, published := len(w.Provider.ChargedOrders()), w.billingMessages(t); charged == 0 || uint64(charged) > published {
+	if charged, published := len(w.Provider.ChargedOrders()), w.StreamMessages(); charged == 0 || uint64(charged) > published {
 		t.Errorf("%d orders charged, %d published: want some, at most those published", charged, published)
 	}
 }
@@ -295,7 +295,7 @@ func TestCrashCancelOfAPausedJobPublishesNothingMore(t *testing.T) {
 	if code := p.wait(t, 10*time.Second); code != ExitGuardStopped {
 		t.Fatalf("the cancelled executor exited %d, want 4", code)
 	}
-	if after := w.billingMessages(t); after != paused {
+	if after := w.StreamMessages(); after != paused {
 		t.Errorf("%d targets of the paused job were published after its cancel", after-paused)
 	}
 	// Let the consumer take what reached it.

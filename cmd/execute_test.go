@@ -60,13 +60,13 @@ func TestExecuteDryRunSaysNothingWasPublished(t *testing.T) {
 		t.Fatalf("--json: %s; want dryRun true and preflight.toPublish 12", stdout)
 	}
 
-	if n := w.billingMessages(t); n != 0 {
+	if n := w.StreamMessages(); n != 0 {
 		t.Fatalf("two dry runs published %d messages", n)
 	}
 	if calls := w.Provider.Calls(""); calls != 0 {
 		t.Fatalf("two dry runs made %d external calls", calls)
 	}
-	if s := w.jobStatus(t, m.ID); s != "shadowed" {
+	if s := w.JobStatus(m.ID); s != "shadowed" {
 		t.Fatalf("a dry run moved the job to %s, want it still shadowed", s)
 	}
 }
@@ -86,10 +86,10 @@ func TestExecuteWithoutATerminalRequiresYes(t *testing.T) {
 	if strings.Contains(stderr, "Type the job ID") {
 		t.Errorf("prompted without a terminal: %q", stderr)
 	}
-	if n := w.billingMessages(t); n != 0 || w.Provider.Calls("") != 0 {
+	if n := w.StreamMessages(); n != 0 || w.Provider.Calls("") != 0 {
 		t.Fatalf("an unconfirmed execute published %d messages, made %d calls", n, w.Provider.Calls(""))
 	}
-	if s := w.jobStatus(t, m.ID); s != "shadowed" {
+	if s := w.JobStatus(m.ID); s != "shadowed" {
 		t.Fatalf("job %s after a refusal, want shadowed", s)
 	}
 }
@@ -110,11 +110,11 @@ func TestExecuteOnATerminalAsksForTheJobID(t *testing.T) {
 				t.Errorf("answer %q: stderr lacks %q:\n%s", answer, want, stderr)
 			}
 		}
-		if n := w.billingMessages(t); n != 0 {
+		if n := w.StreamMessages(); n != 0 {
 			t.Fatalf("answer %q: a declined execute published %d messages", answer, n)
 		}
 	}
-	if s := w.jobStatus(t, m.ID); s != "shadowed" {
+	if s := w.JobStatus(m.ID); s != "shadowed" {
 		t.Fatalf("job %s after declined confirmations, want shadowed", s)
 	}
 
@@ -186,7 +186,7 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 				t.Errorf("%s: exit %d, stderr %q; want 3 telling to run shadow first\n%s", flag, code, stderr, stdout)
 			}
 		}
-		if n := w.billingMessages(t); n != 0 {
+		if n := w.StreamMessages(); n != 0 {
 			t.Fatalf("a refused execute published %d messages", n)
 		}
 	})
@@ -198,16 +198,16 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 		if stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitOK {
 			t.Fatalf("first execute: exit %d:\n%s\n%s", code, stdout, stderr)
 		}
-		before := w.billingMessages(t)
+		before := w.StreamMessages()
 		stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
 		if code != ExitGateRefused || !strings.Contains(stderr, "already completed") || !strings.Contains(stderr, "plan a new job") {
 			t.Fatalf("second execute: exit %d, stderr %q; want 3 telling to plan a new job\n%s", code, stderr, stdout)
 		}
-		if after := w.billingMessages(t); after != before {
+		if after := w.StreamMessages(); after != before {
 			t.Fatalf("a refused second execute published %d messages", after-before)
 		}
 		w.assertChargedOnce(t, 5)
-		if s := w.jobStatus(t, m.ID); s != "completed" {
+		if s := w.JobStatus(m.ID); s != "completed" {
 			t.Fatalf("job %s", s)
 		}
 	})
@@ -323,12 +323,12 @@ func TestExecuteStoppedByTheCallBudgetGuardExits4AndPausesTheJob(t *testing.T) {
 	}
 
 	// A paused job is not executed until it is resumed.
-	before := w.billingMessages(t)
+	before := w.StreamMessages()
 	_, stderr, code = w.replayctl(t, "execute --yes "+w.ManifestPath())
 	if code != ExitGateRefused || !strings.Contains(stderr, "resume it with `replayctl resume "+m.ID+"`") {
 		t.Fatalf("execute of a paused job: exit %d, stderr %q; want 3 telling to resume", code, stderr)
 	}
-	if after := w.billingMessages(t); after != before {
+	if after := w.StreamMessages(); after != before {
 		t.Fatalf("execute of a paused job published %d messages", after-before)
 	}
 

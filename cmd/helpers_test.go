@@ -231,39 +231,6 @@ func (w *execWorld) replayctl(t *testing.T, args string) (stdout, stderr string,
 	return runCommand(t, false, args+" "+w.flags)
 }
 
-// billingMessages counts the messages in the billing stream: what execute published.
-func (w *execWorld) billingMessages(t *testing.T) uint64 {
-	t.Helper()
-	s, err := w.NATS.JS.Stream(w.Ctx, exectest.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(w.Ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
-}
-
-func (w *execWorld) jobStatus(t *testing.T, jobID string) string {
-	t.Helper()
-	job, err := w.Store.JobsGet(w.Ctx, jobID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return job.Status
-}
-
-// completed counts the job's targets completed in the ledger under its new version.
-func (w *execWorld) completed(t *testing.T, m *manifest.Manifest) int64 {
-	t.Helper()
-	c, err := w.Store.EffectsJobCounts(w.Ctx, m.Consumer, m.EffectVersion.To, m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Completed
-}
-
 // statusJSON runs `status --json JOB` and decodes its one JSON document.
 func (w *execWorld) statusJSON(t *testing.T, jobID string) executor.StatusReport {
 	t.Helper()

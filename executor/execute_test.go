@@ -24,8 +24,8 @@ func TestExecuteReplaysEveryTargetOnceAndCompletesTheJob(t *testing.T) {
 	if r.Published != 30 || r.Final.Completed != 30 || r.Final.Remaining != 0 || r.Final.Failed != 0 || r.Final.Uncertain != 0 {
 		t.Fatalf("published %d, final %+v; want 30 published and completed", r.Published, r.Final)
 	}
-	if r.JobStatus != "completed" || jobStatus(t, e, m.ID) != "completed" {
-		t.Fatalf("job status %s / %s, want completed", r.JobStatus, jobStatus(t, e, m.ID))
+	if r.JobStatus != "completed" || e.JobStatus(m.ID) != "completed" {
+		t.Fatalf("job status %s / %s, want completed", r.JobStatus, e.JobStatus(m.ID))
 	}
 	for i := range 30 {
 		if n := e.Provider.Charges(exectest.Order(i).OrderID); n != 1 {
@@ -54,12 +54,12 @@ func TestExecuteReplaysEveryTargetOnceAndCompletesTheJob(t *testing.T) {
 	}
 
 	// A job runs once: a second execute is refused and publishes nothing.
-	before := streamMessages(t, e)
+	before := e.StreamMessages()
 	_, err = execute(e, options(m, nil))
 	if gate := gateOf(t, err); gate != executor.GateStatus {
 		t.Fatalf("second execute refused by %s, want %s", gate, executor.GateStatus)
 	}
-	if after := streamMessages(t, e); after != before {
+	if after := e.StreamMessages(); after != before {
 		t.Fatalf("a refused execute published %d messages", after-before)
 	}
 }
@@ -96,8 +96,8 @@ func TestReplayedMessagesCarryTheProtocolHeaders(t *testing.T) {
 			t.Errorf("message %d: subject %s, Dlq-Reason %q: want the original subject without DLQ headers", seq, msg.Subject, msg.Header.Get("Dlq-Reason"))
 		}
 	}
-	if jobStatus(t, e, m.ID) != "executing" {
-		t.Fatalf("a stalled job is %s, want executing (run execute again to keep waiting)", jobStatus(t, e, m.ID))
+	if e.JobStatus(m.ID) != "executing" {
+		t.Fatalf("a stalled job is %s, want executing (run execute again to keep waiting)", e.JobStatus(m.ID))
 	}
 }
 
@@ -113,10 +113,10 @@ func TestDryRunPublishesNothingAndChangesNothing(t *testing.T) {
 	if r.Preflight.FirstTargets[0].MsgID != protocol.MsgID(m.ID, r.Preflight.FirstTargets[0].EventID) {
 		t.Errorf("first target %+v", r.Preflight.FirstTargets[0])
 	}
-	if n := streamMessages(t, e); n != 0 {
+	if n := e.StreamMessages(); n != 0 {
 		t.Fatalf("a dry run published %d messages", n)
 	}
-	if s := jobStatus(t, e, m.ID); s != "shadowed" {
+	if s := e.JobStatus(m.ID); s != "shadowed" {
 		t.Fatalf("a dry run moved the job to %s", s)
 	}
 	if n := e.QueryInt(`select count(*) from effect_versions where job_id = $1`, m.ID); n != 0 {
@@ -210,7 +210,7 @@ func TestEachGateRefusesWithNothingPublished(t *testing.T) {
 					t.Fatalf("%v does not match ErrGateRefused", err)
 				}
 			}
-			if n := streamMessages(t, e); n != 0 {
+			if n := e.StreamMessages(); n != 0 {
 				t.Fatalf("a refused run published %d messages", n)
 			}
 			if calls := e.Provider.Calls(""); calls != 0 {
@@ -268,7 +268,7 @@ func TestPauseStopsPublishingAndResumeContinues(t *testing.T) {
 		r, err := execute(e, options(m, func(o *executor.Options) { o.Rate = 40 }))
 		done <- outcome{r, err}
 	}()
-	waitFor(t, "the first targets to complete", func() bool { return effectCounts(t, e, m).Completed >= 5 })
+	waitFor(t, "the first targets to complete", func() bool { return e.EffectCounts(m).Completed >= 5 })
 	res, err := executor.Pause(e.Ctx, e.Store, executor.Control{JobID: m.ID, Actor: "erin", Reason: "provider latency"})
 	if err != nil {
 		t.Fatal(err)
@@ -277,9 +277,9 @@ func TestPauseStopsPublishingAndResumeContinues(t *testing.T) {
 		t.Fatalf("pause: %+v", res)
 	}
 	time.Sleep(300 * time.Millisecond) // one poll to see it, and in-flight publishes to land
-	paused := streamMessages(t, e)
+	paused := e.StreamMessages()
 	time.Sleep(time.Second)
-	if later := streamMessages(t, e); later != paused {
+	if later := e.StreamMessages(); later != paused {
 		t.Fatalf("%d messages published while paused", later-paused)
 	}
 	if paused >= 60 {
@@ -322,7 +322,7 @@ func TestCancelStopsTheRunAndKeepsWhatWasReplayed(t *testing.T) {
 		result, err = execute(e, options(m, func(o *executor.Options) { o.Rate = 40 }))
 		done <- err
 	}()
-	waitFor(t, "the first targets to complete", func() bool { return effectCounts(t, e, m).Completed >= 5 })
+	waitFor(t, "the first targets to complete", func() bool { return e.EffectCounts(m).Completed >= 5 })
 	if _, err := executor.Cancel(e.Ctx, e.Store, executor.Control{JobID: m.ID, Actor: "erin", Reason: "wrong filter"}); err != nil {
 		t.Fatal(err)
 	}
@@ -334,8 +334,8 @@ func TestCancelStopsTheRunAndKeepsWhatWasReplayed(t *testing.T) {
 	if result.Final.Completed == 0 || result.Final.Completed >= 60 {
 		t.Fatalf("completed %d: want some, not all", result.Final.Completed)
 	}
-	if jobStatus(t, e, m.ID) != "cancelled" {
-		t.Fatalf("job %s", jobStatus(t, e, m.ID))
+	if e.JobStatus(m.ID) != "cancelled" {
+		t.Fatalf("job %s", e.JobStatus(m.ID))
 	}
 	if n := e.QueryInt(`select count(*) from effect_versions where job_id = $1 and state = 'cancelled'`, m.ID); n != 1 {
 		t.Fatal("the effect version is not cancelled: the consumer would still accept the job's messages")
@@ -376,7 +376,7 @@ func TestCallBudgetGuardStopsAndPausesTheJob(t *testing.T) {
 	if r.Final.Remaining == 0 {
 		t.Fatal("the guard stopped nothing: every target settled")
 	}
-	if s := jobStatus(t, e, m.ID); s != "paused" {
+	if s := e.JobStatus(m.ID); s != "paused" {
 		t.Fatalf("job %s after a guard stop, want paused", s)
 	}
 	if !slices.Contains(auditActions(t, e, m.ID), "execute.guard_stopped") {
@@ -433,8 +433,8 @@ func TestErrorRateGuardStopsOnBusinessFailures(t *testing.T) {
 	if r.Final.Failed == 0 || r.Final.Remaining == 0 || len(r.Failed) == 0 {
 		t.Fatalf("final %+v, failed list %d: want failures listed and the run stopped before the end", r.Final, len(r.Failed))
 	}
-	if jobStatus(t, e, m.ID) != "paused" {
-		t.Fatalf("job %s, want paused by the guard", jobStatus(t, e, m.ID))
+	if e.JobStatus(m.ID) != "paused" {
+		t.Fatalf("job %s, want paused by the guard", e.JobStatus(m.ID))
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/exectest"
-	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -45,29 +44,6 @@ func gateOf(t *testing.T, err error) string {
 	return g.Gate
 }
 
-func jobStatus(t *testing.T, e *exectest.Env, id string) string {
-	t.Helper()
-	job, err := e.Store.JobsGet(e.Ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return job.Status
-}
-
-// streamMessages counts the messages the replay published into the billing stream.
-func streamMessages(t *testing.T, e *exectest.Env) uint64 {
-	t.Helper()
-	s, err := e.NATS.JS.Stream(e.Ctx, exectest.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(e.Ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Msgs
-}
-
 func auditActions(t *testing.T, e *exectest.Env, jobID string) []string {
 	t.Helper()
 	entries, err := e.Store.AuditList(e.Ctx, jobID)
@@ -95,11 +71,3 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func effectCounts(t *testing.T, e *exectest.Env, m *manifest.Manifest) ledger.JobEffectCounts {
-	t.Helper()
-	c, err := e.Store.EffectsJobCounts(e.Ctx, m.Consumer, m.EffectVersion.To, m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}

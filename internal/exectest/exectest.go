@@ -232,3 +232,37 @@ func (e *Env) QueryInt(sql string, args ...any) int64 {
 	}
 	return n
 }
+
+// StreamMessages counts the messages in the billing stream: what execute published.
+func (e *Env) StreamMessages() uint64 {
+	e.T.Helper()
+	s, err := e.NATS.JS.Stream(e.Ctx, Stream)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	info, err := s.Info(e.Ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return info.State.Msgs
+}
+
+// JobStatus is job id's status in the ledger.
+func (e *Env) JobStatus(id string) string {
+	e.T.Helper()
+	job, err := e.Store.JobsGet(e.Ctx, id)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return job.Status
+}
+
+// EffectCounts are the replay's ledger rows of m's job.
+func (e *Env) EffectCounts(m *manifest.Manifest) ledger.JobEffectCounts {
+	e.T.Helper()
+	c, err := e.Store.EffectsJobCounts(e.Ctx, m.Consumer, m.EffectVersion.To, m.ID)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return c
+}
