@@ -212,6 +212,20 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 		}
 	})
 
+	t.Run("a manifest edited after plan", func(t *testing.T) {
+		w := newExecWorld(t)
+		w.Shadowed(5, "job-cli-tampered")
+		w.RunConsumer(w.NewConsumer(nil, nil))
+		editFile(t, w.ManifestPath(), `"writeForbidden": false`, `"writeForbidden": true`)
+		stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
+		if code != ExitGateRefused || !strings.Contains(stderr, "tampered") {
+			t.Fatalf("exit %d, stderr %q; want 3 saying the manifest was tampered with\n%s", code, stderr, stdout)
+		}
+		if n := w.StreamMessages(); n != 0 {
+			t.Fatalf("a tampered manifest published %d messages", n)
+		}
+	})
+
 	t.Run("a manifest this ledger never recorded", func(t *testing.T) {
 		w := newExecWorld(t)
 		other := writeManifest(t, testManifest(t))

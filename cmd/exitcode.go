@@ -18,11 +18,11 @@ const (
 	// ExitFailure is a runtime failure: a database or NATS server unreachable, an interrupt, a bug.
 	// Retrying the same command may succeed.
 	ExitFailure = 1
-	// ExitUsage means the invocation or its input is wrong (flags, arguments, an invalid or
-	// tampered manifest); retrying it unchanged cannot succeed.
+	// ExitUsage means the invocation or its input is wrong (flags, arguments, an invalid
+	// manifest); retrying it unchanged cannot succeed.
 	ExitUsage = 2
-	// ExitGateRefused means a safety gate refused to proceed (no passing shadow, a stale manifest,
-	// a confirmation declined).
+	// ExitGateRefused means a safety gate refused to proceed (no passing shadow, a stale or
+	// tampered manifest, a confirmation declined).
 	ExitGateRefused = 3
 	// ExitGuardStopped means a guard stopped a running replay (budget, error rate).
 	ExitGuardStopped = 4
@@ -37,6 +37,9 @@ var exitCodes = []struct {
 	code int
 }{
 	{ErrUsage, ExitUsage},
+	// A manifest edited after plan is not the job that was planned: DESIGN lists it with the
+	// gates. It also matches ErrInvalid, so it must come first.
+	{manifest.ErrTampered, ExitGateRefused},
 	{manifest.ErrInvalid, ExitUsage},
 	{errManifestNotRecorded, ExitUsage},
 	{ledger.ErrJobNotFound, ExitUsage},

@@ -36,7 +36,7 @@ proves it is the manifest the job was recorded with. A manifest edited after pla
 Exit codes:
   0  done
   1  runtime failure (database or NATS unreachable, interrupted); retrying may succeed
-  2  usage or bad input (flags, arguments, an invalid or tampered manifest)
+  2  usage or bad input (flags, arguments, an invalid manifest)
   3  a gate refused (no passing shadow, stale or tampered manifest, version not bumped)
   4  a guard stopped the run (budget, error rate, no progress), the job was cancelled,
      or the shadow verdict failed

@@ -188,7 +188,7 @@ func TestExitCodes(t *testing.T) {
 		{nil, ExitOK},
 		{errors.New("connection refused"), ExitFailure},
 		{usageErrorf("bad flag"), ExitUsage},
-		{fmt.Errorf("manifest job.json: %w", manifest.ErrTampered), ExitUsage},
+		{fmt.Errorf("manifest job.json: %w", manifest.ErrTampered), ExitGateRefused},
 		{&manifest.ValidationError{}, ExitUsage},
 		{fmt.Errorf("validate: %w", errManifestNotRecorded), ExitUsage},
 		{fmt.Errorf("status: %w", ledger.ErrJobNotFound), ExitUsage},

@@ -133,7 +133,7 @@ func TestShowRefusesTamperedManifest(t *testing.T) {
 	path := writeManifest(t, testManifest(t))
 	editFile(t, path, `"scanned": 1234`, `"scanned": 1235`)
 	stdout, stderr, code := runCommand(t, false, "show "+path)
-	if code != ExitUsage || !strings.Contains(stderr, "tampered") || stdout != "" {
+	if code != ExitGateRefused || !strings.Contains(stderr, "tampered") || stdout != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }

@@ -71,8 +71,8 @@ func TestValidateTamperedManifest(t *testing.T) {
 	editFile(t, path, `"evt-003"`, `"evt-003a"`)
 
 	stdout, stderr, code := runCommand(t, true, "validate "+path)
-	if code != ExitUsage {
-		t.Errorf("exit %d, want %d", code, ExitUsage)
+	if code != ExitGateRefused {
+		t.Errorf("exit %d, want %d", code, ExitGateRefused)
 	}
 	if !strings.HasPrefix(stderr, "replayctl: "+path+": tampered: the manifest was edited after plan") {
 		t.Errorf("stderr %q does not say the manifest was tampered with", stderr)
@@ -87,7 +87,7 @@ func TestValidateTamperedManifest(t *testing.T) {
 	if err := dec.Decode(&res); err != nil || dec.More() {
 		t.Fatalf("stdout is not one JSON document (%v):\n%s", err, stdout)
 	}
-	if code != ExitUsage || res.Valid || res.ExitCode != ExitUsage || !strings.Contains(res.Error, "tampered") || len(res.Problems) != 1 {
+	if code != ExitGateRefused || res.Valid || res.ExitCode != ExitGateRefused || !strings.Contains(res.Error, "tampered") || len(res.Problems) != 1 {
 		t.Errorf("exit %d, result %+v", code, res)
 	}
 }
