@@ -91,6 +91,7 @@ func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 func (s *session) start(ctx context.Context, pre Preflight) error {
 	m, job := s.m, s.job
 	var busyJob string
+	var statusMoved error
 	err := pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
 		if err := ledger.LockConsumerExecutions(ctx, tx, m.Consumer); err != nil {
 			return err
@@ -108,6 +109,10 @@ func (s *session) start(ctx context.Context, pre Preflight) error {
 			action, reason = "execute.continued", "continued by "+s.opts.Actor+" after an interrupted run"
 		}
 		err = ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{job.Status}, To: jobExecuting, Reason: reason, By: s.opts.Actor})
+		if errors.Is(err, ledger.ErrJobStatus) {
+			statusMoved = err
+			return err
+		}
 		if err != nil {
 			return fmt.Errorf("start job %s: %w", m.ID, err)
 		}
@@ -135,6 +140,8 @@ func (s *session) start(ctx context.Context, pre Preflight) error {
 			return gerr
 		}
 		return s.refuseBusyConsumer(ctx, other)
+	case statusMoved != nil:
+		return s.refuse(ctx, GateStatus, "%v; the job changed status while the gates ran (another operator?): check `replayctl status %s`", statusMoved, m.ID)
 	case errors.Is(err, errVersionTaken):
 		return s.refuse(ctx, GateVersion, "effect version %d of consumer %s was registered by another job since the gates ran; plan again", m.EffectVersion.To, m.Consumer)
 	}
