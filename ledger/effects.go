@@ -165,10 +165,20 @@ type BatchQuerier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
+// leasedRow names one row by its primary key in the lease statements below, written so that
+// no other index can serve it: "effect_version + 0" keeps the planner off
+// (consumer, effect_version, job_id) and stateProcessing off the partial effects_attention_idx.
+// With generic plans and a new version without statistics, the planner preferred either, and
+// walked every row of the version, or every dead entry of the partial index (each row passes
+// through processing), on each statement: a 10,000-target replay slowed from 160 to 70 targets/s.
+const leasedRow = "consumer = $1 and event_id = $2 and effect_version + 0 = $3"
+
+const stateProcessing = "state || '' = 'processing'"
+
 const effectsHeartbeat = `
 update effects
    set lease_expires_at = now() + $5::bigint * interval '1 millisecond', heartbeat_at = now(), updated_at = now()
- where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'`
+ where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing
 
 // EffectsHeartbeat extends owner's lease on key to now() + lease. False means the lease is no
 // longer owner's (taken over or marked uncertain): the caller must stop working on the event.
@@ -184,7 +194,7 @@ func EffectsHeartbeat(ctx context.Context, q Querier, key EffectKey, owner strin
 // row's fate, and an increment now would turn its take-over into an uncertain row.
 const effectsCallStarted = `
 update effects set calls_started = calls_started + 1, updated_at = now()
- where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'
+ where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing + `
    and lease_expires_at > now()`
 
 // EffectsCallStarted records, before an external call is made, that owner is starting one under
@@ -225,7 +235,7 @@ update effects
        external_refs = $9::jsonb, last_error = $10, lease_owner = null, lease_expires_at = null,
        replay_until = now() + $11::bigint * interval '1 millisecond',
        evidence_until = now() + $12::bigint * interval '1 millisecond', updated_at = now()
- where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'`
+ where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing
 
 // EffectsComplete stores c's outcome and releases the lease, if c.Owner still holds it. False
 // means it does not (the row was marked uncertain or taken over) and nothing was written.
@@ -254,7 +264,7 @@ const effectsMarkUncertain = `
 update effects
    set state = 'uncertain', effect_count = $5, external_refs = $6::jsonb, last_error = $7,
        lease_expires_at = null, updated_at = now()
- where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'`
+ where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing
 
 // EffectsMarkUncertain marks the row u.Owner holds uncertain: an external write may have happened
 // and must be reviewed by hand, never retried automatically. False means u.Owner no longer holds it.
@@ -272,7 +282,7 @@ update effects
    set state = 'uncertain', updated_at = now(),
        last_error = 'lease of ' || coalesce(lease_owner, 'an unknown owner') || ' lapsed after ' || calls_started ||
                     ' external call(s) started; their outcome is unknown: review by hand'
- where consumer = $1 and event_id = $2 and effect_version = $3 and state = 'processing'
+ where ` + leasedRow + ` and ` + stateProcessing + `
    and (lease_expires_at is null or lease_expires_at <= now()) and calls_started > 0`
 
 // EffectsMarkLapsedUncertain marks key uncertain if its lease lapsed after an external call
@@ -290,7 +300,7 @@ const effectsRelease = `
 update effects
    set state = 'received', lease_owner = null, lease_expires_at = null, calls_started = 0,
        outcome_kind = 'transient', last_error = $5, updated_at = now()
- where consumer = $1 and event_id = $2 and effect_version = $3 and lease_owner = $4 and state = 'processing'`
+ where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing
 
 // EffectsRelease gives up owner's lease on key after a transient failure in which no external
 // call was made, so a redelivery may claim it again. False means owner no longer held it.

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
@@ -33,14 +35,16 @@ func main() {
 	liveVersion := flag.Int("live-version", 1, "effect version of live messages (2 has the fee fix)")
 	shadowOnly := flag.Bool("shadow-only", false, "answer shadow requests only; do not consume the stream")
 	concurrency := flag.Int("concurrency", 32, "shadow requests handled at once")
+	handlers := flag.Int("handlers", 8, "stream messages handled at once")
+	createStream := flag.Bool("create-stream", false, "create -stream on billing.> if it does not exist")
 	flag.Parse()
-	if err := run(*dbURL, *natsURL, *stream, *dlqSubject, *liveVersion, *shadowOnly, *concurrency); err != nil {
+	if err := run(*dbURL, *natsURL, *stream, *dlqSubject, *liveVersion, *shadowOnly, *concurrency, *handlers, *createStream); err != nil {
 		fmt.Fprintln(os.Stderr, "billing-consumer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly bool, concurrency int) error {
+func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly bool, concurrency, handlers int, createStream bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, err := ledger.Open(ctx, dbURL)
@@ -53,10 +57,20 @@ func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly 
 		return fmt.Errorf("connect to NATS at %s: %w", natsURL, err)
 	}
 	defer nc.Close()
+	if createStream {
+		js, err := jetstream.New(nc)
+		if err != nil {
+			return err
+		}
+		_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"billing.>"}})
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return fmt.Errorf("create stream %s: %w", stream, err)
+		}
+	}
 	provider := billing.NewProvider()
 	c, err := consumer.New(consumer.Config{
 		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: dlqSubject,
-		LiveVersion: liveVersion, ShadowConcurrency: concurrency,
+		LiveVersion: liveVersion, ShadowConcurrency: concurrency, Concurrency: handlers,
 		Handler: billing.Handler(provider, time.Now),
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
