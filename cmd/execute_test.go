@@ -215,7 +215,6 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 	t.Run("a manifest edited after plan", func(t *testing.T) {
 		w := newExecWorld(t)
 		w.Shadowed(5, "job-cli-tampered")
-		w.RunConsumer(w.NewConsumer(nil, nil))
 		editFile(t, w.ManifestPath(), `"writeForbidden": false`, `"writeForbidden": true`)
 		stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
 		if code != ExitGateRefused || !strings.Contains(stderr, "tampered") {
