@@ -40,9 +40,9 @@ var controls = map[string]struct {
 	from []string
 	to   string
 }{
-	"pause":  {from: []string{jobExecuting}, to: jobPaused},
-	"resume": {from: []string{jobPaused}, to: jobExecuting},
-	"cancel": {from: []string{jobPlanned, jobShadowing, jobShadowed, jobExecuting, jobPaused}, to: jobCancelled},
+	"pause":  {from: []string{ledger.JobExecuting}, to: ledger.JobPaused},
+	"resume": {from: []string{ledger.JobPaused}, to: ledger.JobExecuting},
+	"cancel": {from: []string{ledger.JobPlanned, ledger.JobShadowing, ledger.JobShadowed, ledger.JobExecuting, ledger.JobPaused}, to: ledger.JobCancelled},
 }
 
 // Pause stops the job's publishing; messages already published are still processed.

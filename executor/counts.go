@@ -6,34 +6,34 @@ import (
 	"github.com/replayctl/replayctl/ledger"
 )
 
-// Job statuses execute reads and moves between.
-const (
-	jobPlanned   = "planned"
-	jobShadowing = "shadowing"
-	jobShadowed  = "shadowed"
-	jobExecuting = "executing"
-	jobPaused    = "paused"
-	jobCompleted = "completed"
-	jobCancelled = "cancelled"
-	jobFailed    = "failed"
-)
-
 // settledStatus reports whether a job's targets carry their final status (JobTargetsSettle ran).
-func settledStatus(status string) bool { return status == jobCompleted || status == jobCancelled }
+func settledStatus(status string) bool {
+	return status == ledger.JobCompleted || status == ledger.JobCancelled
+}
 
 // readProgress reads where job's targets stand: job_targets for what execute decided itself
 // (skipped, failed at the source, published) and the ledger rows the replay wrote for outcomes,
 // which execute never takes from acks.
 func readProgress(ctx context.Context, store *ledger.Store, job ledger.Job) (Progress, ledger.JobEffectCounts, error) {
-	ts, err := store.JobTargetsCount(ctx, job.ID)
-	if err != nil {
-		return Progress{}, ledger.JobEffectCounts{}, err
-	}
-	e, err := store.EffectsJobCounts(ctx, job.Consumer, job.EffectVersionTo, job.ID)
+	ts, e, err := readCounts(ctx, store, job)
 	if err != nil {
 		return Progress{}, ledger.JobEffectCounts{}, err
 	}
 	return progressOf(job.Targets, ts, e, settledStatus(job.Status)), e, nil
+}
+
+// readCounts reads job's target statuses and the replay's ledger rows, the two inputs of
+// progressOf.
+func readCounts(ctx context.Context, store *ledger.Store, job ledger.Job) (map[string]int64, ledger.JobEffectCounts, error) {
+	ts, err := store.JobTargetsCount(ctx, job.ID)
+	if err != nil {
+		return nil, ledger.JobEffectCounts{}, err
+	}
+	e, err := store.EffectsJobCounts(ctx, job.Consumer, job.EffectVersionTo, job.ID)
+	if err != nil {
+		return nil, ledger.JobEffectCounts{}, err
+	}
+	return ts, e, nil
 }
 
 // progressOf combines target statuses ts with the replay's ledger rows e. Before the job settles,

@@ -108,7 +108,7 @@ func (s *session) start(ctx context.Context, pre Preflight) error {
 		if pre.Resume {
 			action, reason = "execute.continued", "continued by "+s.opts.Actor+" after an interrupted run"
 		}
-		err = ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{job.Status}, To: jobExecuting, Reason: reason, By: s.opts.Actor})
+		err = ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{job.Status}, To: ledger.JobExecuting, Reason: reason, By: s.opts.Actor})
 		if errors.Is(err, ledger.ErrJobStatus) {
 			statusMoved = err
 			return err
@@ -146,7 +146,7 @@ func (s *session) start(ctx context.Context, pre Preflight) error {
 		return s.refuse(ctx, GateVersion, "effect version %d of consumer %s was registered by another job since the gates ran; plan again", m.EffectVersion.To, m.Consumer)
 	}
 	if err == nil {
-		s.job.Status = jobExecuting
+		s.job.Status = ledger.JobExecuting
 	}
 	return err
 }

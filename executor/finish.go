@@ -31,7 +31,7 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 				return err
 			}
 			reason := fmt.Sprintf("%d completed, %d failed, %d uncertain, %d skipped", final.Completed, final.Failed, final.Uncertain, final.Skipped)
-			if err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{jobExecuting, jobPaused}, To: jobCompleted, Reason: reason, By: s.opts.Actor}); err != nil {
+			if err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{ledger.JobExecuting, ledger.JobPaused}, To: ledger.JobCompleted, Reason: reason, By: s.opts.Actor}); err != nil {
 				return err
 			}
 			if _, err := ledger.EffectVersionsSetState(ctx, tx, m.Consumer, m.EffectVersion.To, m.ID, []string{ledger.EffectVersionExecuting}, ledger.EffectVersionCompleted); err != nil {
@@ -53,7 +53,7 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 	default:
 		details["guard"] = stop
 		err = pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
-			err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{jobExecuting, jobPaused}, To: jobPaused,
+			err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{ledger.JobExecuting, ledger.JobPaused}, To: ledger.JobPaused,
 				Reason: "guard " + stop.Kind + ": " + stop.Message, By: guardActor})
 			if err != nil {
 				return err

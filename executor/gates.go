@@ -96,11 +96,11 @@ func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 func (s *session) checkStatus(ctx context.Context) error {
 	job := s.job
 	switch job.Status {
-	case jobShadowed, jobExecuting:
+	case ledger.JobShadowed, ledger.JobExecuting:
 		return nil
-	case jobPlanned, jobShadowing:
+	case ledger.JobPlanned, ledger.JobShadowing:
 		return s.refuse(ctx, GateStatus, "job %s is %s: it has no finished shadow run; run `replayctl shadow` on its manifest first", job.ID, job.Status)
-	case jobPaused:
+	case ledger.JobPaused:
 		return s.refuse(ctx, GateStatus, "job %s is paused%s; resume it with `replayctl resume %s`, then run execute again",
 			job.ID, statusBecause(job), job.ID)
 	default:
@@ -212,16 +212,12 @@ func roundUp(ratio float64) float64 {
 // preflight computes what the run would do once every gate passed.
 func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift) (Preflight, error) {
 	m, job := s.m, s.job
-	ts, err := s.store.JobTargetsCount(ctx, job.ID)
-	if err != nil {
-		return Preflight{}, err
-	}
-	e, err := s.store.EffectsJobCounts(ctx, job.Consumer, job.EffectVersionTo, job.ID)
+	ts, e, err := readCounts(ctx, s.store, job)
 	if err != nil {
 		return Preflight{}, err
 	}
 	p := Preflight{JobID: m.ID, ManifestDigest: m.Digest, Consumer: m.Consumer, EffectVersion: m.EffectVersion,
-		WriteForbidden: m.WriteForbidden, JobStatus: job.Status, Resume: job.Status == jobExecuting, Verdict: verdict,
+		WriteForbidden: m.WriteForbidden, JobStatus: job.Status, Resume: job.Status == ledger.JobExecuting, Verdict: verdict,
 		Targets: job.Targets, Counts: progressOf(job.Targets, ts, e, false), Drift: drift,
 		ExpectedExternalCalls: m.ExpectedExternalCalls, CallBudget: callBudget(m.ExpectedExternalCalls, s.opts.Guards.MaxCallsOver),
 		Guards: s.opts.Guards, Durable: s.opts.Durable, Rate: s.opts.Rate, MaxInFlight: s.opts.MaxInFlight,

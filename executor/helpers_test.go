@@ -70,4 +70,3 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
-

@@ -142,11 +142,11 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	w.st.settled = e.Settled()
 	// A cancelled job stops the publisher here, under the lock that releases a pause: a paused
 	// run must not publish one more target on its way out.
-	if job.Status == jobCancelled {
+	if job.Status == ledger.JobCancelled {
 		w.st.stop = true
 	}
 	w.st.pauseReason = ""
-	if job.Status == jobPaused {
+	if job.Status == ledger.JobPaused {
 		w.st.pauseReason = "paused" + statusBecause(job) + "; `replayctl resume " + job.ID + "` continues"
 	}
 	blocked := w.st.blockedBy()
@@ -167,7 +167,7 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	}
 	w.writeRunState(ctx, p.State, p.Reason)
 
-	if job.Status == jobCancelled {
+	if job.Status == ledger.JobCancelled {
 		return &Stop{Kind: StopCancelled, By: job.StatusBy, Message: fmt.Sprintf(
 			"job %s was cancelled%s; publishing stopped, and what was already replayed stays replayed (cancel never reverts)", job.ID, statusBecause(job))}, false, nil
 	}
@@ -179,7 +179,7 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 		return nil, true, nil
 	}
 	sig := [3]int64{e.Settled(), e.Processing + e.Retrying, p.Published + w.st.sent.Load()}
-	if sig != w.lastSig || job.Status == jobPaused {
+	if sig != w.lastSig || job.Status == ledger.JobPaused {
 		w.lastSig, w.lastChange = sig, time.Now()
 	} else if time.Since(w.lastChange) > s.opts.SettleTimeout {
 		return &Stop{Kind: StopStalled, Message: fmt.Sprintf(
@@ -190,8 +190,8 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 }
 
 func stateOf(jobStatus, otherwise string) string {
-	if jobStatus == jobPaused {
-		return jobPaused
+	if jobStatus == ledger.JobPaused {
+		return ledger.JobPaused
 	}
 	return otherwise
 }

@@ -69,7 +69,7 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 			r.Executor = &rs
 			if r.ExecutorAttached && time.Since(job.RunStateAt) < runStateFresh {
 				r.Counts.Rate, r.Counts.ETA, r.Counts.State, r.Counts.Reason = rs.Rate, rs.ETA, rs.State, rs.Reason
-				if job.Status == jobPaused && rs.State != jobPaused {
+				if job.Status == ledger.JobPaused && rs.State != ledger.JobPaused {
 					// The pause is recorded; the executor stops publishing at its next poll.
 					r.Counts.State, r.Counts.Reason = "pausing", "the executor stops publishing at its next poll"
 				}

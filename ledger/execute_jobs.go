@@ -17,8 +17,8 @@ type JobTransition struct {
 	By     string
 }
 
-// Like jobsSetStatus: the CTE "previous" reads the snapshot before the update, so a refusal can
-// name the status found. Empty reason and actor are stored as NULL.
+// The CTE "previous" reads the snapshot before the update, so a refusal can name the status
+// found. Empty reason and actor are stored as NULL.
 const jobsTransition = `
 with previous as (select status from jobs where id = $1),
      changed as (update jobs
@@ -29,8 +29,8 @@ with previous as (select status from jobs where id = $1),
 select (select status from previous), exists (select 1 from changed)`
 
 // JobsTransition applies t through q and sets status_reason, status_by and status_at = now().
-// Like JobsSetStatus, a missing job matches ErrJobNotFound and a job in another status matches
-// ErrJobStatus, naming its status.
+// A missing job matches ErrJobNotFound; a job in another status matches ErrJobStatus, naming its
+// status, and is left unchanged.
 func JobsTransition(ctx context.Context, q Querier, t JobTransition) error {
 	var current *string
 	var changed bool

@@ -221,29 +221,6 @@ func JobTargetsClearShadow(ctx context.Context, q Querier, jobID string) error {
 	return nil
 }
 
-// The CTE "previous" reads the snapshot before the update, so a refusal can name the status found.
-const jobsSetStatus = `
-with previous as (select status from jobs where id = $1),
-     changed as (update jobs set status = $3, updated_at = now() where id = $1 and status = any($2) returning 1)
-select (select status from previous), exists (select 1 from changed)`
-
-// JobsSetStatus moves job id to status to through q if its status is one of from. A missing job
-// matches ErrJobNotFound; a job in another status matches ErrJobStatus and names its status.
-func JobsSetStatus(ctx context.Context, q Querier, id string, from []string, to string) error {
-	var current *string
-	var changed bool
-	if err := q.QueryRow(ctx, jobsSetStatus, id, from, to).Scan(&current, &changed); err != nil {
-		return fmt.Errorf("set job %s to %s: %w", id, to, err)
-	}
-	if current == nil {
-		return fmt.Errorf("%w: the ledger has no job %q; plan and record it with `replayctl plan`", ErrJobNotFound, id)
-	}
-	if !changed {
-		return fmt.Errorf("%w: job %s is %s, not one of %v, so it cannot become %s", ErrJobStatus, id, *current, from, to)
-	}
-	return nil
-}
-
 // ShadowVerdict is a row of shadow_verdicts: one shadow run's verdict bound to the manifest digest
 // it shadowed.
 type ShadowVerdict struct {

@@ -215,28 +215,6 @@ func TestJobTargetsRecordShadowStoresOutcomesInOneStatement(t *testing.T) {
 	}
 }
 
-func TestJobsSetStatusMovesOnlyFromTheGivenStatuses(t *testing.T) {
-	store := pgtest.Ledger(t)
-	ctx := t.Context()
-	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-st")); err != nil {
-		t.Fatal(err)
-	}
-	if err := ledger.JobsSetStatus(ctx, store.Pool, "job-st", []string{"planned", "shadowed"}, "shadowing"); err != nil {
-		t.Fatal(err)
-	}
-	err := ledger.JobsSetStatus(ctx, store.Pool, "job-st", []string{"planned"}, "executing")
-	if !errors.Is(err, ledger.ErrJobStatus) || !strings.Contains(err.Error(), "is shadowing") {
-		t.Fatalf("err = %v, want ErrJobStatus naming the current status", err)
-	}
-	job, err := store.JobsGet(ctx, "job-st")
-	if err != nil || job.Status != "shadowing" {
-		t.Fatalf("status %q (%v), want shadowing: a refused move changes nothing", job.Status, err)
-	}
-	if err := ledger.JobsSetStatus(ctx, store.Pool, "job-none", []string{"planned"}, "shadowing"); !errors.Is(err, ledger.ErrJobNotFound) {
-		t.Fatalf("err = %v, want ErrJobNotFound", err)
-	}
-}
-
 func TestShadowVerdictsLatest(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()

@@ -20,14 +20,9 @@ import (
 	"github.com/replayctl/replayctl/protocol"
 )
 
-// Job statuses shadow moves between; a job in any other status already ran or was given up.
-const (
-	jobPlanned   = "planned"
-	jobShadowing = "shadowing"
-	jobShadowed  = "shadowed"
-)
-
-var shadowable = []string{jobPlanned, jobShadowing, jobShadowed}
+// shadowable are the job statuses shadow starts from; a job in any other status already ran or
+// was given up.
+var shadowable = []string{ledger.JobPlanned, ledger.JobShadowing, ledger.JobShadowed}
 
 // Run shadows the job of opts.Manifest: it checks the job, shadows the sample twice, then every
 // target, and records the verdict with the job's status (shadowed) and an audit entry in one
@@ -118,7 +113,9 @@ func checkJob(ctx context.Context, store *ledger.Store, m *manifest.Manifest) er
 // with its audit entry, in one transaction.
 func start(ctx context.Context, store *ledger.Store, opts *Options, r *Report) error {
 	return pgx.BeginFunc(ctx, store.Pool, func(tx pgx.Tx) error {
-		if err := ledger.JobsSetStatus(ctx, tx, r.JobID, shadowable, jobShadowing); err != nil {
+		err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: r.JobID, From: shadowable, To: ledger.JobShadowing,
+			Reason: "shadow started", By: opts.Actor})
+		if err != nil {
 			if errors.Is(err, ledger.ErrJobStatus) {
 				return fmt.Errorf("%w: %w; shadow checks a job before it runs, and this one already ran or was given up: plan a new job for what is left",
 					ErrJobMismatch, err)
@@ -156,7 +153,9 @@ func record(ctx context.Context, store *ledger.Store, opts *Options, r *Report) 
 		if err != nil {
 			return err
 		}
-		if err := ledger.JobsSetStatus(ctx, tx, r.JobID, []string{jobShadowing}, jobShadowed); err != nil {
+		err = ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: r.JobID, From: []string{ledger.JobShadowing}, To: ledger.JobShadowed,
+			Reason: "shadow verdict: " + passFail(r.Verdict.Pass), By: opts.Actor})
+		if err != nil {
 			return fmt.Errorf("record the shadow verdict of job %s: %w", r.JobID, err)
 		}
 		return ledger.AuditInsert(ctx, tx, ledger.AuditEntry{
