@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -178,11 +179,4 @@ func driftKinds(byKind map[string]int64) string {
 }
 
 // clipCell keeps a table cell to one readable line.
-func clipCell(s string) string {
-	const limit = 100
-	s = strings.TrimSpace(s)
-	if r := []rune(s); len(r) > limit {
-		return string(r[:limit-1]) + "…"
-	}
-	return s
-}
+func clipCell(s string) string { return clip.Runes(strings.TrimSpace(s), 100) }

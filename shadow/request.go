@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -83,7 +84,7 @@ func (r *requester) ask(ctx context.Context, eventID string, version int, payloa
 func parseReply(eventID string, data []byte) *answer {
 	var rep protocol.ShadowReply
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return &answer{status: statusError, err: "the reply is not a shadow reply (docs/protocol.md): " + clip(err.Error())}
+		return &answer{status: statusError, err: "the reply is not a shadow reply (docs/protocol.md): " + clipError(err.Error())}
 	}
 	a := &answer{effects: rep.Effects}
 	bad := func(format string, args ...any) *answer {
@@ -91,18 +92,18 @@ func parseReply(eventID string, data []byte) *answer {
 		return a
 	}
 	if rep.EventID != eventID {
-		return bad("the reply is for event %q, not %q: the responder mixed up requests", clip(rep.EventID), eventID)
+		return bad("the reply is for event %q, not %q: the responder mixed up requests", clipError(rep.EventID), eventID)
 	}
 	switch rep.Status {
 	case protocol.StatusError:
-		a.status, a.err = statusError, clip(rep.Error)
+		a.status, a.err = statusError, clipError(rep.Error)
 		if a.err == "" {
 			a.err = "the responder reported an error without a message"
 		}
 		return a
 	case protocol.StatusOK:
 	default:
-		return bad("the reply has status %q; the protocol knows %q and %q", clip(rep.Status), protocol.StatusOK, protocol.StatusError)
+		return bad("the reply has status %q; the protocol knows %q and %q", clipError(rep.Status), protocol.StatusOK, protocol.StatusError)
 	}
 	a.status = statusOK
 	if len(rep.Result) == 0 {
@@ -114,14 +115,10 @@ func parseReply(eventID string, data []byte) *answer {
 	}
 	a.result, a.resultHash = rep.Result, fingerprint.Payload(rep.Result)
 	if rep.ResultHash != "" && rep.ResultHash != a.resultHash {
-		return bad("the reply's resultHash %s is not the fingerprint of its result (%s)", clip(rep.ResultHash), a.resultHash)
+		return bad("the reply's resultHash %s is not the fingerprint of its result (%s)", clipError(rep.ResultHash), a.resultHash)
 	}
 	return a
 }
 
-func clip(s string) string {
-	if r := []rune(s); len(r) > maxStoredError {
-		return string(r[:maxStoredError-1]) + "…"
-	}
-	return s
-}
+// clipError bounds the text a stored outcome quotes from a reply.
+func clipError(s string) string { return clip.Runes(s, maxStoredError) }

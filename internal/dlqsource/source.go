@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -42,7 +43,7 @@ type Message struct {
 func Check(t Target, eventIDHeader string, header nats.Header, data []byte) string {
 	if got := header.Get(eventIDHeader); got != t.EventID {
 		return fmt.Sprintf("the DLQ message at stream sequence %d carries %s %q, not %q: the stream was purged or recreated since plan; plan again",
-			t.StreamSeq, eventIDHeader, clip(got), t.EventID)
+			t.StreamSeq, eventIDHeader, clip.Runes(got, maxQuoted), t.EventID)
 	}
 	if t.PayloadHash != "" {
 		if got := fingerprint.Payload(data); got != t.PayloadHash {
@@ -55,13 +56,6 @@ func Check(t Target, eventIDHeader string, header nats.Header, data []byte) stri
 
 func deleted(t Target, stream string) string {
 	return fmt.Sprintf("the DLQ message at stream sequence %d of %s was deleted since plan", t.StreamSeq, stream)
-}
-
-func clip(s string) string {
-	if r := []rune(s); len(r) > maxQuoted {
-		return string(r[:maxQuoted-1]) + "…"
-	}
-	return s
 }
 
 // Fetch reads one target's DLQ message with a stream get, for targets scattered over the stream.
