@@ -32,7 +32,19 @@ func runCommand(t *testing.T, isTTY bool, args string) (stdout, stderr string, e
 // install a runF) before the command runs.
 func execCommand(t *testing.T, isTTY bool, args string, setup func(f *Factory, root *cobra.Command)) (stdout, stderr string, exitCode int) {
 	t.Helper()
-	ios, _, out, errOut := iostreams.Test()
+	return execCommandIO(t, isTTY, "", args, setup)
+}
+
+// execCommandWithStdin is execCommand with stdin holding input, for a prompt's answer.
+func execCommandWithStdin(t *testing.T, isTTY bool, stdin, args string) (stdout, stderr string, exitCode int) {
+	t.Helper()
+	return execCommandIO(t, isTTY, stdin, args, nil)
+}
+
+func execCommandIO(t *testing.T, isTTY bool, stdin, args string, setup func(f *Factory, root *cobra.Command)) (stdout, stderr string, exitCode int) {
+	t.Helper()
+	ios, in, out, errOut := iostreams.Test()
+	in.WriteString(stdin)
 	ios.SetStdinTTY(isTTY)
 	ios.SetStdoutTTY(isTTY)
 	ios.SetStderrTTY(isTTY)
@@ -192,22 +204,6 @@ func editFile(t *testing.T, path, old, new string) {
 	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// execCommandWithStdin is execCommand with stdin holding input, for a prompt's answer.
-func execCommandWithStdin(t *testing.T, isTTY bool, stdin, args string) (stdout, stderr string, exitCode int) {
-	t.Helper()
-	ios, in, out, errOut := iostreams.Test()
-	in.WriteString(stdin)
-	ios.SetStdinTTY(isTTY)
-	ios.SetStdoutTTY(isTTY)
-	ios.SetStderrTTY(isTTY)
-	f := NewFactory(ios)
-	f.Now = func() time.Time { return fixedNow }
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	code := run(ctx, f, NewCmdRoot(f), splitArgs(t, args))
-	return out.String(), errOut.String(), code
 }
 
 // execWorld is an exectest world (fresh ledger, listening NATS with the billing DLQ and stream,
