@@ -8,6 +8,7 @@ import (
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
+	"github.com/replayctl/replayctl/reconcile"
 	"github.com/replayctl/replayctl/shadow"
 )
 
@@ -59,6 +60,12 @@ var exitCodes = []struct {
 	{executor.ErrGuardStopped, ExitGuardStopped},
 	// A pause, resume or cancel the job's status does not allow is refused like a gate.
 	{executor.ErrNotControllable, ExitGateRefused},
+	// A misspelt --consumer would otherwise report zeros, or prune nothing every night.
+	{ledger.ErrUnknownConsumer, ExitUsage},
+	{ledger.ErrPruneAsOfFuture, ExitUsage},
+	{reconcile.ErrBadOptions, ExitUsage},
+	// Applying look-up verdicts unconfirmed is refused like execute's confirmation gate.
+	{reconcile.ErrNotConfirmed, ExitGateRefused},
 }
 
 // ExitError ends a command with an explicit exit code, for outcomes no sentinel describes (a

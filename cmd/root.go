@@ -29,6 +29,8 @@ result, so a replay must prove its boundary before any external effect is produc
   execute  replay exactly the manifest's event IDs, gated on a passing shadow and a plan
            that is not stale, after a confirmation; rate-limited, resumable after a crash
   status   where a job's targets stand, from any terminal; pause, resume and cancel it
+  reconcile  ask the consumer's look-up whether uncertain effects happened: reconciled, or
+           marked for manual review; never retried
 
 Review between the steps: "show job.json" summarises a manifest and "validate --ledger job.json"
 proves it is the manifest the job was recorded with. A manifest edited after plan is refused.
@@ -123,11 +125,13 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdShadow(f, nil),
 		NewCmdExecute(f, nil),
 		NewCmdStatus(f, nil),
+		NewCmdReconcile(f, nil),
 		NewCmdControl(f, "pause", nil),
 		NewCmdControl(f, "resume", nil),
 		NewCmdControl(f, "cancel", nil),
 		NewCmdShow(f, nil),
 		NewCmdValidate(f, nil),
+		NewCmdLedger(f),
 		NewCmdDemo(f, nil),
 	)
 	return root

@@ -48,6 +48,9 @@ type Config struct {
 	// LiveVersion is the effect version of live messages; default 1.
 	LiveVersion int
 	Handler     Handler
+	// Lookup, when set, answers `replayctl reconcile` on replay.reconcile.<Name> (Run serves it):
+	// whether an uncertain event's external effect exists. Without it reconcile finds no responder.
+	Lookup LookupFunc
 	// Lease is how long a claimed row stays ours without a heartbeat; default 2m (suits a 20 s
 	// provider timeout with retries).
 	Lease time.Duration

@@ -3,7 +3,6 @@ package consumer
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/nats-io/nats.go"
 
@@ -61,8 +60,8 @@ func streamEvent(subject string, data []byte, h nats.Header, liveVersion, delive
 	}
 	ev.Mode, ev.JobID = ModeReplay, job
 	if mode := h.Get(protocol.HeaderReplayMode); mode != "" && mode != protocol.ModeExecute {
-		return ev, fmt.Errorf("%w: event %q of job %s: %s is %q on a stream message; only %q is published, shadow goes by request/reply",
-			ErrInvalidMessage, ev.ID, job, protocol.HeaderReplayMode, clipText(mode, 32), protocol.ModeExecute)
+		return ev, fmt.Errorf("%w: event %q of job %q: %s is %q on a stream message; only %q is published, shadow goes by request/reply",
+			ErrInvalidMessage, ev.ID, clipText(job, 64), protocol.HeaderReplayMode, clipText(mode, 32), protocol.ModeExecute)
 	}
 	return withReplayVersion(ev, h)
 }
@@ -85,12 +84,16 @@ func shadowEvent(msg *nats.Msg) (Event, error) {
 	return withReplayVersion(ev, h)
 }
 
+// withReplayVersion reads the headers a replay and a shadow request share. A job ID or version
+// the ledger cannot hold is refused here: the registry look-up would otherwise fail, and the
+// message be retried, on every delivery.
 func withReplayVersion(ev Event, h nats.Header) (Event, error) {
-	raw := h.Get(protocol.HeaderReplayEffectVersion)
-	v, err := strconv.Atoi(raw)
-	if err != nil || v <= 0 {
-		return ev, fmt.Errorf("%w: event %q of job %s: %s is %q, want an integer above 0", ErrInvalidMessage, ev.ID, ev.JobID,
-			protocol.HeaderReplayEffectVersion, clipText(raw, 32))
+	if err := manifest.ValidateJobID(ev.JobID); err != nil {
+		return ev, fmt.Errorf("%w: event %q: %s header: %w", ErrInvalidMessage, ev.ID, protocol.HeaderReplayJob, err)
+	}
+	v, err := protocol.ParseEffectVersion(h.Get(protocol.HeaderReplayEffectVersion))
+	if err != nil {
+		return ev, fmt.Errorf("%w: event %q of job %s: %w", ErrInvalidMessage, ev.ID, ev.JobID, err)
 	}
 	ev.EffectVersion = v
 	if ev.WriteForbidden, err = protocol.ParseWriteForbidden(h.Get(protocol.HeaderReplayWriteForbidden)); err != nil {

@@ -107,6 +107,8 @@ func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []
 	ev := d.ev
 	for _, r := range rows {
 		if r.RequestHashAlg == fingerprint.Algorithm && r.RequestHash != hash {
+			c.recordIncident(ctx, ledger.EffectIncident{Consumer: c.cfg.Name, EventID: ev.ID, EffectVersion: ev.EffectVersion,
+				Kind: ledger.IncidentPayloadConflict, DedupKey: fmt.Sprintf("seq %d %s", d.seq, hash), StoredHash: r.RequestHash, IncomingHash: hash})
 			out.Kind, out.StoredHash, out.IncomingHash = OutcomeConflict, r.RequestHash, hash
 			out.Err = fmt.Errorf("event %q: payload fingerprint %s differs from %s stored under effect version %d: the same Event-Id "+
 				"carries a different request; it is never processed automatically, fix the producer or review it by hand",
@@ -134,6 +136,9 @@ func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []
 		if r.State != "processing" {
 			continue
 		}
+		if !r.LeaseLive {
+			c.recordIncident(ctx, ledger.LeaseLapsedIncident(r))
+		}
 		if r.LeaseLive {
 			out.Kind = OutcomeInProgress
 			out.Err = fmt.Errorf("event %q version %d: %s holds the lease for another %s", ev.ID, r.EffectVersion, r.LeaseOwner, r.LeaseRemaining)
@@ -158,6 +163,14 @@ func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []
 		}
 	}
 	return out, false
+}
+
+// recordIncident keeps a conflict or a lapsed lease for `replayctl ledger stats`. It is a report,
+// not a decision: failing to write it is logged and the message is handled as it would be anyway.
+func (c *Consumer) recordIncident(ctx context.Context, inc ledger.EffectIncident) {
+	if err := ledger.EffectIncidentsInsert(ctx, c.cfg.Store.Pool, inc); err != nil {
+		c.log.Warn("recording an incident failed", "consumer", c.cfg.Name, "event_id", inc.EventID, "kind", inc.Kind, "error", err)
+	}
 }
 
 // settledState: reconciled rows were settled by hand, and expired ones keep evidence of an outcome

@@ -34,7 +34,8 @@ func (c *Consumer) EnsureDurable(ctx context.Context) (jetstream.Consumer, error
 // because the SDK counts deliveries itself, AckWait 2x Heartbeat) and processes messages, up to
 // Concurrency at once, until ctx is done; it returns nil on cancellation. Messages already being
 // handled finish first, under a context that is not cancelled: cutting an external call short
-// would leave its event uncertain.
+// would leave its event uncertain. With Config.Lookup set, Run also answers look-ups
+// (ServeLookup) while it runs.
 func (c *Consumer) Run(ctx context.Context) error {
 	var missing []string
 	if c.cfg.Stream == "" {
@@ -49,6 +50,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 	cons, err := c.EnsureDurable(ctx)
 	if err != nil {
 		return err
+	}
+	if c.cfg.Lookup != nil {
+		stopLookup, err := c.ServeLookup(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopLookup()
 	}
 	// A small pull keeps messages from waiting in this client, unacked, while others handle them.
 	iter, err := cons.Messages(jetstream.PullMaxMessages(c.cfg.Concurrency))

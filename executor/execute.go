@@ -11,8 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/fingerprint"
@@ -34,18 +38,26 @@ func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 	}
 	s := &session{store: store, js: js, opts: &opts, m: m}
 	opts.stage("locking job %s for execute", m.ID)
-	release, err := store.ExecuteLock(ctx, m.ID)
+	lock, err := store.ExecuteLockKept(ctx, m.ID)
 	if errors.Is(err, ledger.ErrExecuteRunning) {
 		return nil, s.refuse(ctx, GateExecutor, "%v", err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer lock.Release()
+	// PostgreSQL drops a session lock with its session, silently: without the checks, a run whose
+	// lock connection was killed would go on publishing while `status` reports no executor
+	// attached and a second execute of the job is let in. A lock that cannot be taken again ends
+	// ctx, and lockLost says why.
+	ctx, stopHolding := lock.Hold(ctx, lockCheckInterval, func() {
+		s.audit(ctx, "execute.lock_retaken", map[string]any{"reason": "the ledger connection holding the lock was lost"})
+	})
+	defer stopHolding()
 	opts.stage("checking the gates of job %s", m.ID)
 	pre, err := s.checkGates(ctx)
 	if err != nil {
-		return nil, err
+		return nil, s.lockLost(ctx, err, 0)
 	}
 	r := &Result{Preflight: pre, DryRun: opts.DryRun, StartedAt: opts.Now().UTC(), JobStatus: s.job.Status,
 		Final: pre.Counts, Uncertain: []ledger.ReviewItem{}, Failed: []ledger.ReviewItem{}}
@@ -64,16 +76,12 @@ func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 		}
 	}
 	if err := s.start(ctx, pre); err != nil {
-		return nil, err
+		return nil, s.lockLost(ctx, err, 0)
 	}
+	r.JobStatus = s.job.Status
 	stop, runErr := s.run(ctx, r)
 	if runErr != nil {
-		s.audit(ctx, "execute.interrupted", map[string]any{"error": runErr.Error(), "published": r.Published})
-		if ctx.Err() != nil {
-			runErr = fmt.Errorf("execute of job %s interrupted after publishing %d targets in this run; nothing is lost and the job stays executing: run `replayctl execute` on its manifest again to continue: %w",
-				m.ID, r.Published, runErr)
-		}
-		return r, runErr
+		return r, s.interrupted(ctx, r, runErr)
 	}
 	r.Stop = stop
 	if err := s.finish(ctx, r, stop); err != nil {
@@ -149,6 +157,60 @@ func (s *session) start(ctx context.Context, pre Preflight) error {
 		s.job.Status = ledger.JobExecuting
 	}
 	return err
+}
+
+// lockCheckInterval is how often a run checks that it still holds its job's lock: at most this
+// long after the lock's connection dies, the run has taken it again or stopped.
+const lockCheckInterval = time.Second
+
+// interrupted records a run that ended before every target settled, and says why and what to do:
+// the job stays executing, and running execute again continues it.
+func (s *session) interrupted(ctx context.Context, r *Result, err error) error {
+	m := s.m
+	switch {
+	case errors.Is(context.Cause(ctx), ledger.ErrLockLost):
+		err = s.lockLost(ctx, err, r.Published)
+	case ctx.Err() != nil:
+		err = fmt.Errorf("execute of job %s interrupted after publishing %d targets in this run; nothing is lost and the job stays executing: run `replayctl execute` on its manifest again to continue: %w",
+			m.ID, r.Published, err)
+	case connectionFailure(err):
+		err = fmt.Errorf("execute of job %s stopped after publishing %d targets in this run: %w; nothing is lost and the job stays executing: run `replayctl execute` on its manifest again to continue",
+			m.ID, r.Published, err)
+	}
+	s.audit(ctx, "execute.interrupted", map[string]any{"error": err.Error(), "published": r.Published})
+	// The figures shown with the error are read again: the last poll may be a second old, or may
+	// not have run at all. The ledger may be what failed, so this is best effort, and bounded.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+	defer cancel()
+	_ = s.fillReview(rctx, r)
+	return err
+}
+
+// connectionFailure reports whether err is a database connection or server failure (a terminated
+// backend, a broken socket) rather than a decision: an operator's answer is to run again.
+func connectionFailure(err error) bool {
+	if _, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[*net.OpError](err); ok {
+		return true
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// lockLost returns err, or, when ctx ended because the job's lock was lost, what happened and
+// what to do: nothing more is published without the lock.
+func (s *session) lockLost(ctx context.Context, err error, published int64) error {
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, ledger.ErrLockLost) {
+		return err
+	}
+	return fmt.Errorf("execute of job %s stopped after publishing %d targets in this run, because it no longer holds the job's lock: %w; "+
+		"nothing is lost and the job stays executing: check `replayctl status %s`, and if no executor is attached run `replayctl execute` on its manifest again",
+		s.m.ID, published, cause, s.m.ID)
 }
 
 var (

@@ -70,6 +70,9 @@ type Options struct {
 }
 
 const (
+	// maxRate is the highest --rate taken literally: above it the interval between publishes
+	// rounds towards zero, so a typo such as 1e12 would silently mean "no limit".
+	maxRate              = 1e6
 	defaultMaxInFlight   = 1000
 	maxMaxInFlight       = 100000
 	defaultSettleTimeout = 5 * time.Minute
@@ -85,8 +88,8 @@ func (o *Options) Normalise() error {
 	if o.Manifest == nil {
 		add("no manifest given: pass the job.json that `replayctl plan` wrote")
 	}
-	if math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) || o.Rate < 0 {
-		add("--rate %v: must be 0 (no limit) or a positive number of events per second", o.Rate)
+	if math.IsNaN(o.Rate) || math.IsInf(o.Rate, 0) || o.Rate < 0 || o.Rate > maxRate {
+		add("--rate %v: must be 0 (no limit) or a number of events per second up to %d", o.Rate, int(maxRate))
 	}
 	if o.MaxInFlight == 0 {
 		o.MaxInFlight = defaultMaxInFlight

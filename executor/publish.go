@@ -20,7 +20,7 @@ const (
 	// pageSize is how many targets are read per round trip, and the DLQ reader's batch.
 	pageSize = 1000
 	// markBatch and markEvery bound how long an acknowledged publish waits to be recorded.
-	markBatch = 500
+	markBatch = 2000
 	markEvery = 500 * time.Millisecond
 	// publishAckTimeout makes every async publish resolve, acknowledged or failed.
 	publishAckTimeout = 10 * time.Second
@@ -38,18 +38,47 @@ type pendingAck struct {
 	future jetstream.PubAckFuture
 }
 
-// publishTargets pages the targets still to publish in stream order, merges them with the DLQ
-// read forward, and publishes each once its turn comes. A target whose DLQ message is gone or
-// changed is recorded as failed, not published.
+// sourced is a target with its DLQ message, checked and ready to publish.
+type sourced struct {
+	target ledger.ExecTarget
+	src    dlqsource.Message
+}
+
+// publishTargets publishes every target still to publish, in stream order. It is a pipeline, so
+// the ledger's page reads, the DLQ read and the publishes overlap instead of taking turns: one
+// goroutine pages the targets, one merges them with the DLQ read forward and checks each payload
+// against the plan, and this one paces and publishes. A target whose DLQ message is gone or
+// changed is recorded as failed, not published. What is held is bounded: two pages and one page
+// of checked messages.
 func (s *session) publishTargets(ctx context.Context, st *runState, pub jetstream.JetStream, acks chan<- pendingAck) error {
 	defer close(acks)
-	var dlq *dlqsource.Reader
-	defer func() {
-		if dlq != nil {
-			dlq.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan []ledger.ExecTarget, 2)
+	ready := make(chan sourced, pageSize)
+	pagesDone, sourcesDone := make(chan error, 1), make(chan error, 1)
+	go func() { pagesDone <- s.readPages(ctx, pages) }()
+	go func() { sourcesDone <- s.readSources(ctx, pages, ready) }()
+	pubErr := s.publishReady(ctx, st, pub, ready, acks)
+	// However publishing ended, the readers stop and their errors count: a reader's error closes
+	// ready early, which publishReady cannot tell from the end of the targets.
+	cancel()
+	for range ready {
+		// Drained, so a reader blocked on a send sees the cancel and returns.
+	}
+	srcErr, pageErr := <-sourcesDone, <-pagesDone
+	for _, err := range []error{pubErr, srcErr, pageErr} {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
 		}
-	}()
-	pace := newPacer(s.opts.Rate)
+	}
+	// nil when every target was published; context.Canceled when the run is stopping.
+	return errors.Join(pubErr, srcErr, pageErr)
+}
+
+// readPages sends the targets still to publish, a keyset page at a time, and closes pages.
+func (s *session) readPages(ctx context.Context, pages chan<- []ledger.ExecTarget) error {
+	defer close(pages)
 	var after uint64
 	for {
 		page, err := s.store.JobTargetsPageToPublish(ctx, s.job.ID, s.job.Consumer, s.job.EffectVersionTo, after, pageSize)
@@ -57,6 +86,26 @@ func (s *session) publishTargets(ctx context.Context, st *runState, pub jetstrea
 			return err
 		}
 		after = page[len(page)-1].StreamSeq
+		select {
+		case pages <- page:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// readSources merges the pages with the DLQ read forward, sends each target whose message is the
+// planned one, records the others as failed a page at a time, and closes ready.
+func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTarget, ready chan<- sourced) error {
+	defer close(ready)
+	var dlq *dlqsource.Reader
+	defer func() {
+		if dlq != nil {
+			dlq.Close()
+		}
+	}()
+	for page := range pages {
+		var err error
 		if dlq == nil {
 			if dlq, err = dlqsource.Open(ctx, s.js, s.m, page[0].StreamSeq, pageSize); err != nil {
 				return err
@@ -66,23 +115,14 @@ func (s *session) publishTargets(ctx context.Context, st *runState, pub jetstrea
 		for _, t := range page {
 			src, why, err := dlq.Next(dlqsource.Target{EventID: t.EventID, StreamSeq: t.StreamSeq, PayloadHash: t.PayloadHash})
 			if err != nil {
-				return err
+				return s.recordSourceFailures(ctx, failures, err)
 			}
 			if why != "" {
 				failures = append(failures, ledger.TargetOutcome{EventID: t.EventID, Detail: "not published: " + why})
 				continue
 			}
-			if proceed, err := st.waitTurn(ctx, pace); err != nil || !proceed {
-				return s.recordSourceFailures(ctx, failures, err)
-			}
-			msg := s.replayMsg(t, src)
-			future, err := pub.PublishMsgAsync(msg)
-			if err != nil {
-				return fmt.Errorf("publish event %s of job %s to %s: %w; nothing is lost: run execute again to continue", t.EventID, s.job.ID, t.OriginalSubject, err)
-			}
-			st.sent.Add(1)
 			select {
-			case acks <- pendingAck{target: t, msg: msg, future: future}:
+			case ready <- sourced{target: t, src: src}:
 			case <-ctx.Done():
 				return s.recordSourceFailures(ctx, failures, ctx.Err())
 			}
@@ -91,6 +131,34 @@ func (s *session) publishTargets(ctx context.Context, st *runState, pub jetstrea
 			return err
 		}
 	}
+	return nil
+}
+
+// publishReady paces and publishes the checked targets, handing each publish to collectAcks. It
+// returns nil when ready is closed, and context.Canceled when the run is stopping.
+func (s *session) publishReady(ctx context.Context, st *runState, pub jetstream.JetStream, ready <-chan sourced, acks chan<- pendingAck) error {
+	pace := newPacer(s.opts.Rate)
+	for r := range ready {
+		if proceed, err := st.waitTurn(ctx, pace); err != nil || !proceed {
+			if err == nil {
+				err = context.Canceled
+			}
+			return err
+		}
+		t := r.target
+		msg := s.replayMsg(t, r.src)
+		future, err := pub.PublishMsgAsync(msg)
+		if err != nil {
+			return fmt.Errorf("publish event %s of job %s to %s: %w; nothing is lost: run execute again to continue", t.EventID, s.job.ID, t.OriginalSubject, err)
+		}
+		st.sent.Add(1)
+		select {
+		case acks <- pendingAck{target: t, msg: msg, future: future}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 func (s *session) recordSourceFailures(ctx context.Context, failures []ledger.TargetOutcome, cause error) error {
@@ -130,22 +198,13 @@ func (s *session) replayMsg(t ledger.ExecTarget, src dlqsource.Message) *nats.Ms
 // targets as published, in batches. A failed publish is tried again with the same Nats-Msg-Id,
 // which JetStream deduplicates; one that keeps failing stops the run (rerunning it continues).
 func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks <-chan pendingAck, st *runState) error {
-	var batch []string
+	marks := s.startMarking(ctx)
+	batch := make([]string, 0, markBatch)
 	lastMark := time.Now()
-	mark := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-		defer cancel()
-		_, err := s.store.JobTargetsMarkPublished(wctx, s.job.ID, batch, s.opts.Now().UTC())
-		batch, lastMark = batch[:0], time.Now()
-		return err
-	}
 	for a := range acks {
 		ack, err := s.awaitAck(ctx, pub, a)
 		if err != nil {
-			return errors.Join(mark(), err)
+			return errors.Join(marks.finish(batch), err)
 		}
 		st.acked.Add(1)
 		if ack.Duplicate {
@@ -153,12 +212,67 @@ func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks
 		}
 		batch = append(batch, a.target.EventID)
 		if len(batch) >= markBatch || time.Since(lastMark) >= markEvery {
-			if err := mark(); err != nil {
+			if err := marks.send(batch); err != nil {
 				return err
 			}
+			batch, lastMark = make([]string, 0, markBatch), time.Now()
 		}
 	}
-	return mark()
+	return marks.finish(batch)
+}
+
+// marker records acknowledged targets as published in its own goroutine, so waiting for the
+// ledger never holds up the acknowledgements behind it. A few batches may queue; a failed write
+// stops the marking and is returned by the next send or by finish.
+type marker struct {
+	batches chan []string
+	done    chan error
+	err     error
+	ended   bool
+}
+
+func (s *session) startMarking(ctx context.Context) *marker {
+	m := &marker{batches: make(chan []string, 4), done: make(chan error, 1)}
+	go func() {
+		for batch := range m.batches {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
+			_, err := s.store.JobTargetsMarkPublished(wctx, s.job.ID, batch, s.opts.Now().UTC())
+			cancel()
+			if err != nil {
+				m.done <- err
+				return
+			}
+		}
+		m.done <- nil
+	}()
+	return m
+}
+
+func (m *marker) send(batch []string) error {
+	if m.ended {
+		return m.err
+	}
+	select {
+	case m.batches <- batch:
+		return nil
+	case m.err = <-m.done:
+		m.ended = true
+		return m.err
+	}
+}
+
+// finish records the last batch and waits until every batch is recorded.
+func (m *marker) finish(batch []string) error {
+	if len(batch) > 0 {
+		if err := m.send(batch); err != nil {
+			return err
+		}
+	}
+	if !m.ended {
+		close(m.batches)
+		m.err, m.ended = <-m.done, true
+	}
+	return m.err
 }
 
 func (s *session) awaitAck(ctx context.Context, pub jetstream.JetStream, a pendingAck) (*jetstream.PubAck, error) {

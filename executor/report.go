@@ -123,6 +123,11 @@ type Result struct {
 	// reported as duplicates of an earlier publish (the Nats-Msg-Id window).
 	Published    int64 `json:"published"`
 	Deduplicated int64 `json:"deduplicated"`
+	// PublishStartedAt and PublishFinishedAt bound this run's publishing: from its first publish
+	// to the acknowledgement of its last, when every target was published (zero otherwise). The
+	// rest of the run waits for the consumer's outcomes.
+	PublishStartedAt  time.Time `json:"publishStartedAt,omitzero"`
+	PublishFinishedAt time.Time `json:"publishFinishedAt,omitzero"`
 	// Final is where the targets stand at the end.
 	Final Progress `json:"final"`
 	// JobStatus is the job's status at the end.
@@ -131,6 +136,16 @@ type Result struct {
 	// Uncertain and Failed list targets for manual review (the first maxListed of each).
 	Uncertain []ledger.ReviewItem `json:"uncertain"`
 	Failed    []ledger.ReviewItem `json:"failed"`
+}
+
+// PublishRate is this run's targets published per second while it published, or 0 when it did not
+// publish them all.
+func (r *Result) PublishRate() float64 {
+	d := r.PublishFinishedAt.Sub(r.PublishStartedAt).Seconds()
+	if r.PublishFinishedAt.IsZero() || d <= 0 {
+		return 0
+	}
+	return float64(r.Published) / d
 }
 
 // maxListed bounds the review lists a result carries; the ledger keeps them all.

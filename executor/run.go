@@ -34,6 +34,8 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open JetStream for publishing: %w", err)
 	}
+	// For a job planned by an older version, or whose statistics were reset; cheap either way.
+	_ = ledger.JobTargetsAnalyze(ctx, s.store.Pool)
 	ts, err := s.store.JobTargetsCount(ctx, s.job.ID)
 	if err != nil {
 		return nil, err
@@ -44,6 +46,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	acks := make(chan pendingAck, min(s.opts.MaxInFlight, 4096))
 	published := make(chan error, 1)
 	acked := make(chan error, 1)
+	r.PublishStartedAt = s.opts.Now().UTC()
 	go func() { published <- s.publishTargets(runCtx, st, pub, acks) }()
 	go func() { acked <- s.collectAcks(runCtx, pub, acks, st) }()
 	s.opts.stage("publishing %d targets of job %s under effect version %d", r.Preflight.ToPublish, s.job.ID, s.job.EffectVersionTo)
@@ -67,6 +70,10 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 			acking = false
 			if err != nil && !errors.Is(err, context.Canceled) {
 				loopErr = err
+			}
+			// The acks end after the publisher: nil from both means every target was published.
+			if err == nil && !publishing {
+				r.PublishFinishedAt = s.opts.Now().UTC()
 			}
 		case <-timer.C:
 		case <-ctx.Done():

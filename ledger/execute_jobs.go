@@ -148,7 +148,5 @@ func (s *Store) EffectVersionsHighestOutsideJob(ctx context.Context, consumer st
 // until release is called (or the process dies), so two executors of one job never interleave.
 // A lock already held matches ErrExecuteRunning; it does not wait.
 func (s *Store) ExecuteLock(ctx context.Context, jobID string) (release func(), err error) {
-	return s.sessionLock(ctx, "replayctl.execute:"+jobID, fmt.Sprintf("lock job %s for execute", jobID),
-		fmt.Errorf("%w: job %s is being executed by another replayctl; wait for it, or stop it (it can be paused with `replayctl pause %s`)",
-			ErrExecuteRunning, jobID, jobID))
+	return s.sessionLock(ctx, executeLockKey(jobID), executeLockAction(jobID), executeRunning(jobID))
 }

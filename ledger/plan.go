@@ -377,6 +377,8 @@ func (p *PlanSession) Commit(ctx context.Context) error {
 	if err := p.tx.Commit(ctx); err != nil {
 		return fmt.Errorf("plan: commit: %w", translate(err))
 	}
+	// Shadow and execute page the new targets next; the job is recorded whether or not this works.
+	_ = JobTargetsAnalyze(ctx, p.conn)
 	return nil
 }
 

@@ -288,6 +288,5 @@ func (s *Store) ShadowVerdictsLatest(ctx context.Context, jobID string) (ShadowV
 // until release is called (or the process dies), so two shadow runs of one job never interleave
 // their outcomes. A lock already held matches ErrShadowRunning.
 func (s *Store) ShadowLock(ctx context.Context, jobID string) (release func(), err error) {
-	return s.sessionLock(ctx, "replayctl.shadow:"+jobID, fmt.Sprintf("lock job %s for shadow", jobID),
-		fmt.Errorf("%w: job %s is being shadowed by another replayctl; wait for it to finish or stop it", ErrShadowRunning, jobID))
+	return s.sessionLock(ctx, shadowLockKey(jobID), shadowLockAction(jobID), shadowRunning(jobID))
 }

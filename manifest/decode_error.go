@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
+	"strings"
 )
-
-var unknownFieldPattern = regexp.MustCompile(`unknown field ("(?:[^"\\]|\\.)*")`)
 
 // decodeError turns an encoding/json error on data into an ErrMalformed (or, for a file from
 // another schema version, ErrUnsupportedVersion) error with a line and column where json gives one.
@@ -29,19 +27,21 @@ func decodeError(data []byte, m *Manifest, err error) error {
 		return fmt.Errorf("%w: %s: %v", ErrMalformed, position(data, syntaxErr.Offset-1), syntaxErr)
 	case errors.As(err, &typeErr):
 		return fmt.Errorf("%w: %s: %s: cannot use a JSON %s as %s", ErrMalformed,
-			position(data, typeErr.Offset-1), typeErr.Field, typeErr.Value, typeErr.Type)
+			position(data, typeErr.Offset-1), clip(typeErr.Field), clip(typeErr.Value), typeErr.Type)
 	}
-	if match := unknownFieldPattern.FindStringSubmatch(err.Error()); match != nil {
+	// A prefix match, not a regular expression over the message: the message repeats the field's
+	// name, which may be megabytes long.
+	if quoted, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		if m.APIVersion != APIVersion && m.APIVersion != "" {
 			return unsupportedVersion(m.APIVersion)
 		}
-		name, uerr := strconv.Unquote(match[1])
+		name, uerr := strconv.Unquote(quoted)
 		if uerr != nil {
-			name = match[1]
+			name = quoted
 		}
 		return fmt.Errorf("%w: unknown field %q: %s has no such field", ErrMalformed, clip(name), APIVersion)
 	}
-	return fmt.Errorf("%w: %v", ErrMalformed, err)
+	return fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
 }
 
 func unsupportedVersion(found string) error {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"unicode/utf8"
 
 	"github.com/replayctl/replayctl/internal/atomicfile"
 )
@@ -60,6 +61,11 @@ func decodeBytes(data []byte) (*Manifest, error) {
 	if int64(len(data)) > maxFileSize {
 		return nil, tooLarge()
 	}
+	// JSON text is UTF-8 (RFC 8259); encoding/json would replace a bad byte with U+FFFD, turning
+	// an event ID into another one, and only the digest would then tell.
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("%w: %s: invalid UTF-8; a manifest is UTF-8 JSON as plan writes it", ErrMalformed, position(data, int64(firstInvalidUTF8(data))))
+	}
 	if start := skipSpace(data, 0); start < len(data) && data[start] != '{' {
 		return nil, fmt.Errorf("%w: %s: expected a JSON object", ErrMalformed, position(data, int64(start)))
 	}
@@ -71,6 +77,9 @@ func decodeBytes(data []byte) (*Manifest, error) {
 	}
 	if end := skipSpace(data, int(dec.InputOffset())); end < len(data) {
 		return nil, fmt.Errorf("%w: %s: trailing data after the manifest object", ErrMalformed, position(data, int64(end)))
+	}
+	if err := checkDuplicateKeys(data); err != nil {
+		return nil, err
 	}
 	if m.APIVersion != APIVersion {
 		return nil, unsupportedVersion(m.APIVersion)
@@ -121,4 +130,16 @@ func WriteFile(path string, m *Manifest) error {
 // writeFile makes the manifest 0644: it holds no secrets and is meant to be reviewed.
 func writeFile(path string, m *Manifest) error {
 	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return Encode(w, m) })
+}
+
+// firstInvalidUTF8 returns the offset of data's first byte that is not part of valid UTF-8.
+func firstInvalidUTF8(data []byte) int {
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
+	}
+	return len(data)
 }

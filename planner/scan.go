@@ -148,31 +148,28 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64) bool {
 	if s.progress != nil && (c.Scanned%progressEvery == 0 || s.done) {
 		s.progress(c.Scanned, s.total)
 	}
-	h := msg.Headers()
-	values, present := h[s.headers.EventID]
-	if !present || len(values) == 0 {
+	d := parseDLQHeaders(msg.Headers(), s.headers)
+	switch {
+	case errors.Is(d.EventIDErr, errHeaderMissing):
 		c.MissingEventID++
 		c.noteMissing(seq)
 		return false
-	}
-	eventID := values[0]
-	if manifest.ValidateEventID(eventID) != nil {
+	case d.EventIDErr != nil:
 		c.InvalidEventID++
 		c.noteMissing(seq)
 		return false
 	}
-	reason := cleanReason(h.Get(s.headers.Reason))
-	if s.failure != nil && !s.failure.MatchString(reason) {
+	if s.failure != nil && !s.failure.MatchString(d.Reason) {
 		c.NotMatchingFailureFilter++
 		return false
 	}
-	subject := h.Get(s.headers.OriginalSubject)
-	if strings.TrimSpace(subject) == "" {
+	// An unusable subject is counted with the missing ones: execute could route neither.
+	if d.OriginalSubjectErr != nil {
 		c.MissingOriginalSubject++
 		c.noteMissing(seq)
 		return false
 	}
-	s.row = []any{int64(seq), eventID, fingerprint.Payload(msg.Data()), reason, subject}
+	s.row = []any{int64(seq), d.EventID, fingerprint.Payload(msg.Data()), d.Reason, d.OriginalSubject}
 	return true
 }
 

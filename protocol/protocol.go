@@ -108,3 +108,52 @@ type Effect struct {
 	// Suppressed says the call was recorded but not made (shadow or write-forbidden).
 	Suppressed bool `json:"suppressed,omitempty"`
 }
+
+// ReconcileSubjectPrefix is followed by the consumer name: replay.reconcile.<consumer>, where the
+// consumer's look-up responder answers `replayctl reconcile`.
+const ReconcileSubjectPrefix = "replay.reconcile."
+
+// ReconcileQueueGroup is the queue group every instance of a consumer's look-up responder joins,
+// so each look-up is answered once.
+const ReconcileQueueGroup = "replayctl-reconcile"
+
+// ReconcileSubject is the request subject of consumer's look-up responder.
+func ReconcileSubject(consumer string) string { return ReconcileSubjectPrefix + consumer }
+
+// Look-up verdicts: whether the external effect of an uncertain event exists at the provider.
+const (
+	// VerdictHappened: the effect exists; the row becomes reconciled and is never replayed.
+	VerdictHappened = "happened"
+	// VerdictNotHappened: the provider has no trace of it; the row stays uncertain for manual review.
+	VerdictNotHappened = "not_happened"
+	// VerdictUnknown: the look-up cannot tell; the row stays uncertain for manual review.
+	VerdictUnknown = "unknown"
+)
+
+// ReconcileRequest is the JSON body of a look-up request: one uncertain ledger row, without payload.
+type ReconcileRequest struct {
+	Consumer      string `json:"consumer"`
+	EventID       string `json:"eventId"`
+	EffectVersion int    `json:"effectVersion"`
+	// RequestHash is the row's request fingerprint ("sha256:<hex>"), RequestHashAlg its algorithm.
+	RequestHash    string `json:"requestHash"`
+	RequestHashAlg string `json:"requestHashAlg,omitempty"`
+	// ExternalRefs are the calls the row recorded so far (made ones carry their reference).
+	ExternalRefs []Effect `json:"externalRefs"`
+	// CallsStarted counts the external calls begun under the row's last lease.
+	CallsStarted int `json:"callsStarted"`
+	// JobID is the replay job that wrote the row; empty for a live message.
+	JobID string `json:"jobId,omitempty"`
+}
+
+// ReconcileReply is the JSON body of a look-up responder's reply.
+type ReconcileReply struct {
+	EventID string `json:"eventId"`
+	// Verdict is VerdictHappened, VerdictNotHappened or VerdictUnknown.
+	Verdict string `json:"verdict"`
+	// ExternalRefs are the provider's references found for the event (charge IDs); stored on the
+	// row when the verdict is happened.
+	ExternalRefs []Effect `json:"externalRefs"`
+	// Detail says how the look-up decided, for the operator and the audit log; no payload or PII.
+	Detail string `json:"detail,omitempty"`
+}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
@@ -37,11 +38,15 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	release, err := store.ShadowLock(ctx, m.ID)
+	lock, err := store.ShadowLockKept(ctx, m.ID)
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	defer lock.Release()
+	// A lock whose connection died is taken again, or the run stops: a second shadow run must not
+	// be let in to interleave its outcomes with this one's.
+	ctx, stopHolding := lock.Hold(ctx, lockCheckInterval, nil)
+	defer stopHolding()
 	opts.stage("checking job %s against the manifest", m.ID)
 	if err := checkJob(ctx, store, m); err != nil {
 		return nil, err
@@ -59,16 +64,16 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 	sh := &runner{store: store, js: js, m: m, opts: &opts, req: req, totals: &r.Totals,
 		cmp: &comparer{ignore: newPathSet(opts.IgnoreFields)}}
 	if err := sh.sample(ctx, r); err != nil {
-		return nil, err
+		return nil, stopped(ctx, m.ID, err)
 	}
 	if !r.Totals.Aborted {
 		opts.stage("shadowing all %s targets under effect version %d on %s", count(r.Totals.Targets), m.EffectVersion.To, r.Subject)
 		if err := sh.fullPass(ctx); err != nil {
-			return nil, err
+			return nil, stopped(ctx, m.ID, err)
 		}
 	}
 	if err := sh.storeUncountedSample(ctx); err != nil {
-		return nil, err
+		return nil, stopped(ctx, m.ID, err)
 	}
 	r.FinishedAt = opts.Now().UTC()
 	r.Verdict = judgeVerdict(r.Totals, opts.Thresholds)
@@ -77,6 +82,19 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 		return nil, err
 	}
 	return r, nil
+}
+
+// lockCheckInterval is how often a run checks that it still holds the job's shadow lock.
+const lockCheckInterval = time.Second
+
+// stopped says that a pass which broke off (NATS or the ledger failed, or it was interrupted)
+// left no verdict, and what to do: nothing was made, and shadowing again starts over.
+func stopped(ctx context.Context, jobID string, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, ledger.ErrLockLost) {
+		err = cause
+	}
+	return fmt.Errorf("shadow of job %s stopped before its verdict: %w; no verdict was recorded and no external call was made: run `replayctl shadow` on its manifest again",
+		jobID, err)
 }
 
 func (o *Options) stage(format string, args ...any) {

@@ -54,6 +54,9 @@ type Env struct {
 type Options struct {
 	// Listen makes the NATS server reachable from a subprocess.
 	Listen bool
+	// Restartable runs a listening server that NATS.Restart can stop and start again in place
+	// (natstest.StartRestartable), for fault tests.
+	Restartable bool
 }
 
 // New builds the streams, the ledger and a provider; nothing is seeded yet.
@@ -62,7 +65,12 @@ func New(t testing.TB, o Options) *Env {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	store, url := pgtest.LedgerWithURL(t)
-	env := natstest.Start(t, o.Listen)
+	var env *natstest.Env
+	if o.Restartable {
+		env = natstest.StartRestartable(t)
+	} else {
+		env = natstest.Start(t, o.Listen)
+	}
 	for _, cfg := range []jetstream.StreamConfig{
 		{Name: DLQStream, Subjects: []string{"dlq.billing.>"}},
 		{Name: Stream, Subjects: []string{"billing.>"}},

@@ -1,6 +1,7 @@
 // Command billing-consumer runs the example billing consumer as a service: it answers shadow
 // requests on replay.shadow.billing and, unless -shadow-only, consumes its stream with the SDK's
-// ledger rules. Its payment provider is the in-memory fake, so nothing leaves the process; the
+// ledger rules and answers `replayctl reconcile` look-ups on replay.reconcile.billing from the
+// provider's charges. Its payment provider is the in-memory fake, so nothing leaves the process; the
 // provider's call count is printed when it stops. It is for trying replayctl shadow by hand and
 // for measuring replayctl against a responder in another process (docs/benchmarks.md).
 //
@@ -68,10 +69,12 @@ func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly 
 		}
 	}
 	provider := billing.NewProvider()
+	orders := billing.NewOrders()
 	c, err := consumer.New(consumer.Config{
 		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: dlqSubject,
 		LiveVersion: liveVersion, ShadowConcurrency: concurrency, Concurrency: handlers,
-		Handler: billing.Handler(provider, time.Now),
+		Handler: orders.Record(billing.Handler(provider, time.Now)),
+		Lookup:  billing.Lookup(provider, orders),
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

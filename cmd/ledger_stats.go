@@ -1,0 +1,148 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// maxStatsWindow bounds --window: a year already reads every row of a busy consumer.
+const maxStatsWindow = 366 * 24 * time.Hour
+
+// LedgerStatsOptions are the inputs of replayctl ledger stats.
+type LedgerStatsOptions struct {
+	IO     *iostreams.IOStreams
+	Ledger func(ctx context.Context) (*ledger.Store, error)
+	JSON   bool
+	// Window is --window as typed; the run parses it into Request.Window.
+	Window  string
+	Request ledger.StatsOptions
+}
+
+// NewCmdLedgerStats returns the ledger stats command. runF, when not nil, replaces the run
+// function (tests).
+func NewCmdLedgerStats(f *Factory, runF func(*LedgerStatsOptions) error) *cobra.Command {
+	opts := &LedgerStatsOptions{IO: f.IOStreams, Ledger: f.Ledger}
+	cmd := &cobra.Command{
+		Use:   "stats --consumer C [--window 24h]",
+		Short: "Report a consumer's replay rate, payload mismatches, lease expiries and uncertain rows",
+		Long: fmt.Sprintf(`Report the health of one consumer's ledger, each figure against the threshold that warns:
+
+  replay rate         effects rows created in the window by a replay job, of all created in
+                      it; warns above %.1f%%: replays treat a symptom, find the cause
+  payload mismatches  messages the SDK refused because their Event-Id was stored with another
+                      payload, per day; warns at %g a day: a producer reuses IDs
+  lease expiries      leases the SDK found lapsed (a handler crashed, stalled or outlived its
+                      lease), per day; warns at %g a day
+  uncertain           rows uncertain now (any window), with the p95 and the oldest age; warns
+                      when any is older than %s: an external write awaits a person
+
+Rates per day are the window's count scaled to 24 hours, so a short window extrapolates. A
+warning is printed with what to do next.
+
+It reads only. It exits 0 even with warnings (it is a report; alert on the JSON instead:
+jq -e '.warnings | length == 0'), 2 on bad flags or a consumer the ledger does not know.`,
+			100*ledger.StatsMaxReplayRate, ledger.StatsMaxMismatchesPerDay, ledger.StatsMaxLeaseExpiriesPerDay,
+			spanString(ledger.StatsMaxUncertainAge)),
+		Example: `  replayctl ledger stats --consumer billing
+  replayctl ledger stats --consumer billing --window 7d
+
+  # alert from cron or CI when anything warns
+  replayctl ledger stats --consumer billing --json | jq -e '.warnings | length == 0'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return ledgerStatsRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Request.Consumer, "consumer", "", "the consumer to report on (required)")
+	fl.StringVar(&opts.Window, "window", "24h", "how far back the rates look (days as 7d, or as in 24h, 90m)")
+	return cmd
+}
+
+func ledgerStatsRun(ctx context.Context, opts *LedgerStatsOptions) error {
+	req := opts.Request
+	if req.Consumer == "" {
+		return usageErrorf("--consumer is required: the consumer whose ledger to report on")
+	}
+	window, err := parseSpan("window", opts.Window)
+	if err != nil {
+		return err
+	}
+	if window > maxStatsWindow {
+		return usageErrorf("--window %s: at most %s", opts.Window, spanString(maxStatsWindow))
+	}
+	req.Window = window
+	store, err := opts.Ledger(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := store.LedgerStats(ctx, req)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return printJSON(opts.IO.Out, st)
+	}
+	return printStats(opts.IO, st)
+}
+
+func printStats(ios *iostreams.IOStreams, st *ledger.Stats) error {
+	out := ios.Out
+	fmt.Fprintf(out, "ledger stats of consumer %s, last %s (%s to %s)\n", st.Consumer, spanString(time.Duration(st.WindowSeconds*float64(time.Second))),
+		st.Since.UTC().Format(time.RFC3339), st.Until.UTC().Format(time.RFC3339))
+	u := st.Uncertain
+	uncertain := count(u.Count)
+	if u.Count > 0 {
+		uncertain += fmt.Sprintf(" (oldest %s, p95 %s)", ageString(u.MaxAgeSeconds), ageString(u.P95AgeSeconds))
+	}
+	t := newTable(out, ios.IsStdoutTTY())
+	t.Header("METRIC", "VALUE", "WARNS WHEN", "STATUS")
+	for _, row := range [][]string{
+		{"replay rate", fmt.Sprintf("%.2f%% (%d of %d effects)", 100*st.Replay.Rate, st.Replay.Replayed, st.Replay.Effects),
+			fmt.Sprintf("> %.1f%%", 100*st.Replay.MaxRate), warnMark(st.Replay.Warn)},
+		{"payload mismatches", rateString(st.Mismatches), fmt.Sprintf(">= %g a day", st.Mismatches.MaxPerDay), warnMark(st.Mismatches.Warn)},
+		{"lease expiries", rateString(st.LeaseExpiries), fmt.Sprintf(">= %g a day", st.LeaseExpiries.MaxPerDay), warnMark(st.LeaseExpiries.Warn)},
+		{"uncertain", uncertain, "any older than " + ageString(u.MaxAgeThresholdSeconds), warnMark(u.Warn)},
+	} {
+		if err := t.Append(row); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if len(st.Warnings) == 0 {
+		fmt.Fprintln(out, "\nno warnings")
+		return nil
+	}
+	for _, w := range st.Warnings {
+		fmt.Fprintf(out, "\nWARN %s: %s\n  what to do: %s\n", w.Metric, w.Summary, w.Action)
+	}
+	return nil
+}
+
+func warnMark(warn bool) string {
+	if warn {
+		return "WARN"
+	}
+	return "ok"
+}
+
+func rateString(r ledger.RateStat) string {
+	return fmt.Sprintf("%d (%.1f a day)", r.Count, r.PerDay)
+}
+
+// ageString renders an age to the second, in the units an operator reads ("16m", "13m21s", "2d").
+func ageString(seconds float64) string {
+	return spanString(time.Duration(seconds) * time.Second)
+}

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/demo"
+	"github.com/replayctl/replayctl/planner"
+	"github.com/replayctl/replayctl/protocol"
+)
+
+// The baselines' own streams, so nothing they publish reaches the billing consumer.
+const (
+	rawStream, rawSubject     = "BENCH_RAW_REPLAY", "benchraw.billing.charge"
+	naiveStream, naiveSubject = "BENCH_NAIVE_REPLAY", "benchnaive.billing.charge"
+	// asyncMaxPending is the executor's own bound on unacknowledged async publishes.
+	asyncMaxPending = 4096
+)
+
+// rawScan reads the whole DLQ with an ordered consumer and does nothing else: the floor under
+// plan's scan.
+func rawScan(ctx context.Context, js jetstream.JetStream, stream string) (phase, error) {
+	start := time.Now()
+	n, err := scanDLQ(ctx, js, stream, 0, func(*nats.Header) error { return nil })
+	if err != nil {
+		return phase{}, fmt.Errorf("raw scan of %s: %w", stream, err)
+	}
+	return timedPhase("raw DLQ scan (ordered consumer, nothing else)", n, time.Since(start)), nil
+}
+
+// scanDLQ feeds each message's headers of stream to fn, the first limit messages (0: all).
+func scanDLQ(ctx context.Context, js jetstream.JetStream, stream string, limit int64, fn func(*nats.Header) error) (int64, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	total := int64(s.CachedInfo().State.Msgs)
+	if limit > 0 {
+		total = min(total, limit)
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return 0, err
+	}
+	it, err := c.Messages(jetstream.PullMaxMessages(2000))
+	if err != nil {
+		return 0, err
+	}
+	defer it.Stop()
+	var n int64
+	for n < total {
+		msg, err := it.Next()
+		if err != nil {
+			return n, err
+		}
+		h := msg.Headers()
+		if err := fn(&h); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// rawJoin copies the event IDs into a temporary table and joins them against the consumer's
+// ledger rows: the floor under plan's classification.
+func rawJoin(ctx context.Context, pool *pgxpool.Pool, consumer string, events int) (phase, error) {
+	ids := make([][]any, events)
+	for i := range ids {
+		ids[i] = []any{demo.EventID(i)}
+	}
+	start := time.Now()
+	var found int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `create temp table bench_ids (event_id text not null) on commit drop`); err != nil {
+			return err
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"bench_ids"}, []string{"event_id"}, pgx.CopyFromRows(ids)); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, `select count(e.event_id) from bench_ids i
+			left join effects e on e.consumer = $1 and e.event_id = i.event_id`, consumer).Scan(&found)
+	})
+	if err != nil {
+		return phase{}, fmt.Errorf("raw bulk join: %w", err)
+	}
+	p := timedPhase("raw PostgreSQL bulk join (COPY the IDs, one join)", int64(events), time.Since(start))
+	p.Note = fmt.Sprintf("%d ledger rows matched", found)
+	return p, nil
+}
+
+// replayHeaders sets on msg the headers execute sets on a replay, so the raw and naive
+// publishes cost the server what execute's do (the Nats-Msg-Id dedup included).
+func replayHeaders(msg *nats.Msg, jobID, eventID string) {
+	msg.Header.Set(protocol.HeaderEventID, eventID)
+	msg.Header.Set(protocol.HeaderReplayJob, jobID)
+	msg.Header.Set(protocol.HeaderReplayMode, protocol.ModeExecute)
+	msg.Header.Set(protocol.HeaderReplayEffectVersion, "2")
+	msg.Header.Set(protocol.HeaderReplayWriteForbidden, "false")
+	msg.Header.Set(protocol.HeaderMsgID, protocol.MsgID(jobID, eventID))
+}
+
+// benchPayload is an order of the size the demo seed publishes.
+func benchPayload(i int) []byte {
+	b, _ := json.Marshal(billing.Order{OrderID: demo.OrderID(i), Customer: fmt.Sprintf("cus_%04d", i%977),
+		AmountCents: int64(500 + (i*37)%20000), Currency: "EUR"})
+	return b
+}
+
+// rawPublish publishes events prepared replay messages with JetStream's async publish, at most
+// asyncMaxPending unacknowledged, and waits for every ack: the ceiling over execute's publishing.
+func rawPublish(ctx context.Context, nc *nats.Conn, events int) (phase, error) {
+	var failed atomic.Int64
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncMaxPending),
+		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { failed.Add(1) }))
+	if err != nil {
+		return phase{}, err
+	}
+	if err := recreateStream(ctx, js, rawStream, rawSubject); err != nil {
+		return phase{}, err
+	}
+	msgs := make([]*nats.Msg, events)
+	for i := range msgs {
+		msgs[i] = nats.NewMsg(rawSubject)
+		msgs[i].Data = benchPayload(i)
+		replayHeaders(msgs[i], "job-raw", demo.EventID(i))
+	}
+	start := time.Now()
+	for _, m := range msgs {
+		if _, err := js.PublishMsgAsync(m); err != nil {
+			return phase{}, fmt.Errorf("raw publish: %w", err)
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+		return phase{}, ctx.Err()
+	}
+	took := time.Since(start)
+	if n := failed.Load(); n > 0 {
+		return phase{}, fmt.Errorf("raw publish: %d of %d publishes failed", n, events)
+	}
+	_ = js.DeleteStream(ctx, rawStream)
+	return timedPhase("raw JetStream async publish (prepared messages)", int64(events), took), nil
+}
+
+// naiveScript is the replay a user writes instead of replayctl: for each DLQ message, one SELECT
+// of its ledger row, then one synchronous publish. The plan half is the loop without the publish.
+func naiveScript(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, pool *pgxpool.Pool, stream, consumer string, limit int) (plan, exec phase, err error) {
+	pub, err := jetstream.New(nc)
+	if err != nil {
+		return plan, exec, err
+	}
+	if err := recreateStream(ctx, pub, naiveStream, naiveSubject); err != nil {
+		return plan, exec, err
+	}
+	defer func() { _ = pub.DeleteStream(context.WithoutCancel(ctx), naiveStream) }()
+	var publishing time.Duration
+	var i int
+	start := time.Now()
+	n, err := scanDLQ(ctx, js, stream, int64(limit), func(h *nats.Header) error {
+		eventID := h.Get(planner.DefaultHeaders.EventID)
+		var state string
+		err := pool.QueryRow(ctx, `select state from effects where consumer = $1 and event_id = $2
+			order by effect_version desc limit 1`, consumer, eventID).Scan(&state)
+		if err != nil && err != pgx.ErrNoRows {
+			return fmt.Errorf("naive SELECT of %s: %w", eventID, err)
+		}
+		p := time.Now()
+		msg := nats.NewMsg(naiveSubject)
+		msg.Data = benchPayload(i)
+		replayHeaders(msg, "job-naive", eventID+"-"+strconv.Itoa(i))
+		if _, err := pub.PublishMsg(ctx, msg); err != nil {
+			return fmt.Errorf("naive publish of %s: %w", eventID, err)
+		}
+		publishing += time.Since(p)
+		i++
+		return nil
+	})
+	if err != nil {
+		return plan, exec, err
+	}
+	total := time.Since(start)
+	plan = timedPhase("naive script, plan half (read DLQ, one SELECT per event)", n, total-publishing)
+	exec = timedPhase("naive script (one SELECT and one synchronous publish per event)", n, total)
+	return plan, exec, nil
+}
+
+func recreateStream(ctx context.Context, js jetstream.JetStream, name, subject string) error {
+	if err := js.DeleteStream(ctx, name); err != nil && err != jetstream.ErrStreamNotFound {
+		return fmt.Errorf("delete stream %s: %w", name, err)
+	}
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Storage: jetstream.FileStorage})
+	if err != nil {
+		return fmt.Errorf("create stream %s: %w", name, err)
+	}
+	return nil
+}

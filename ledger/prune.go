@@ -1,0 +1,360 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrPruneAsOfFuture means a real prune was asked to judge expiry at a time after the database's
+// now(): it would delete evidence before its retention ends. A dry run may look ahead.
+var ErrPruneAsOfFuture = errors.New("prune as of a future time")
+
+// DefaultPruneBatchSize is how many rows one prune transaction changes at most.
+const DefaultPruneBatchSize = 10_000
+
+// PruneOptions says what to prune. Expiry is judged by comparing the rows' timestamps with AsOf in
+// SQL, never by a storage TTL.
+type PruneOptions struct {
+	// Consumer restricts the prune to one consumer; empty only with AllConsumers.
+	Consumer     string
+	AllConsumers bool
+	// AsOf is the time expiry is judged at; zero means the database's now().
+	AsOf time.Time
+	// BatchSize caps the rows one transaction changes; 0 means DefaultPruneBatchSize.
+	BatchSize int
+	// IncidentRetention keeps effect_incidents rows younger than AsOf minus it.
+	IncidentRetention time.Duration
+	// Actor is recorded in the audit entry.
+	Actor string
+	// Expected is the dry run's total, for Progress; 0 when unknown.
+	Expected int64
+	// Progress, when set, is called after each committed batch with the changes so far.
+	Progress func(done, total int64)
+}
+
+// PruneCounts is what a prune removes from one consumer's rows (or from all of them, as a total).
+type PruneCounts struct {
+	Consumer string `json:"consumer,omitempty"`
+	// Rows are effects rows deleted because evidence_until passed.
+	Rows int64 `json:"rows"`
+	// Bodies are result bodies dropped because replay_until passed; their rows and result hashes stay.
+	Bodies int64 `json:"bodies"`
+}
+
+// PruneReport says what a prune removed, or for a dry run what it would remove.
+type PruneReport struct {
+	DryRun bool      `json:"dryRun"`
+	AsOf   time.Time `json:"asOf"`
+	// Consumer is the consumer pruned; empty when AllConsumers.
+	Consumer     string `json:"consumer,omitempty"`
+	AllConsumers bool   `json:"allConsumers"`
+	// Consumers holds the consumers with something to prune, sorted; Total sums them.
+	Consumers []PruneCounts `json:"consumers"`
+	Total     PruneCounts   `json:"total"`
+	// Incidents are effect_incidents rows recorded before IncidentsBefore.
+	Incidents       int64     `json:"incidents"`
+	IncidentsBefore time.Time `json:"incidentsBefore"`
+	BatchSize       int       `json:"batchSize"`
+	// Batches counts the transactions a real run committed.
+	Batches int `json:"batches"`
+	// Interrupted means the run stopped before its end; what it committed stays pruned.
+	Interrupted bool `json:"interrupted"`
+}
+
+// Changes is the number of rows the report deletes or updates.
+func (r *PruneReport) Changes() int64 { return r.Total.Rows + r.Total.Bodies + r.Incidents }
+
+// Shared conditions, over effects aliased e; $1 is the consumer (NULL: all), $2 the as-of time. A
+// row in processing or uncertain is never pruned: the first is being worked on, the second waits
+// for a person. A row of a job that is executing or paused (its own row under the job's version,
+// or any row of one of its targets, which execute's drift check reads) is kept until the job
+// ends. The active jobs are read once per statement (pruneActive); the two anti-joins then probe
+// the job_targets primary key per candidate, or hash the active jobs' targets once, where an OR
+// of both made the planner hash every target of every job ever planned.
+const (
+	pruneActive       = `prune_active as (select id, consumer from jobs where status in ('executing', 'paused') and ($1::text is null or consumer = $1))`
+	pruneStateAllowed = `e.state not in ('processing', 'uncertain')`
+	pruneRowExpired   = `e.evidence_until < $2`
+	// A row whose evidence expired is deleted whole, so its body is not counted twice.
+	pruneBodyExpired = `e.result_body is not null and e.replay_until < $2 and coalesce(e.evidence_until >= $2, true)`
+	pruneUnprotected = `not exists (select 1 from prune_active a where a.consumer = e.consumer and a.id = e.job_id)
+       and not exists (select 1 from prune_active a join job_targets t on t.job_id = a.id
+                        where a.consumer = e.consumer and t.event_id = e.event_id)`
+)
+
+const pruneResolveAsOf = `select coalesce($1::timestamptz, now()), now()`
+
+// $1 is the consumer or NULL for all.
+const pruneCountEffects = `
+with ` + pruneActive + `
+select e.consumer,
+       count(*) filter (where ` + pruneRowExpired + `),
+       count(*) filter (where ` + pruneBodyExpired + `)
+  from effects e
+ where ($1::text is null or e.consumer = $1) and ` + pruneStateAllowed + `
+   and ((` + pruneRowExpired + `) or (` + pruneBodyExpired + `)) and ` + pruneUnprotected + `
+ group by e.consumer
+ order by e.consumer`
+
+const pruneCountIncidents = `select count(*) from effect_incidents where at < $2 and ($1::text is null or consumer = $1)`
+
+// A batch is the next $5 qualifying rows of consumer $1 after the key ($3, $4), in primary key
+// order: the walk goes forward through the index once instead of rereading pruned rows (or the
+// dead index entries deleted ones leave) on every batch. The modifying statement checks the
+// conditions again on the row it locks, in case the row changed since the batch read it.
+const pruneBatchHead = `
+with ` + pruneActive + `,
+batch as (
+    select e.consumer, e.event_id, e.effect_version from effects e
+     where e.consumer = $1 and (e.consumer, e.event_id, e.effect_version) > ($1, $3, $4)
+       and ` + pruneStateAllowed + ` and `
+
+const pruneBatchTail = `
+select (select count(*) from pruned), (select count(*) from batch),
+       (select event_id from batch order by event_id desc, effect_version desc limit 1),
+       (select effect_version from batch order by event_id desc, effect_version desc limit 1)`
+
+const pruneBatchKey = `e.consumer = b.consumer and e.event_id = b.event_id and e.effect_version = b.effect_version`
+
+const pruneRowsBatch = pruneBatchHead + pruneRowExpired + ` and ` + pruneUnprotected + `
+     order by e.consumer, e.event_id, e.effect_version
+     limit $5),
+pruned as (
+    delete from effects e using batch b
+     where ` + pruneBatchKey + ` and ` + pruneStateAllowed + ` and ` + pruneRowExpired + `
+    returning 1)` + pruneBatchTail
+
+// result_hash stays: it is the evidence a later replay or shadow compares with. updated_at is the
+// row's last outcome and stays too.
+const pruneBodiesBatch = pruneBatchHead + pruneBodyExpired + ` and ` + pruneUnprotected + `
+     order by e.consumer, e.event_id, e.effect_version
+     limit $5),
+pruned as (
+    update effects e set result_body = null from batch b
+     where ` + pruneBatchKey + ` and ` + pruneStateAllowed + ` and ` + pruneBodyExpired + `
+    returning 1)` + pruneBatchTail
+
+const pruneIncidentsBatch = `
+with pruned as (
+    delete from effect_incidents
+     where id in (select id from effect_incidents where at < $2 and ($1::text is null or consumer = $1) order by id limit $3)
+    returning 1)
+select count(*) from pruned`
+
+// PruneCount reports what Prune would remove with opts, changing nothing. AsOf may lie in the
+// future (what would go by then). The count reads every candidate row in one statement, without
+// the pool's statement timeout: on a large ledger that takes a while, and ctx bounds it.
+func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
+	r, err := s.pruneStart(ctx, &opts, true)
+	if err != nil {
+		return nil, err
+	}
+	consumer := nullable(opts.Consumer)
+	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "set local statement_timeout = 0"); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, pruneCountEffects, consumer, r.AsOf)
+		if err != nil {
+			return err
+		}
+		r.Consumers, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (PruneCounts, error) {
+			var c PruneCounts
+			err := row.Scan(&c.Consumer, &c.Rows, &c.Bodies)
+			return c, err
+		})
+		if err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, pruneCountIncidents, consumer, r.IncidentsBefore).Scan(&r.Incidents)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count what ledger prune would remove for %s: %w", r.scope(), err)
+	}
+	for _, c := range r.Consumers {
+		r.Total.Rows += c.Rows
+		r.Total.Bodies += c.Bodies
+	}
+	return r, nil
+}
+
+// Prune deletes the effects rows whose evidence_until passed, then drops the result bodies whose
+// replay_until passed, then deletes effect_incidents older than IncidentRetention, in batches of
+// BatchSize rows, each its own short transaction under the consumer's execute lock (so no job
+// starts executing half-way through a batch that might touch its targets). A kill or ctx ending
+// mid-way loses nothing: committed batches stay pruned, the batch in flight rolls back, and
+// running Prune again continues. It writes one audit entry with the counts, also when stopped
+// by ctx or an error (Interrupted). A real prune as of a time after the database's now() matches ErrPruneAsOfFuture.
+func (s *Store) Prune(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
+	r, err := s.pruneStart(ctx, &opts, false)
+	if err != nil {
+		return nil, err
+	}
+	consumers := []string{opts.Consumer}
+	if opts.AllConsumers {
+		if consumers, err = s.EffectsConsumers(ctx); err != nil {
+			return nil, err
+		}
+	}
+	p := &pruner{store: s, opts: opts, report: r}
+	err = p.run(ctx, consumers)
+	if err != nil {
+		r.Interrupted = true
+		err = fmt.Errorf("ledger prune of %s stopped after %d batches (%d rows, %d bodies, %d incidents pruned): %w; "+
+			"every committed batch stays pruned and the one in flight was rolled back: run the same command again to continue",
+			r.scope(), r.Batches, r.Total.Rows, r.Total.Bodies, r.Incidents, err)
+	}
+	if r.Batches > 0 {
+		// The audit entry must be written even when ctx ended the run, so it gets its own deadline.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
+		defer cancel()
+		if aerr := AuditInsert(actx, s.Pool, AuditEntry{Actor: opts.Actor, Action: "ledger.prune", Details: r.auditDetails()}); aerr != nil {
+			err = errors.Join(err, fmt.Errorf("ledger prune of %s: %w", r.scope(), aerr))
+		}
+	}
+	return r, err
+}
+
+// pruneStart checks the schema and the consumer, fills opts' defaults and resolves AsOf with the
+// database's clock; a real run (not dryRun) may not look ahead of it.
+func (s *Store) pruneStart(ctx context.Context, opts *PruneOptions, dryRun bool) (*PruneReport, error) {
+	if (opts.Consumer == "") == !opts.AllConsumers {
+		return nil, errors.New("ledger prune: name one consumer, or ask for all consumers, not both")
+	}
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = DefaultPruneBatchSize
+	}
+	if err := s.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
+	if !opts.AllConsumers {
+		if err := s.checkConsumer(ctx, opts.Consumer); err != nil {
+			return nil, err
+		}
+	}
+	var asOf, now time.Time
+	if err := s.Pool.QueryRow(ctx, pruneResolveAsOf, nullableTime(opts.AsOf)).Scan(&asOf, &now); err != nil {
+		return nil, fmt.Errorf("ledger prune: read the database clock: %w", err)
+	}
+	if !dryRun && asOf.After(now) {
+		return nil, fmt.Errorf("%w: --as-of %s is after the database's clock (%s): a prune then would delete evidence before "+
+			"its retention ends; look ahead with --dry-run only", ErrPruneAsOfFuture,
+			asOf.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	opts.AsOf = asOf
+	r := &PruneReport{DryRun: dryRun, AsOf: asOf, Consumer: opts.Consumer, AllConsumers: opts.AllConsumers, Consumers: []PruneCounts{},
+		IncidentsBefore: asOf.Add(-opts.IncidentRetention), BatchSize: opts.BatchSize}
+	return r, nil
+}
+
+func (r *PruneReport) scope() string {
+	if r.AllConsumers {
+		return "all consumers"
+	}
+	return "consumer " + r.Consumer
+}
+
+func (r *PruneReport) auditDetails() map[string]any {
+	perConsumer := map[string]any{}
+	for _, c := range r.Consumers {
+		perConsumer[c.Consumer] = map[string]int64{"rows": c.Rows, "bodies": c.Bodies}
+	}
+	return map[string]any{
+		"scope": r.scope(), "asOf": r.AsOf.UTC().Format(time.RFC3339Nano), "batchSize": r.BatchSize,
+		"batches": r.Batches, "rows": r.Total.Rows, "bodies": r.Total.Bodies, "incidents": r.Incidents,
+		"incidentsBefore": r.IncidentsBefore.UTC().Format(time.RFC3339Nano), "consumers": perConsumer,
+		"interrupted": r.Interrupted,
+	}
+}
+
+// pruner runs one real prune's batches and keeps its report current after each commit.
+type pruner struct {
+	store  *Store
+	opts   PruneOptions
+	report *PruneReport
+}
+
+func (p *pruner) run(ctx context.Context, consumers []string) error {
+	for _, consumer := range consumers {
+		counts := PruneCounts{Consumer: consumer}
+		p.report.Consumers = append(p.report.Consumers, counts)
+		c := &p.report.Consumers[len(p.report.Consumers)-1]
+		if err := p.effects(ctx, consumer, pruneRowsBatch, &c.Rows, &p.report.Total.Rows); err != nil {
+			return err
+		}
+		if err := p.effects(ctx, consumer, pruneBodiesBatch, &c.Bodies, &p.report.Total.Bodies); err != nil {
+			return err
+		}
+		if c.Rows == 0 && c.Bodies == 0 {
+			p.report.Consumers = p.report.Consumers[:len(p.report.Consumers)-1]
+		}
+	}
+	return p.incidents(ctx)
+}
+
+// effects runs batches of query over consumer's rows until one comes back short, adding what each
+// changed to both counters.
+func (p *pruner) effects(ctx context.Context, consumer, query string, perConsumer, total *int64) error {
+	lastEvent, lastVersion := "", -1
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var changed, read int64
+		var event *string
+		var version *int
+		err := pgx.BeginFunc(ctx, p.store.Pool, func(tx pgx.Tx) error {
+			if err := LockConsumerExecutions(ctx, tx, consumer); err != nil {
+				return err
+			}
+			return tx.QueryRow(ctx, query, consumer, p.opts.AsOf, lastEvent, lastVersion, p.opts.BatchSize).
+				Scan(&changed, &read, &event, &version)
+		})
+		if err != nil {
+			return fmt.Errorf("prune consumer %s after event %q version %d: %w", consumer, lastEvent, lastVersion, err)
+		}
+		if read == 0 {
+			return nil
+		}
+		p.committed(changed, perConsumer, total)
+		if read < int64(p.opts.BatchSize) {
+			return nil
+		}
+		lastEvent, lastVersion = *event, *version
+	}
+}
+
+func (p *pruner) incidents(ctx context.Context) error {
+	consumer := nullable(p.opts.Consumer)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var changed int64
+		if err := p.store.Pool.QueryRow(ctx, pruneIncidentsBatch, consumer, p.report.IncidentsBefore, p.opts.BatchSize).Scan(&changed); err != nil {
+			return fmt.Errorf("prune the incidents of %s: %w", p.report.scope(), err)
+		}
+		if changed == 0 {
+			return nil
+		}
+		p.committed(changed, &p.report.Incidents)
+		if changed < int64(p.opts.BatchSize) {
+			return nil
+		}
+	}
+}
+
+// committed counts a committed batch and reports progress.
+func (p *pruner) committed(changed int64, counters ...*int64) {
+	p.report.Batches++
+	for _, c := range counters {
+		*c += changed
+	}
+	if p.opts.Progress != nil {
+		p.opts.Progress(p.report.Changes(), p.opts.Expected)
+	}
+}

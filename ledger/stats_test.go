@@ -1,0 +1,175 @@
+package ledger_test
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// seedEffects inserts n billing rows named prefix0001... created ago before now(), with job_id
+// set when job is not empty.
+func seedEffects(t *testing.T, store *ledger.Store, prefix string, n int, ago, job string) {
+	t.Helper()
+	execSQL(t, store, `
+insert into effects (consumer, event_id, effect_version, state, request_hash, job_id, created_at, updated_at)
+select 'billing', $1::text || lpad(i::text, 4, '0'), 1, 'completed', 'sha256:' || i, $2, now() - $3::interval, now() - $3::interval
+  from generate_series(1, $4::int) i`, prefix, nullIfEmpty(job), ago, n)
+}
+
+// seedIncidents records n incidents of kind for billing, ago before now().
+func seedIncidents(t *testing.T, store *ledger.Store, kind string, n int, ago string) {
+	t.Helper()
+	execSQL(t, store, `
+insert into effect_incidents (at, consumer, event_id, effect_version, kind, dedup_key)
+select now() - $3::interval, 'billing', 'evt-' || i, 1, $1, $2::text || i from generate_series(1, $4::int) i`,
+		kind, kind+ago, ago, n)
+}
+
+// seedUncertain inserts billing uncertain rows that became uncertain the given (distinct) minutes ago.
+func seedUncertain(t *testing.T, store *ledger.Store, minutesAgo ...float64) {
+	t.Helper()
+	execSQL(t, store, `
+insert into effects (consumer, event_id, effect_version, state, request_hash, updated_at)
+select 'billing', 'unc-' || m, 1, 'uncertain', 'sha256:u', now() - m * interval '1 minute'
+  from unnest($1::float8[]) as u(m)`, minutesAgo)
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func stats(t *testing.T, store *ledger.Store, window time.Duration) *ledger.Stats {
+	t.Helper()
+	st, err := store.LedgerStats(t.Context(), ledger.StatsOptions{Consumer: "billing", Window: window})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func warned(st *ledger.Stats, metric string) bool {
+	for _, w := range st.Warnings {
+		if w.Metric == metric {
+			return w.Summary != "" && w.Action != ""
+		}
+	}
+	return false
+}
+
+func TestLedgerStatsReplayRateWarnsAboveHalfAPercent(t *testing.T) {
+	for _, tc := range []struct {
+		replayed int
+		rate     float64
+		warn     bool
+	}{{5, 0.005, false}, {6, 0.006, true}} {
+		store := pgtest.Ledger(t)
+		seedEffects(t, store, "live-", 1000-tc.replayed, "1 hour", "")
+		seedEffects(t, store, "replay-", tc.replayed, "2 hours", "job-1")
+		// Outside the 24 h window: counted by neither side of the rate.
+		seedEffects(t, store, "old-", 50, "25 hours", "job-0")
+		st := stats(t, store, 24*time.Hour)
+		r := st.Replay
+		if r.Effects != 1000 || r.Replayed != int64(tc.replayed) || math.Abs(r.Rate-tc.rate) > 1e-12 || r.MaxRate != 0.005 {
+			t.Errorf("%d of 1000 replayed: %+v, want rate %g", tc.replayed, r, tc.rate)
+		}
+		if r.Warn != tc.warn || warned(st, "replay") != tc.warn {
+			t.Errorf("rate %g: warn %t, warnings %+v; want warn %t", r.Rate, r.Warn, st.Warnings, tc.warn)
+		}
+	}
+}
+
+func TestLedgerStatsIncidentsWarnAtTenADay(t *testing.T) {
+	for _, tc := range []struct {
+		kind, metric string
+		pick         func(*ledger.Stats) ledger.RateStat
+	}{
+		{ledger.IncidentPayloadConflict, "payloadMismatches", func(s *ledger.Stats) ledger.RateStat { return s.Mismatches }},
+		{ledger.IncidentLeaseLapsed, "leaseExpiries", func(s *ledger.Stats) ledger.RateStat { return s.LeaseExpiries }},
+	} {
+		store := pgtest.Ledger(t)
+		seedEffects(t, store, "live-", 1, "1 hour", "")
+		seedIncidents(t, store, tc.kind, 9, "3 hours")
+		seedIncidents(t, store, tc.kind, 7, "30 hours")
+		below := tc.pick(stats(t, store, 24*time.Hour))
+		if below.Count != 9 || below.PerDay != 9 || below.MaxPerDay != 10 || below.Warn {
+			t.Errorf("%s: 9 in 24h: %+v, want 9 a day, no warning", tc.kind, below)
+		}
+
+		seedIncidents(t, store, tc.kind, 1, "10 minutes")
+		st := stats(t, store, 24*time.Hour)
+		if at := tc.pick(st); at.Count != 10 || at.PerDay != 10 || !at.Warn || !warned(st, tc.metric) {
+			t.Errorf("%s: 10 in 24h: %+v, warnings %+v; want a warning at 10 a day", tc.kind, at, st.Warnings)
+		}
+		// 17 over two days is 8.5 a day: below the threshold again.
+		if two := tc.pick(stats(t, store, 48*time.Hour)); two.Count != 17 || two.PerDay != 8.5 || two.Warn {
+			t.Errorf("%s: 17 in 48h: %+v, want 8.5 a day, no warning", tc.kind, two)
+		}
+	}
+}
+
+func TestLedgerStatsUncertainWarnsWhenAnyIsOlderThanFifteenMinutes(t *testing.T) {
+	store := pgtest.Ledger(t)
+	// Uncertain for 1 to 14 minutes: every age, the p95 and the oldest, is under the threshold.
+	ages := make([]float64, 14)
+	for i := range ages {
+		ages[i] = float64(i + 1)
+	}
+	seedUncertain(t, store, ages...)
+	st := stats(t, store, 24*time.Hour)
+	u := st.Uncertain
+	// percentile_cont(0.95) over 14 values is at position 0.95 * 13 = 12.35: 13 + 0.35 minutes.
+	if u.Count != 14 || math.Abs(u.P95AgeSeconds-13.35*60) > 2 || math.Abs(u.MaxAgeSeconds-14*60) > 2 || u.Warn || warned(st, "uncertain") {
+		t.Errorf("uncertain aged 1..14 minutes: %+v, want 14 rows, p95 801s, max 840s, no warning", u)
+	}
+
+	seedUncertain(t, store, 16)
+	st = stats(t, store, 24*time.Hour)
+	if u := st.Uncertain; u.Count != 15 || !u.Warn || u.P95AgeSeconds > 15*60 || !warned(st, "uncertain") {
+		t.Errorf("one uncertain row at 16 minutes: %+v, want a warning although p95 is under 15 minutes", u)
+	}
+	if !strings.Contains(st.Warnings[0].Action, "reconcile them by hand") {
+		t.Errorf("the uncertain warning does not say what to do: %+v", st.Warnings[0])
+	}
+}
+
+func TestLedgerStatsOfAQuietConsumerWarnsOfNothing(t *testing.T) {
+	store := pgtest.Ledger(t)
+	seedEffects(t, store, "live-", 3, "30 minutes", "")
+	st := stats(t, store, time.Hour)
+	if st.Replay.Effects != 3 || st.Replay.Rate != 0 || st.Uncertain.Count != 0 || len(st.Warnings) != 0 ||
+		st.Until.Sub(st.Since) != time.Hour || st.Window != "1h0m0s" {
+		t.Errorf("quiet consumer: %+v", st)
+	}
+
+	_, err := store.LedgerStats(t.Context(), ledger.StatsOptions{Consumer: "biling", Window: time.Hour})
+	if !errors.Is(err, ledger.ErrUnknownConsumer) || !strings.Contains(err.Error(), "consumers with effects rows: billing") {
+		t.Errorf("stats of a misspelt consumer: %v", err)
+	}
+}
+
+func TestEffectIncidentsInsertRecordsTheSameIncidentOnce(t *testing.T) {
+	store := pgtest.Ledger(t)
+	expiry := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	row := ledger.EffectRow{Consumer: "billing", EventID: "evt-1", EffectVersion: 2, LeaseOwner: "billing-7f", LeaseExpiresAt: &expiry}
+	for range 2 {
+		if err := ledger.EffectIncidentsInsert(t.Context(), store.Pool, ledger.LeaseLapsedIncident(row)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := expiry.Add(time.Minute)
+	row.LeaseExpiresAt = &later
+	if err := ledger.EffectIncidentsInsert(t.Context(), store.Pool, ledger.LeaseLapsedIncident(row)); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, store, `select count(*) from effect_incidents where kind = 'lease_lapsed' and lease_owner = 'billing-7f'`); n != 2 {
+		t.Errorf("%d incidents for one lapse seen twice and a second lapse, want 2", n)
+	}
+}

@@ -1,0 +1,189 @@
+package reconcile_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/protocol"
+	"github.com/replayctl/replayctl/reconcile"
+)
+
+const afterHandling = "evt-00000:completed evt-00001:uncertain evt-00002:uncertain evt-00003:completed evt-00004:uncertain evt-00005:completed"
+
+func TestReconcileSettlesChargedRowsAndLeavesTheRestForReview(t *testing.T) {
+	w := newWorld(t, 6, []int{1, 4}, []int{2}, true)
+	if got := w.states(); got != afterHandling {
+		t.Fatalf("rows after handling: %s", got)
+	}
+	chargesBefore := w.Provider.Calls(billing.EffectCharge)
+
+	r, err := w.run(reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := reconcile.Totals{Listed: 3, Happened: 2, NotHappened: 1, Reconciled: 2, ManualReview: 1, Remaining: 1}
+	if r.Totals != want || !r.Applied || !r.NeedsReview() {
+		t.Fatalf("totals %+v applied %t, want %+v applied and needing review", r.Totals, r.Applied, want)
+	}
+	if got := w.states(); got != "evt-00000:completed evt-00001:reconciled evt-00002:uncertain:manual_review "+
+		"evt-00003:completed evt-00004:reconciled evt-00005:completed" {
+		t.Fatalf("rows after reconcile: %s", got)
+	}
+	if r.Rows[0].EventID != exectest.EventID(1) || r.Rows[0].Outcome != reconcile.OutcomeReconciled ||
+		r.Rows[1].Outcome != reconcile.OutcomeManualReview || r.Rows[1].Verdict != protocol.VerdictNotHappened ||
+		!strings.Contains(r.Rows[1].Detail, "no charge for order "+exectest.Order(2).OrderID) {
+		t.Fatalf("rows %+v", r.Rows)
+	}
+	if n := w.QueryInt(`select count(*) from effects where event_id = $1 and external_refs @> $2::jsonb and review_verdict = 'happened'
+		and reviewed_by = 'alice'`, exectest.EventID(1), `[{"kind":"payments.charge","ref":"`+exectest.Order(1).OrderID+`"}]`); n != 1 {
+		t.Error("the reconciled row does not hold the reference the look-up found")
+	}
+	if n := w.QueryInt(`select count(*) from effects where event_id = $1 and review_note like '%no charge%'`, exectest.EventID(2)); n != 1 {
+		t.Error("the manual-review row does not keep the look-up's detail")
+	}
+	if n := w.QueryInt(`select count(*) from audit where details->>'run' = $1`, r.RunID); n != 4 {
+		t.Errorf("%d audit entries for the run, want 3 rows + 1 run", n)
+	}
+	if n := w.Provider.Calls(billing.EffectCharge); n != chargesBefore {
+		t.Errorf("reconcile made %d charges: look-ups must only read", n-chargesBefore)
+	}
+
+	// The next run asks only about the row still uncertain, and shows the previous verdict.
+	again, err := w.run(reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Rows) != 1 || again.Rows[0].EventID != exectest.EventID(2) || again.Rows[0].PreviousVerdict != protocol.VerdictNotHappened {
+		t.Fatalf("second run rows %+v", again.Rows)
+	}
+}
+
+func TestReconcileDryRunChangesNothing(t *testing.T) {
+	w := newWorld(t, 6, []int{1, 4}, []int{2}, true)
+	r, err := w.run(reconcile.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Applied || r.Totals.Happened != 2 || r.Totals.NotHappened != 1 || r.Totals.Remaining != 1 || !r.NeedsReview() {
+		t.Fatalf("dry run report %+v", r.Totals)
+	}
+	for _, row := range r.Rows {
+		if row.Outcome != reconcile.OutcomeWouldReconcile && row.Outcome != reconcile.OutcomeWouldReview {
+			t.Errorf("dry run outcome %s for %s", row.Outcome, row.EventID)
+		}
+	}
+	if got := w.states(); got != afterHandling {
+		t.Fatalf("a dry run changed the ledger: %s", got)
+	}
+	if n := w.QueryInt(`select count(*) from effects where reviewed_at is not null`); n != 0 {
+		t.Fatalf("a dry run marked %d rows", n)
+	}
+	if n := w.QueryInt(`select count(*) from audit where action like 'reconcile%'`); n != 0 {
+		t.Fatalf("a dry run wrote %d audit entries", n)
+	}
+}
+
+func TestReconcileWithoutALookupResponderChangesNothing(t *testing.T) {
+	w := newWorld(t, 4, []int{1}, []int{2}, false)
+	r, err := w.run(reconcile.Options{})
+	if !errors.Is(err, reconcile.ErrNoResponder) || r != nil {
+		t.Fatalf("err %v, report %v; want ErrNoResponder and no report", err, r)
+	}
+	for _, want := range []string{"no look-up responder for consumer billing", protocol.ReconcileSubject("billing"), "nothing was changed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if got := w.states(); got != "evt-00000:completed evt-00001:uncertain evt-00002:uncertain evt-00003:completed" {
+		t.Fatalf("rows changed without a responder: %s", got)
+	}
+	if n := w.QueryInt(`select count(*) from audit where action like 'reconcile%'`); n != 0 {
+		t.Fatalf("%d audit entries without a responder", n)
+	}
+}
+
+func TestReconcileLeavesARowThatChangedAfterItWasListed(t *testing.T) {
+	w := newWorld(t, 6, []int{1, 4}, []int{2}, true)
+	// Between the look-ups and the apply, another operator settles evt-00001 by hand.
+	confirm := func(r *reconcile.Report) (bool, error) {
+		if _, err := w.Store.Pool.Exec(w.Ctx, `update effects set state = 'reconciled', updated_at = now() where event_id = $1`,
+			exectest.EventID(1)); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	r, err := w.run(reconcile.Options{Confirm: confirm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rows[0].EventID != exectest.EventID(1) || r.Rows[0].Outcome != reconcile.OutcomeChanged {
+		t.Fatalf("row %+v, want changed_since_listed", r.Rows[0])
+	}
+	if r.Totals.Changed != 1 || r.Totals.Reconciled != 1 || r.Totals.ManualReview != 1 {
+		t.Fatalf("totals %+v", r.Totals)
+	}
+	if n := w.QueryInt(`select count(*) from effects where event_id = $1 and reviewed_at is null`, exectest.EventID(1)); n != 1 {
+		t.Error("the row changed after listing was touched by the apply")
+	}
+	if n := w.QueryInt(`select count(*) from audit where details->>'eventId' = $1`, exectest.EventID(1)); n != 0 {
+		t.Error("a row left alone was audited as changed")
+	}
+}
+
+func TestReconcileNotConfirmedChangesNothing(t *testing.T) {
+	w := newWorld(t, 3, []int{1}, nil, true)
+	r, err := w.run(reconcile.Options{Confirm: func(*reconcile.Report) (bool, error) { return false, nil }})
+	if !errors.Is(err, reconcile.ErrNotConfirmed) || r == nil || r.Applied || r.Totals.Happened != 1 {
+		t.Fatalf("err %v, report %+v; want ErrNotConfirmed with the verdicts, unapplied", err, r)
+	}
+	if got := w.states(); got != "evt-00000:completed evt-00001:uncertain evt-00002:completed" {
+		t.Fatalf("an unconfirmed run changed the ledger: %s", got)
+	}
+}
+
+func TestReconcileStopsWhenTheResponderNeverReplies(t *testing.T) {
+	w := newWorld(t, 3, nil, []int{0, 2}, false)
+	// Subscribed, so requests find a responder, but it never answers.
+	sub, err := w.NATS.Conn.Subscribe(protocol.ReconcileSubject("billing"), func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := w.NATS.Conn.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = w.run(reconcile.Options{Timeout: 200 * time.Millisecond})
+	if !errors.Is(err, reconcile.ErrUnanswered) || !strings.Contains(err.Error(), "no reply within 200ms") {
+		t.Fatalf("err %v, want ErrUnanswered saying no reply came", err)
+	}
+	if elapsed := time.Since(start); elapsed > 3*time.Second {
+		t.Errorf("took %s: the per-request timeout must bound the run", elapsed)
+	}
+	if n := w.QueryInt(`select count(*) from effects where reviewed_at is not null`); n != 0 {
+		t.Fatalf("%d rows marked although no look-up answered", n)
+	}
+}
+
+func TestOptionsNormaliseReportsEveryProblem(t *testing.T) {
+	o := reconcile.Options{Consumer: "bad name", OlderThan: -time.Second, Concurrency: 65, Max: -1, Timeout: -time.Second}
+	err := o.Normalise()
+	if !errors.Is(err, reconcile.ErrBadOptions) {
+		t.Fatalf("err %v, want ErrBadOptions", err)
+	}
+	for _, want := range []string{"--consumer", "--older-than", "--concurrency 65", "--max -1", "--timeout"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+	ok := reconcile.Options{Consumer: "billing"}
+	if err := ok.Normalise(); err != nil || ok.Timeout != 5*time.Second || ok.Concurrency != 4 || ok.Max != 1000 || ok.Actor != "unknown" {
+		t.Fatalf("defaults %+v, %v", ok, err)
+	}
+}
