@@ -75,7 +75,7 @@ type UncertainCursor struct {
 }
 
 // The row comparison and order match effects_uncertain_idx, so a page is one range scan of the
-// partial index. ('', -1) sorts before every row: event IDs are never empty.
+// partial index. (”, -1) sorts before every row: event IDs are never empty.
 const effectsUncertainPage = `
 select event_id, effect_version, coalesce(job_id, ''), request_hash, request_hash_alg, effect_count, calls_started,
        external_refs, coalesce(lease_owner, ''), coalesce(last_error, ''), updated_at,

@@ -54,8 +54,8 @@ type measured struct {
 	seconds    float64
 	cpuSeconds float64
 	maxRSSMiB  float64
-	stdout    []byte
-	exitCode  int
+	stdout     []byte
+	exitCode   int
 }
 
 // runMeasured runs a program to its end with stderr going to logPath, and measures it.
