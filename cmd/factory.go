@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -149,4 +150,23 @@ func redactNATSURL(servers string) string {
 		parts[i] = u.Redacted()
 	}
 	return strings.Join(parts, ",")
+}
+
+// Quotes and backquotes end a URL quoted in a message.
+var (
+	// userinfoPassword matches the password of any scheme://user:password@ in free text.
+	userinfoPassword = regexp.MustCompile("(?i)\\b([a-z][a-z0-9+.-]*://[^\\s:/@\"'`]*:)[^\\s@\"'`]+@")
+	// natsToken matches the token of a NATS URL, which NATS carries as a lone user part.
+	natsToken = regexp.MustCompile("(?i)\\b((?:nats|tls|ws|wss)://)[^\\s:/@\"'`]+@")
+)
+
+// redactCredentials masks every URL password and NATS token in msg, and every password= of a
+// key=value connection string, wherever it came from. The configured URLs are redacted by value
+// before; this catches a URL the operator misplaced, for example as an argument
+// (`--database-url= postgres://u:pw@host/db` makes the URL a positional argument, which usage
+// errors and "no such job" quote back).
+func redactCredentials(msg string) string {
+	msg = userinfoPassword.ReplaceAllString(msg, "${1}xxxxx@")
+	msg = natsToken.ReplaceAllString(msg, "${1}xxxxx@")
+	return ledger.RedactURL(msg)
 }

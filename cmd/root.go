@@ -168,7 +168,7 @@ func run(ctx context.Context, f *Factory, root *cobra.Command, args []string) in
 // errors, and under --json also as {"error", "exitCode"} on stdout for CI.
 func reportError(f *Factory, cmd *cobra.Command, args []string, err error, code int) {
 	msg := redact(err.Error(), f.DatabaseURL(), ledger.RedactURL)
-	msg = redact(msg, f.NATSURL(), redactNATSURL)
+	msg = redactCredentials(redact(msg, f.NATSURL(), redactNATSURL))
 	ios := f.IOStreams
 	fmt.Fprintf(ios.ErrOut, "replayctl: %s\n", msg)
 	if errors.Is(err, ErrUsage) {

@@ -258,13 +258,16 @@ func (c *Consumer) transient(ctx context.Context, d *delivery, out Outcome, key 
 	return c.retry(d, out, herr)
 }
 
-// markUncertain marks our row uncertain and terms the message. If the write fails the row keeps
-// calls_started > 0, so its lapsed lease becomes uncertain on the next look anyway.
+// markUncertain marks our row uncertain and terms the message. If the write fails the message is
+// nakked, not termed: the row keeps calls_started > 0, so the redelivery finds its lease lapsed
+// and marks it uncertain then. A termed message would leave the row processing with nobody to
+// look at it again, and the replay waiting for it forever.
 func (c *Consumer) markUncertain(ctx context.Context, d *delivery, out Outcome, key ledger.EffectKey, made int, refs []byte, cause error) Outcome {
 	_, err := ledger.EffectsMarkUncertain(ctx, c.cfg.Store.Pool, ledger.EffectUncertainty{Key: key, Owner: c.cfg.Owner,
 		EffectCount: made, ExternalRefs: refs, LastError: clipText(cause.Error(), maxLastErrorBytes)})
 	if err != nil {
-		cause = errors.Join(cause, err)
+		return c.retry(d, out, fmt.Errorf("event %q version %d: %w; recording it as uncertain failed (%w): the redelivery "+
+			"records it once the lease lapses, and never runs it again", d.ev.ID, d.ev.EffectVersion, cause, err))
 	}
 	return c.termUncertain(d, out, fmt.Errorf("event %q version %d: %w; it is never retried automatically: review it by hand",
 		d.ev.ID, d.ev.EffectVersion, cause))

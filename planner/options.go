@@ -4,10 +4,13 @@ package planner
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/replayctl/replayctl/internal/atomicfile"
 	"github.com/replayctl/replayctl/manifest"
@@ -53,6 +56,33 @@ type Options struct {
 	Stage func(description string)
 }
 
+// maxReasonRunes and maxTicketRunes bound the operator's --reason and --ticket: they are stored
+// on the job row and in every audit entry, and shown by show and status.
+const (
+	maxReasonRunes = 2000
+	maxTicketRunes = 200
+	// sinceSkew is how far ahead of this host's clock --since may be, for a NATS server whose
+	// clock runs ahead.
+	sinceSkew = time.Minute
+)
+
+// checkText refuses text that cannot be stored or shown as typed: over maxRunes characters, not
+// UTF-8, or with control characters other than newline and tab (PostgreSQL refuses NUL, and
+// terminal escapes would rewrite the screen of whoever runs show or status).
+func checkText(s string, maxRunes int) error {
+	switch n := utf8.RuneCountInString(s); {
+	case !utf8.ValidString(s):
+		return fmt.Errorf("is not valid UTF-8")
+	case n > maxRunes:
+		return fmt.Errorf("is %d characters; the limit is %d: put the details in the ticket", n, maxRunes)
+	}
+	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Errorf("contains the control character %U at byte %d; retype it as plain text", r, i)
+	}
+	return nil
+}
+
 // maxReasonLength bounds a failure reason as stored and counted: reasons often embed a whole
 // upstream response, and the histogram must stay readable.
 const maxReasonLength = 200
@@ -74,9 +104,16 @@ func (o *Options) Normalise() error {
 	}
 	if err := manifest.ValidateReason(o.Reason); err != nil {
 		add("--reason: %v", err)
+	} else if err := checkText(o.Reason, maxReasonRunes); err != nil {
+		add("--reason: %v", err)
 	}
-	if strings.ContainsAny(o.SubjectFilter, " \t\r\n") {
-		add("--subject %q: a subject filter has no white space", o.SubjectFilter)
+	if err := checkText(o.Ticket, maxTicketRunes); err != nil {
+		add("--ticket: %v", err)
+	}
+	if o.SubjectFilter != "" {
+		if err := protocol.ValidateSubjectFilter(o.SubjectFilter); err != nil {
+			add("--subject: %v", err)
+		}
 	}
 	if o.Since != nil && o.Until != nil && !o.Since.Before(*o.Until) {
 		add("--since %s is not before --until %s", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
@@ -89,8 +126,8 @@ func (o *Options) Normalise() error {
 	if o.Max < 0 {
 		add("--max %d: must be 0 (no limit) or more", o.Max)
 	}
-	if o.EffectVersion < 0 {
-		add("--effect-version %d: must be positive", o.EffectVersion)
+	if o.EffectVersion < 0 || o.EffectVersion > math.MaxInt32 {
+		add("--effect-version %d: must be between 1 and %d (the ledger stores a PostgreSQL integer); omit it for one above the highest known", o.EffectVersion, math.MaxInt32)
 	}
 	if o.OutputPath == "" {
 		add("-o is required: the path the manifest is written to")
@@ -119,6 +156,13 @@ func (o *Options) Normalise() error {
 		o.Now = time.Now()
 	}
 	o.Now = o.Now.UTC()
+	// The DLQ stream's storage times are the server's past: a --since after the wall clock (not
+	// Now, which only dates the job) selects nothing, and is most often a date typed in the wrong
+	// year or a local time read as UTC. The margin absorbs clock skew with the NATS server.
+	if wall := time.Now().UTC(); o.Since != nil && o.Since.After(wall.Add(sinceSkew)) {
+		add("--since %s is in the future (now %s): no stored message can match; give a past time or a duration such as 6h",
+			o.Since.UTC().Format(time.RFC3339), wall.Format(time.RFC3339))
+	}
 	if len(problems) > 0 {
 		return &OptionsError{Problems: problems}
 	}
