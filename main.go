@@ -6,28 +6,55 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 
 	"github.com/replayctl/replayctl/cmd"
 )
 
 func main() { os.Exit(run()) }
 
-// run is main with the profile, if asked for, written before the exit: REPLAYCTL_CPUPROFILE=path
-// writes a CPU profile of the whole command (docs/benchmarks.md uses it).
+// run is main with the profiles, if asked for, written before the exit (docs/benchmarks.md uses
+// them): REPLAYCTL_CPUPROFILE=path writes a CPU profile of the whole command, and
+// REPLAYCTL_TRACE=path an execution trace, which shows where a command waits rather than computes
+// (`go tool trace -pprof=sync path`).
 func run() int {
-	if path := os.Getenv("REPLAYCTL_CPUPROFILE"); path != "" {
+	stop, err := startProfiles()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "replayctl: %v\n", err)
+		return cmd.ExitUsage
+	}
+	defer stop()
+	return cmd.Execute()
+}
+
+func startProfiles() (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	for _, p := range []struct {
+		env   string
+		start func(*os.File) error
+		end   func()
+	}{
+		{"REPLAYCTL_CPUPROFILE", func(f *os.File) error { return pprof.StartCPUProfile(f) }, pprof.StopCPUProfile},
+		{"REPLAYCTL_TRACE", func(f *os.File) error { return trace.Start(f) }, trace.Stop},
+	} {
+		path := os.Getenv(p.env)
+		if path == "" {
+			continue
+		}
 		f, err := os.Create(path)
 		if err == nil {
-			err = pprof.StartCPUProfile(f)
+			err = p.start(f)
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "replayctl: REPLAYCTL_CPUPROFILE=%s: %v\n", path, err)
-			return cmd.ExitUsage
+			stop()
+			return nil, fmt.Errorf("%s=%s: %w", p.env, path, err)
 		}
-		defer func() {
-			pprof.StopCPUProfile()
-			f.Close()
-		}()
+		stops = append(stops, func() { p.end(); f.Close() })
 	}
-	return cmd.Execute()
+	return stop, nil
 }

@@ -42,6 +42,8 @@ var exitCodes = []struct {
 	// gates. It also matches ErrInvalid, so it must come first.
 	{manifest.ErrTampered, ExitGateRefused},
 	{manifest.ErrInvalid, ExitUsage},
+	// Stale comes first: it also matches errManifestNotRecorded (a job the ledger never heard of).
+	{errManifestStale, ExitGateRefused},
 	{errManifestNotRecorded, ExitUsage},
 	{ledger.ErrJobNotFound, ExitUsage},
 	// Refusals of a plan request are bad input: nothing was scanned or recorded.

@@ -31,6 +31,8 @@ result, so a replay must prove its boundary before any external effect is produc
   status   where a job's targets stand, from any terminal; pause, resume and cancel it
   reconcile  ask the consumer's look-up whether uncertain effects happened: reconciled, or
            marked for manual review; never retried
+  ledger   "ledger stats --consumer C" for replay and mismatch rates, lease expiries and
+           uncertain age, with warnings; "ledger prune" drops result bodies and old rows
 
 Review between the steps: "show job.json" summarises a manifest and "validate --ledger job.json"
 proves it is the manifest the job was recorded with. A manifest edited after plan is refused.

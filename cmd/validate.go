@@ -16,6 +16,11 @@ import (
 // recorded with: an edited and re-sealed file, or a job that was never recorded.
 var errManifestNotRecorded = errors.New("manifest does not match the recorded job")
 
+// errManifestStale means the ledger records the manifest's job with another digest: the file was
+// edited and re-sealed, or is older than a re-planned job. Shadow and execute refuse it at their
+// gate (exit 3), so validate --ledger gives the same answer for the same fact.
+var errManifestStale = fmt.Errorf("%w: the recorded digest differs", errManifestNotRecorded)
+
 // ValidateOptions are the inputs of replayctl validate.
 type ValidateOptions struct {
 	IO     *iostreams.IOStreams
@@ -135,7 +140,7 @@ func checkRecorded(ctx context.Context, opts *ValidateOptions, m *manifest.Manif
 	if job.ManifestDigest != m.Digest {
 		return fmt.Errorf("%s: %w: job %s was recorded with digest %s, the file has %s; "+
 			"the file was changed after plan; re-run `replayctl plan` instead of editing it",
-			opts.Path, errManifestNotRecorded, m.ID, job.ManifestDigest, m.Digest)
+			opts.Path, errManifestStale, m.ID, job.ManifestDigest, m.Digest)
 	}
 	return nil
 }

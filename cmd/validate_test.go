@@ -150,7 +150,7 @@ func TestValidateAgainstLedger(t *testing.T) {
 		t.Fatalf("without --ledger the re-sealed manifest must pass, exit %d", code)
 	}
 	_, stderr, code = runCommand(t, false, "validate --ledger"+flags+path)
-	if code != ExitUsage || !strings.Contains(stderr, "manifest does not match the recorded job") ||
+	if code != ExitGateRefused || !strings.Contains(stderr, "manifest does not match the recorded job") ||
 		!strings.Contains(stderr, m.Digest) || !strings.Contains(stderr, "re-run `replayctl plan`") {
 		t.Errorf("re-sealed manifest: exit %d, stderr %q", code, stderr)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
 )
 
 // Control is a pause, resume or cancel of a job from any process; the job's executor, if one
@@ -68,6 +69,9 @@ func control(ctx context.Context, store *ledger.Store, c Control, action string)
 	}
 	if c.Actor == "" {
 		c.Actor = "unknown"
+	}
+	if err := manifest.ValidateText(c.Reason, manifest.MaxReasonRunes); err != nil {
+		return nil, &OptionsError{Action: action, Problems: []string{"--reason " + err.Error()}}
 	}
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err

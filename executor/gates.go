@@ -36,6 +36,9 @@ type session struct {
 	// stream is the stream that captures the targets' original subjects ("" when no target is
 	// left to publish).
 	stream string
+	// noRowsAhead: the job had never been executed and its version had no row for it when this
+	// run began, so only this run's own publishes can make rows, all behind its read position.
+	noRowsAhead bool
 }
 
 // refuse returns gate's refusal and records it in the audit log: a refused run is a decision too.
@@ -225,7 +228,8 @@ func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift
 	p.Counts.CallBudget = p.CallBudget
 	rowsUnderVersion := e.Settled() + e.Processing + e.Retrying
 	p.ToPublish = max(0, unsettled(ts)-drift.Drifted-rowsUnderVersion)
-	first, err := s.store.JobTargetsPageToPublish(ctx, job.ID, job.Consumer, job.EffectVersionTo, 0, firstTargetsShown)
+	s.noRowsAhead = job.Status == ledger.JobShadowed && rowsUnderVersion == 0
+	first, err := s.store.JobTargetsPageToPublish(ctx, s.publishPage(0, firstTargetsShown))
 	if err != nil {
 		return Preflight{}, err
 	}

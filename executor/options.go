@@ -72,9 +72,11 @@ type Options struct {
 const (
 	// maxRate is the highest --rate taken literally: above it the interval between publishes
 	// rounds towards zero, so a typo such as 1e12 would silently mean "no limit".
-	maxRate              = 1e6
-	defaultMaxInFlight   = 1000
-	maxMaxInFlight       = 100000
+	maxRate            = 1e6
+	defaultMaxInFlight = 1000
+	// maxMaxInFlight admits a backfill that puts a whole million-target job on the stream at
+	// once and lets the consumer drain it; the bound holds no memory per target in flight.
+	maxMaxInFlight       = 10_000_000
 	defaultSettleTimeout = 5 * time.Minute
 	defaultPollInterval  = time.Second
 )

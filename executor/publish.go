@@ -81,7 +81,7 @@ func (s *session) readPages(ctx context.Context, pages chan<- []ledger.ExecTarge
 	defer close(pages)
 	var after uint64
 	for {
-		page, err := s.store.JobTargetsPageToPublish(ctx, s.job.ID, s.job.Consumer, s.job.EffectVersionTo, after, pageSize)
+		page, err := s.store.JobTargetsPageToPublish(ctx, s.publishPage(after, pageSize))
 		if err != nil || len(page) == 0 {
 			return err
 		}
@@ -92,6 +92,11 @@ func (s *session) readPages(ctx context.Context, pages chan<- []ledger.ExecTarge
 			return ctx.Err()
 		}
 	}
+}
+
+func (s *session) publishPage(after uint64, limit int) ledger.PublishPage {
+	return ledger.PublishPage{JobID: s.job.ID, Consumer: s.job.Consumer, Version: s.job.EffectVersionTo,
+		AfterSeq: after, Limit: limit, NoRowsAhead: s.noRowsAhead}
 }
 
 // readSources merges the pages with the DLQ read forward, sends each target whose message is the

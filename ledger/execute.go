@@ -55,6 +55,29 @@ select t.event_id, t.stream_seq, t.original_subject, coalesce(t.payload_hash, ''
  order by t.stream_seq
  limit $5`
 
+// The same page without the probe, for a run that knows no target ahead of it has a row: the
+// probe was most of the page's cost (7 of 8 ms per 1,000 targets).
+const jobTargetsPageToPublishNoRows = `
+select t.event_id, t.stream_seq, t.original_subject, coalesce(t.payload_hash, '')
+  from job_targets t
+ where t.job_id = $1 and t.stream_seq > $2 and t.status in ('pending', 'shadowed', 'published')
+ order by t.stream_seq
+ limit $3`
+
+// PublishPage asks for one page of the targets a run still has to publish.
+type PublishPage struct {
+	JobID    string
+	Consumer string
+	Version  int
+	// AfterSeq is the stream sequence of the last target already read (0 for the first page).
+	AfterSeq uint64
+	Limit    int
+	// NoRowsAhead says the caller knows that no target after AfterSeq has an effects row under
+	// Version: the first run of a job, whose version had no row for the job when it started and
+	// whose own publishes are all behind AfterSeq. The page then skips the per-target probe.
+	NoRowsAhead bool
+}
+
 // JobTargetsAnalyze refreshes the planner's statistics of job_targets. A job's targets are paged
 // by (job_id, stream_seq) right after plan inserts them, before autovacuum has looked: without
 // statistics PostgreSQL estimates one row per page and plans a bitmap scan and sort of every
@@ -66,12 +89,20 @@ func JobTargetsAnalyze(ctx context.Context, db Querier) error {
 	return err
 }
 
-// JobTargetsPageToPublish returns up to limit targets of jobID with a stream sequence above
-// afterSeq, in stream order, that are pending, shadowed or published and have no effects row of
-// consumer under version: the targets a (resumed) run still has to publish. A target with a row
-// under version (completed, uncertain, processing, retrying) is never returned.
-func (s *Store) JobTargetsPageToPublish(ctx context.Context, jobID, consumer string, version int, afterSeq uint64, limit int) ([]ExecTarget, error) {
-	rows, err := s.Pool.Query(ctx, jobTargetsPageToPublish, jobID, consumer, version, int64(afterSeq), limit)
+// JobTargetsPageToPublish returns up to p.Limit targets of p.JobID with a stream sequence above
+// p.AfterSeq, in stream order, that are pending, shadowed or published and have no effects row of
+// p.Consumer under p.Version: the targets a (resumed) run still has to publish. A target with a row
+// under the version (completed, uncertain, processing, retrying) is never returned, unless
+// p.NoRowsAhead vouches that there is none.
+func (s *Store) JobTargetsPageToPublish(ctx context.Context, p PublishPage) ([]ExecTarget, error) {
+	jobID, afterSeq := p.JobID, p.AfterSeq
+	var rows pgx.Rows
+	var err error
+	if p.NoRowsAhead {
+		rows, err = s.Pool.Query(ctx, jobTargetsPageToPublishNoRows, p.JobID, int64(p.AfterSeq), p.Limit)
+	} else {
+		rows, err = s.Pool.Query(ctx, jobTargetsPageToPublish, p.JobID, p.Consumer, p.Version, int64(p.AfterSeq), p.Limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read the targets job %s still has to publish after stream sequence %d: %w", jobID, afterSeq, err)
 	}

@@ -95,7 +95,7 @@ func TestJobTargetsPageToPublishLeavesOutTargetsWithARowUnderTheVersion(t *testi
 
 	page := func(after uint64, limit int) []string {
 		t.Helper()
-		got, err := store.JobTargetsPageToPublish(ctx, "job-x", "billing", 2, after, limit)
+		got, err := store.JobTargetsPageToPublish(ctx, ledger.PublishPage{JobID: "job-x", Consumer: "billing", Version: 2, AfterSeq: after, Limit: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,6 +113,21 @@ func TestJobTargetsPageToPublishLeavesOutTargetsWithARowUnderTheVersion(t *testi
 	}
 	if got := page(80, 10); len(got) != 0 {
 		t.Fatalf("after the last target: %q", got)
+	}
+
+	// A first run vouches that no row is ahead of it and skips the probe: the statuses still
+	// decide, and the page is the same but for f, whose row this test planted.
+	got, err := store.JobTargetsPageToPublish(ctx, ledger.PublishPage{JobID: "job-x", Consumer: "billing", Version: 2,
+		AfterSeq: 20, Limit: 10, NoRowsAhead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tg := range got {
+		ids = append(ids, tg.EventID)
+	}
+	if want := []string{"c", "f", "g", "h"}; !slices.Equal(ids, want) {
+		t.Fatalf("page without the probe %q, want %q", ids, want)
 	}
 }
 

@@ -20,7 +20,7 @@ select count(*) from pg_tables
    and tablename in ('replayctl_migrations', 'effects', 'effect_versions', 'jobs', 'job_targets', 'audit', 'shadow_verdicts')`
 
 // allMigrations are the embedded migrations in order; a new one is added here too.
-var allMigrations = []string{"0001_init", "0002_consumer_and_shadow", "0003_execute", "0004_reconcile", "0005_lifecycle"}
+var allMigrations = []string{"0001_init", "0002_consumer_and_shadow", "0003_execute", "0004_reconcile", "0005_lifecycle", "0006_job_targets_fillfactor"}
 
 var latestVersion = len(allMigrations)
 

@@ -101,7 +101,9 @@ func Validate(m *Manifest) error {
 	if m.EffectVersion.From < 0 {
 		p.add("effectVersion.from", fmt.Sprintf("is %d; versions start at 0", m.EffectVersion.From))
 	}
-	if m.EffectVersion.To <= m.EffectVersion.From {
+	if m.EffectVersion.To > math.MaxInt32 {
+		p.add("effectVersion.to", fmt.Sprintf("is %d; the ledger stores versions up to %d", m.EffectVersion.To, math.MaxInt32))
+	} else if m.EffectVersion.To <= m.EffectVersion.From {
 		p.add("effectVersion.to", fmt.Sprintf("is %d; it must be greater than effectVersion.from (%d)",
 			m.EffectVersion.To, m.EffectVersion.From))
 	}

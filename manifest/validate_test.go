@@ -53,6 +53,8 @@ func TestValidateReportsField(t *testing.T) {
 		{"lastSeq before firstSeq", func(m *manifest.Manifest) { m.Source.FirstSeq = 100 }, "source.lastSeq", "before source.firstSeq (100)"},
 		{"lastSeq after stream", func(m *manifest.Manifest) { m.Source.StreamLastSeq = 11 }, "source.lastSeq", "after source.streamLastSeq (11)"},
 		{"from negative", func(m *manifest.Manifest) { m.EffectVersion = manifest.EffectVersion{From: -1, To: 1} }, "effectVersion.from", "is -1"},
+		{"to above the ledger's integer", func(m *manifest.Manifest) { m.EffectVersion.To = 1 << 31 }, "effectVersion.to",
+			"is 2147483648; the ledger stores versions up to 2147483647"},
 		{"to not above from", func(m *manifest.Manifest) { m.EffectVersion.To = 1 }, "effectVersion.to",
 			"is 1; it must be greater than effectVersion.from (1)"},
 		{"negative stat", func(m *manifest.Manifest) { m.Stats.OverMax = -2 }, "stats.overMax", "is -2; counts cannot be negative"},

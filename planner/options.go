@@ -7,10 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/replayctl/replayctl/internal/atomicfile"
 	"github.com/replayctl/replayctl/manifest"
@@ -56,32 +53,9 @@ type Options struct {
 	Stage func(description string)
 }
 
-// maxReasonRunes and maxTicketRunes bound the operator's --reason and --ticket: they are stored
-// on the job row and in every audit entry, and shown by show and status.
-const (
-	maxReasonRunes = 2000
-	maxTicketRunes = 200
-	// sinceSkew is how far ahead of this host's clock --since may be, for a NATS server whose
-	// clock runs ahead.
-	sinceSkew = time.Minute
-)
-
-// checkText refuses text that cannot be stored or shown as typed: over maxRunes characters, not
-// UTF-8, or with control characters other than newline and tab (PostgreSQL refuses NUL, and
-// terminal escapes would rewrite the screen of whoever runs show or status).
-func checkText(s string, maxRunes int) error {
-	switch n := utf8.RuneCountInString(s); {
-	case !utf8.ValidString(s):
-		return fmt.Errorf("is not valid UTF-8")
-	case n > maxRunes:
-		return fmt.Errorf("is %d characters; the limit is %d: put the details in the ticket", n, maxRunes)
-	}
-	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(s[i:])
-		return fmt.Errorf("contains the control character %U at byte %d; retype it as plain text", r, i)
-	}
-	return nil
-}
+// sinceSkew is how far ahead of this host's clock --since may be, for a NATS server whose clock
+// runs ahead.
+const sinceSkew = time.Minute
 
 // maxReasonLength bounds a failure reason as stored and counted: reasons often embed a whole
 // upstream response, and the histogram must stay readable.
@@ -104,10 +78,10 @@ func (o *Options) Normalise() error {
 	}
 	if err := manifest.ValidateReason(o.Reason); err != nil {
 		add("--reason: %v", err)
-	} else if err := checkText(o.Reason, maxReasonRunes); err != nil {
+	} else if err := manifest.ValidateText(o.Reason, manifest.MaxReasonRunes); err != nil {
 		add("--reason: %v", err)
 	}
-	if err := checkText(o.Ticket, maxTicketRunes); err != nil {
+	if err := manifest.ValidateText(o.Ticket, manifest.MaxTicketRunes); err != nil {
 		add("--ticket: %v", err)
 	}
 	if o.SubjectFilter != "" {

@@ -31,15 +31,15 @@ const (
 // plan's scan.
 func rawScan(ctx context.Context, js jetstream.JetStream, stream string) (phase, error) {
 	start := time.Now()
-	n, err := scanDLQ(ctx, js, stream, 0, func(*nats.Header) error { return nil })
+	n, err := scanDLQ(ctx, js, stream, 0, func(jetstream.Msg) error { return nil })
 	if err != nil {
 		return phase{}, fmt.Errorf("raw scan of %s: %w", stream, err)
 	}
 	return timedPhase("raw DLQ scan (ordered consumer, nothing else)", n, time.Since(start)), nil
 }
 
-// scanDLQ feeds each message's headers of stream to fn, the first limit messages (0: all).
-func scanDLQ(ctx context.Context, js jetstream.JetStream, stream string, limit int64, fn func(*nats.Header) error) (int64, error) {
+// scanDLQ feeds each message of stream to fn, the first limit messages (0: all).
+func scanDLQ(ctx context.Context, js jetstream.JetStream, stream string, limit int64, fn func(jetstream.Msg) error) (int64, error) {
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return 0, err
@@ -63,8 +63,7 @@ func scanDLQ(ctx context.Context, js jetstream.JetStream, stream string, limit i
 		if err != nil {
 			return n, err
 		}
-		h := msg.Headers()
-		if err := fn(&h); err != nil {
+		if err := fn(msg); err != nil {
 			return n, err
 		}
 		n++
@@ -120,38 +119,77 @@ func benchPayload(i int) []byte {
 // rawPublish publishes events prepared replay messages with JetStream's async publish, at most
 // asyncMaxPending unacknowledged, and waits for every ack: the ceiling over execute's publishing.
 func rawPublish(ctx context.Context, nc *nats.Conn, events int) (phase, error) {
-	var failed atomic.Int64
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncMaxPending),
-		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { failed.Add(1) }))
-	if err != nil {
-		return phase{}, err
-	}
-	if err := recreateStream(ctx, js, rawStream, rawSubject); err != nil {
-		return phase{}, err
-	}
 	msgs := make([]*nats.Msg, events)
 	for i := range msgs {
 		msgs[i] = nats.NewMsg(rawSubject)
 		msgs[i].Data = benchPayload(i)
 		replayHeaders(msgs[i], "job-raw", demo.EventID(i))
 	}
-	start := time.Now()
-	for _, m := range msgs {
-		if _, err := js.PublishMsgAsync(m); err != nil {
-			return phase{}, fmt.Errorf("raw publish: %w", err)
+	took, err := asyncPublish(ctx, nc, func(publish func(*nats.Msg) error) (int64, error) {
+		for _, m := range msgs {
+			if err := publish(m); err != nil {
+				return 0, err
+			}
 		}
+		return int64(len(msgs)), nil
+	})
+	if err != nil {
+		return phase{}, fmt.Errorf("raw publish: %w", err)
+	}
+	return timedPhase("raw JetStream async publish (prepared messages)", int64(events), took), nil
+}
+
+// rawCopy reads the DLQ forward and async-publishes each message as a replay, and nothing else
+// (no ledger, no payload check): the floor under execute's publishing, which must read every
+// target's message before it can publish it.
+func rawCopy(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, stream string) (phase, error) {
+	var n int64
+	took, err := asyncPublish(ctx, nc, func(publish func(*nats.Msg) error) (int64, error) {
+		return scanDLQ(ctx, js, stream, 0, func(dlqMsg jetstream.Msg) error {
+			m := nats.NewMsg(rawSubject)
+			m.Data = dlqMsg.Data()
+			replayHeaders(m, "job-raw-copy", dlqMsg.Headers().Get(planner.DefaultHeaders.EventID)+"-"+strconv.FormatInt(n, 10))
+			n++
+			return publish(m)
+		})
+	})
+	if err != nil {
+		return phase{}, fmt.Errorf("raw read and publish: %w", err)
+	}
+	return timedPhase("raw DLQ read + async publish of each message", n, took), nil
+}
+
+// asyncPublish runs feed with a publish function on a fresh raw stream, at most asyncMaxPending
+// unacknowledged, waits for every ack and returns the time from the start to the last ack.
+func asyncPublish(ctx context.Context, nc *nats.Conn, feed func(publish func(*nats.Msg) error) (int64, error)) (time.Duration, error) {
+	var failed atomic.Int64
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncMaxPending),
+		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { failed.Add(1) }))
+	if err != nil {
+		return 0, err
+	}
+	if err := recreateStream(ctx, js, rawStream, rawSubject); err != nil {
+		return 0, err
+	}
+	defer func() { _ = js.DeleteStream(context.WithoutCancel(ctx), rawStream) }()
+	start := time.Now()
+	n, err := feed(func(m *nats.Msg) error {
+		_, err := js.PublishMsgAsync(m)
+		return err
+	})
+	if err != nil {
+		return 0, err
 	}
 	select {
 	case <-js.PublishAsyncComplete():
 	case <-ctx.Done():
-		return phase{}, ctx.Err()
+		return 0, ctx.Err()
 	}
 	took := time.Since(start)
-	if n := failed.Load(); n > 0 {
-		return phase{}, fmt.Errorf("raw publish: %d of %d publishes failed", n, events)
+	if f := failed.Load(); f > 0 {
+		return 0, fmt.Errorf("%d of %d publishes failed", f, n)
 	}
-	_ = js.DeleteStream(ctx, rawStream)
-	return timedPhase("raw JetStream async publish (prepared messages)", int64(events), took), nil
+	return took, nil
 }
 
 // naiveScript is the replay a user writes instead of replayctl: for each DLQ message, one SELECT
@@ -168,8 +206,8 @@ func naiveScript(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, poo
 	var publishing time.Duration
 	var i int
 	start := time.Now()
-	n, err := scanDLQ(ctx, js, stream, int64(limit), func(h *nats.Header) error {
-		eventID := h.Get(planner.DefaultHeaders.EventID)
+	n, err := scanDLQ(ctx, js, stream, int64(limit), func(dlqMsg jetstream.Msg) error {
+		eventID := dlqMsg.Headers().Get(planner.DefaultHeaders.EventID)
 		var state string
 		err := pool.QueryRow(ctx, `select state from effects where consumer = $1 and event_id = $2
 			order by effect_version desc limit 1`, consumer, eventID).Scan(&state)

@@ -130,6 +130,10 @@ func (b *bench) steps(ctx context.Context) error {
 		return err
 	}
 	res.add("rawPublish", p)
+	if p, err = rawCopy(ctx, b.js, b.nc, dlqStream); err != nil {
+		return err
+	}
+	res.add("rawCopy", p)
 	naivePlan, naiveExec, err := naiveScript(ctx, b.js, b.nc, b.store.Pool, dlqStream, consumerName, b.cfg.naiveEvents)
 	if err != nil {
 		return err
@@ -163,7 +167,12 @@ func (b *bench) judge() {
 	res.compare("plan vs raw bulk join", "plan", "rawJoin", 0)
 	res.compare("execute publishing vs naive script", "executePublish", "naiveExec", 20)
 	res.compare("execute publishing vs raw async publish", "executePublish", "rawPublish", 0.5)
+	res.compare("execute publishing vs raw DLQ read + async publish", "executePublish", "rawCopy", 0)
 	res.compare("execute end to end vs naive script", "execute", "naiveExec", 0)
+	// How far the machine's limits themselves are above the naive script: a 20x target above
+	// these cannot be met by any replay on this machine.
+	res.compare("limit: raw DLQ read + async publish vs naive script", "rawCopy", "naiveExec", 0)
+	res.compare("limit: raw DLQ scan vs naive script's plan half", "rawScan", "naivePlan", 0)
 	if p, ok := res.phase("plan"); ok {
 		// The goal is for a million events; smaller runs are judged on the same rate.
 		projected := p.Seconds * 1_000_000 / float64(p.Events)
