@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/replayctl/replayctl/ledger"
 )
 
 // refusedAsSecondExecutor checks p was refused by the one-executor-per-job gate, naming the job.
@@ -42,16 +44,9 @@ func TestFaultSecondExecutorOfARunningJobIsRefused(t *testing.T) {
 	if !strings.Contains(first.stdout.String(), "of which deduplicated by JetStream\t0") {
 		t.Errorf("the first executor saw JetStream deduplicate publishes:\n%s", first.stdout.String())
 	}
-	entries, err := w.Store.AuditList(w.Ctx, m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var refused int
-	for _, a := range entries {
-		if a.Action == "execute.refused" && a.Details["gate"] == "one-executor-per-job" {
-			refused++
-		}
-	}
+	refused := w.auditCount(t, m.ID, func(a ledger.AuditEntry) bool {
+		return a.Action == "execute.refused" && a.Details["gate"] == "one-executor-per-job"
+	})
 	if refused != 1 {
 		t.Errorf("%d execute.refused audit entries for the one-executor-per-job gate, want 1", refused)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -129,4 +130,20 @@ func (w *execWorld) logLedgerOnFailure(t *testing.T, m *manifest.Manifest) {
 			}
 		}
 	})
+}
+
+// auditCount counts the audit entries of job jobID that match.
+func (w *execWorld) auditCount(t *testing.T, jobID string, match func(ledger.AuditEntry) bool) int {
+	t.Helper()
+	entries, err := w.Store.AuditList(w.Ctx, jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, a := range entries {
+		if match(a) {
+			n++
+		}
+	}
+	return n
 }

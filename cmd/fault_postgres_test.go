@@ -224,16 +224,7 @@ func TestFaultPostgresLockConnectionKilledExecutorTakesItBack(t *testing.T) {
 		t.Fatalf("the executor exited %d, want 0:\n%s", code, p.outputOf())
 	}
 	w.assertChargedOnce(t, n)
-	var retaken int
-	entries, err := w.Store.AuditList(w.Ctx, m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range entries {
-		if a.Action == "execute.lock_retaken" {
-			retaken++
-		}
-	}
+	retaken := w.auditCount(t, m.ID, func(a ledger.AuditEntry) bool { return a.Action == "execute.lock_retaken" })
 	if retaken != 1 {
 		t.Errorf("%d execute.lock_retaken audit entries, want 1", retaken)
 	}
