@@ -105,6 +105,10 @@ func printStats(ios *iostreams.IOStreams, st *ledger.Stats) error {
 	if u.Count > 0 {
 		uncertain += fmt.Sprintf(" (oldest %s, p95 %s)", ageString(u.MaxAgeSeconds), ageString(u.P95AgeSeconds))
 	}
+	stuck := count(st.StuckLeases.Count)
+	if st.StuckLeases.Count > 0 {
+		stuck += fmt.Sprintf(" (%d with a call started, oldest lapsed %s ago)", st.StuckLeases.CallsStarted, ageString(st.StuckLeases.OldestLapsedSeconds))
+	}
 	t := newTable(out, ios.IsStdoutTTY())
 	t.Header("METRIC", "VALUE", "WARNS WHEN", "STATUS")
 	for _, row := range [][]string{
@@ -113,6 +117,7 @@ func printStats(ios *iostreams.IOStreams, st *ledger.Stats) error {
 		{"payload mismatches", rateString(st.Mismatches), fmt.Sprintf(">= %g a day", st.Mismatches.MaxPerDay), warnMark(st.Mismatches.Warn)},
 		{"lease expiries", rateString(st.LeaseExpiries), fmt.Sprintf(">= %g a day", st.LeaseExpiries.MaxPerDay), warnMark(st.LeaseExpiries.Warn)},
 		{"uncertain", uncertain, "any older than " + ageString(u.MaxAgeThresholdSeconds), warnMark(u.Warn)},
+		{"stuck leases", stuck, "any lapsed over " + ageString(u.MaxAgeThresholdSeconds) + " ago", warnMark(st.StuckLeases.Warn)},
 	} {
 		if err := t.Append(row); err != nil {
 			return err

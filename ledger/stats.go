@@ -99,6 +99,7 @@ type Stats struct {
 	Mismatches    RateStat      `json:"payloadMismatches"`
 	LeaseExpiries RateStat      `json:"leaseExpiries"`
 	Uncertain     UncertainStat `json:"uncertain"`
+	StuckLeases   StuckStat     `json:"stuckLeases"`
 	// Warnings lists the metrics over their threshold, each with what to do; empty when none is.
 	Warnings []StatsWarning `json:"warnings"`
 }
@@ -133,9 +134,23 @@ type UncertainStat struct {
 	Warn                   bool    `json:"warn"`
 }
 
+// StuckStat counts processing rows whose lease lapsed more than StatsMaxUncertainAge ago and that
+// nobody took over: a message that is never delivered again (removed from the stream, or termed by
+// an older SDK) leaves such a row, which no SDK looks at again. Those with a call started may have
+// made their external write; they are uncertain in all but name.
+type StuckStat struct {
+	Count        int64 `json:"count"`
+	CallsStarted int64 `json:"callsStarted"`
+	// OldestLapsedSeconds is how long ago the oldest of them lapsed.
+	OldestLapsedSeconds float64 `json:"oldestLapsedSeconds"`
+	// Warn is Count > 0.
+	Warn bool `json:"warn"`
+}
+
 // StatsWarning is one metric over its threshold, said for an operator.
 type StatsWarning struct {
-	// Metric is the JSON name of the metric: replay, payloadMismatches, leaseExpiries, uncertain.
+	// Metric is the JSON name of the metric: replay, payloadMismatches, leaseExpiries, uncertain,
+	// stuckLeases.
 	Metric string `json:"metric"`
 	// Summary says what was found; Action what to do next.
 	Summary string `json:"summary"`
@@ -153,14 +168,18 @@ select w.since, w.until, fx.effects, fx.replayed,
          where i.consumer = $1 and i.kind = 'payload_conflict' and i.at >= w.since and i.at <= w.until),
        (select count(*) from effect_incidents i
          where i.consumer = $1 and i.kind = 'lease_lapsed' and i.at >= w.since and i.at <= w.until),
-       u.n, coalesce(u.p95, 0), coalesce(u.oldest, 0)
+       u.n, coalesce(u.p95, 0), coalesce(u.oldest, 0), sl.n, sl.called, coalesce(sl.oldest, 0)
   from w,
        lateral (select count(*) as effects, count(*) filter (where e.job_id is not null) as replayed
                   from effects e where e.consumer = $1 and e.created_at >= w.since) fx,
        lateral (select count(*) as n,
                        percentile_cont(0.95) within group (order by extract(epoch from w.until - e.updated_at)) as p95,
                        max(extract(epoch from w.until - e.updated_at))::float8 as oldest
-                  from effects e where e.consumer = $1 and e.state = 'uncertain') u`
+                  from effects e where e.consumer = $1 and e.state = 'uncertain') u,
+       lateral (select count(*) as n, count(*) filter (where e.calls_started > 0) as called,
+                       max(extract(epoch from w.until - e.lease_expires_at))::float8 as oldest
+                  from effects e where e.consumer = $1 and e.state = 'processing'
+                   and e.lease_expires_at < w.until - $3::bigint * interval '1 millisecond') sl`
 
 // LedgerStats reports opts.Consumer's replay rate, payload conflicts and lease expiries over
 // opts.Window, and its uncertain rows now, each against its threshold. An unknown consumer
@@ -174,9 +193,10 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 	}
 	st := &Stats{Consumer: opts.Consumer, Window: opts.Window.String(), WindowSeconds: opts.Window.Seconds()}
 	var mismatches, lapses int64
-	u := &st.Uncertain
-	err := s.Pool.QueryRow(ctx, ledgerStats, opts.Consumer, opts.Window.Milliseconds()).Scan(&st.Since, &st.Until,
-		&st.Replay.Effects, &st.Replay.Replayed, &mismatches, &lapses, &u.Count, &u.P95AgeSeconds, &u.MaxAgeSeconds)
+	u, sl := &st.Uncertain, &st.StuckLeases
+	err := s.Pool.QueryRow(ctx, ledgerStats, opts.Consumer, opts.Window.Milliseconds(), StatsMaxUncertainAge.Milliseconds()).Scan(
+		&st.Since, &st.Until, &st.Replay.Effects, &st.Replay.Replayed, &mismatches, &lapses, &u.Count, &u.P95AgeSeconds,
+		&u.MaxAgeSeconds, &sl.Count, &sl.CallsStarted, &sl.OldestLapsedSeconds)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger stats of consumer %s: %w", opts.Consumer, err)
 	}
@@ -190,6 +210,7 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 	st.LeaseExpiries = rateStat(lapses, days, StatsMaxLeaseExpiriesPerDay)
 	u.MaxAgeThresholdSeconds = StatsMaxUncertainAge.Seconds()
 	u.Warn = u.Count > 0 && u.MaxAgeSeconds > u.MaxAgeThresholdSeconds
+	sl.Warn = sl.Count > 0
 	st.Warnings = st.warnings()
 	return st, nil
 }
@@ -228,6 +249,13 @@ func (st *Stats) warnings() []StatsWarning {
 			Summary: fmt.Sprintf("%d uncertain rows, the oldest uncertain for %s (p95 %s), over %s",
 				st.Uncertain.Count, seconds(st.Uncertain.MaxAgeSeconds), seconds(st.Uncertain.P95AgeSeconds), StatsMaxUncertainAge),
 			Action: "an external write may or may not have happened for each: check the provider and reconcile them by hand; they are never retried or replayed automatically"})
+	}
+	if st.StuckLeases.Warn {
+		w = append(w, StatsWarning{Metric: "stuckLeases",
+			Summary: fmt.Sprintf("%d rows are processing under a lease that lapsed over %s ago and nobody took over (%d with an external call started; the oldest lapsed %s ago)",
+				st.StuckLeases.Count, StatsMaxUncertainAge, st.StuckLeases.CallsStarted, seconds(st.StuckLeases.OldestLapsedSeconds)),
+			Action: "if the consumer has been running meanwhile, their messages are not being delivered again: find them with `select event_id, effect_version, calls_started from effects where state = 'processing' and lease_expires_at < now()`; " +
+				"one with a call started may have made its external write, so check the provider before anything is replayed"})
 	}
 	return w
 }

@@ -140,6 +140,34 @@ func TestLedgerStatsUncertainWarnsWhenAnyIsOlderThanFifteenMinutes(t *testing.T)
 	}
 }
 
+func TestLedgerStatsWarnsOfLeasesLapsedLongAgoThatNobodyTookOver(t *testing.T) {
+	store := pgtest.Ledger(t)
+	execSQL(t, store, `
+insert into effects (consumer, event_id, effect_version, state, request_hash, lease_owner, lease_expires_at, calls_started)
+values ('billing', 'live-lease', 1, 'processing', 'sha256:a', 'w1', now() + interval '20 seconds', 1),
+       ('billing', 'lapsed-now', 1, 'processing', 'sha256:b', 'w1', now() - interval '5 minutes', 1),
+       ('refunds', 'other-consumer', 1, 'processing', 'sha256:c', 'w1', now() - interval '2 hours', 1)`)
+	st := stats(t, store, 24*time.Hour)
+	if st.StuckLeases.Count != 0 || warned(st, "stuckLeases") {
+		t.Errorf("a live lease and one lapsed 5 minutes ago (a redelivery is still due): %+v, want none stuck", st.StuckLeases)
+	}
+
+	execSQL(t, store, `
+insert into effects (consumer, event_id, effect_version, state, request_hash, lease_owner, lease_expires_at, calls_started)
+values ('billing', 'stuck-called', 2, 'processing', 'sha256:d', 'w2', now() - interval '40 minutes', 1),
+       ('billing', 'stuck-idle', 2, 'processing', 'sha256:e', 'w2', now() - interval '20 minutes', 0)`)
+	st = stats(t, store, 24*time.Hour)
+	sl := st.StuckLeases
+	if sl.Count != 2 || sl.CallsStarted != 1 || math.Abs(sl.OldestLapsedSeconds-40*60) > 2 || !sl.Warn || !warned(st, "stuckLeases") {
+		t.Fatalf("two leases lapsed 20 and 40 minutes ago: %+v, want 2 stuck, 1 with a call started, oldest 2400s, a warning", sl)
+	}
+	for _, w := range st.Warnings {
+		if w.Metric == "stuckLeases" && !strings.Contains(w.Action, "check the provider") {
+			t.Errorf("the warning does not say what to do: %+v", w)
+		}
+	}
+}
+
 func TestLedgerStatsOfAQuietConsumerWarnsOfNothing(t *testing.T) {
 	store := pgtest.Ledger(t)
 	seedEffects(t, store, "live-", 3, "30 minutes", "")
