@@ -70,10 +70,18 @@ func startReplayctl(t *testing.T, args ...string) *replayctlProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &replayctlProcess{exited: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^TestHelperProcessReplayctl$", "-test.count=1")
 	// The world is given by flags; the environment's ledger and server must not be picked instead.
-	p.cmd.Env = append(os.Environ(), helperArgsEnv+"="+string(encoded), "REPLAYCTL_DATABASE_URL=", "DATABASE_URL=", "NATS_URL=")
+	return startHelperProcess(t, "TestHelperProcessReplayctl",
+		helperArgsEnv+"="+string(encoded), "REPLAYCTL_DATABASE_URL=", "DATABASE_URL=", "NATS_URL=")
+}
+
+// startHelperProcess re-runs the test binary as the helper test named helper, with env added to
+// this process's environment, and kills it at cleanup if it is still running.
+func startHelperProcess(t *testing.T, helper string, env ...string) *replayctlProcess {
+	t.Helper()
+	p := &replayctlProcess{exited: make(chan struct{})}
+	p.cmd = exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.count=1")
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -83,9 +91,7 @@ func startReplayctl(t *testing.T, args ...string) *replayctlProcess {
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
+		if p.running() {
 			_ = p.cmd.Process.Kill()
 			<-p.exited
 		}

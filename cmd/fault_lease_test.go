@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"syscall"
@@ -92,23 +91,7 @@ func startStuckConsumer(t *testing.T, w *execWorld, lease time.Duration) *replay
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &replayctlProcess{exited: make(chan struct{})}
-	p.cmd = exec.Command(os.Args[0], "-test.run=^TestHelperProcessStuckConsumer$", "-test.count=1")
-	p.cmd.Env = append(os.Environ(), consumerHelperEnv+"="+string(cfg))
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		if p.running() {
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-	})
+	p := startHelperProcess(t, "TestHelperProcessStuckConsumer", consumerHelperEnv+"="+string(cfg))
 	waitUntil(t, 30*time.Second, "the stuck consumer to start", func() bool {
 		if !p.running() {
 			t.Fatalf("the stuck consumer exited:\n%s", p.outputOf())

@@ -41,6 +41,8 @@ func NewCmdLedgerStats(f *Factory, runF func(*LedgerStatsOptions) error) *cobra.
                       lease), per day; warns at %g a day
   uncertain           rows uncertain now (any window), with the p95 and the oldest age; warns
                       when any is older than %s: an external write awaits a person
+  stuck leases        rows processing under a lease that lapsed over %[4]s ago with nobody
+                      taking over (their message is not coming back); warns when there is any
 
 Rates per day are the window's count scaled to 24 hours, so a short window extrapolates. A
 warning is printed with what to do next.

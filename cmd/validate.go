@@ -45,7 +45,9 @@ not match means the file was edited after plan and is refused.
 With --ledger, also require the job to be recorded in the ledger with the same digest, so a
 manifest that was edited and re-sealed by hand still does not pass.
 
-Exits 0 when the manifest is valid and 2 when it is not.`,
+Exits 0 when the manifest is valid, 2 when it is not, and 3 when it is sound but not the job that
+was planned: a digest that does not match its content, or (with --ledger) a job recorded with
+another digest, as shadow and execute refuse it. A job the ledger never recorded is 2.`,
 		Example: `  replayctl validate job.json
   replayctl validate --ledger job.json
   replayctl validate --json job.json   # {"valid": true, "id": ..., "digest": ..., "targets": ..., "problems": []}`,
