@@ -139,32 +139,15 @@ func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
 	execTag, consumerTag := sessionsTag("execute"), sessionsTag("consumer")
 	w.taggedConsumer(t, consumerTag)
 
-	// Kill every connection of the executor and the consumer three times; an executor that stops
-	// on it is started again, as an operator would.
+	// Kill every connection of the executor and the consumer three times. Their ledger writes are
+	// idempotent and sent again on a new connection, so the run rides through: before they were,
+	// a kill stopped the executor (exit 1, "run execute again") and left 1-2 charged orders
+	// uncertain whose completion write it had cut.
 	p := startReplayctl(t, w.taggedExecuteArgs(execTag, "--rate", "100")...)
-	runs := 1
-	again := func() {
-		t.Helper()
-		if code := p.wait(t, time.Second); code != ExitFailure {
-			t.Fatalf("the executor whose connections were killed exited %d, want 1 or to ride through:\n%s", code, p.outputOf())
-		}
-		if want := lacking(p.stderr.String(), "execute of job "+m.ID+" stopped after publishing", "nothing is lost and the job stays executing",
-			"run `replayctl execute` on its manifest again"); want != "" {
-			t.Errorf("the stopped executor's error lacks %q:\n%s", want, p.stderr.String())
-		}
-		if want := lacking(p.stdout.String(), "execute of job "+m.ID+": executing"); want != "" {
-			t.Errorf("the stopped executor's summary lacks %q:\n%s", want, p.stdout.String())
-		}
-		if runs == 8 {
-			t.Fatalf("the executor stopped %d times", runs)
-		}
-		p = startReplayctl(t, w.taggedExecuteArgs(execTag, "--rate", "100")...)
-		runs++
-	}
 	for _, at := range []int64{50, 120, 200} {
 		waitUntil(t, 60*time.Second, fmt.Sprintf("%d targets to complete", at), func() bool {
 			if !p.running() {
-				again()
+				t.Fatalf("the executor exited before %d targets completed, want it to ride through the killed sessions:\n%s", at, p.outputOf())
 			}
 			return w.EffectCounts(m).Completed >= at
 		})
@@ -173,22 +156,11 @@ func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
 		}
 	}
 	code := p.waitOrDump(t, 60*time.Second)
-	for code == ExitFailure {
-		again()
-		code = p.waitOrDump(t, 60*time.Second)
+	if uncertain := w.assertSettledOnce(t, m, n); len(uncertain) > 0 {
+		t.Errorf("uncertain after killed sessions: %v; every charge's outcome should have been recorded on a new connection", uncertain)
 	}
-	uncertain := w.assertSettledOnce(t, m, n)
-	t.Logf("%d executor runs; last exit %d; uncertain %v", runs, code, uncertain)
-	switch {
-	case len(uncertain) == 0 && code != ExitOK:
-		t.Fatalf("the last run exited %d with nothing uncertain, want 0:\n%s", code, p.outputOf())
-	case len(uncertain) > 0 && code != ExitNeedsReview:
-		t.Fatalf("the last run exited %d with %d uncertain, want 5:\n%s", code, len(uncertain), p.outputOf())
-	}
-	for _, id := range uncertain {
-		if !strings.Contains(p.stdout.String(), id) {
-			t.Errorf("the run's review list lacks uncertain %s:\n%s", id, p.stdout.String())
-		}
+	if code != ExitOK {
+		t.Fatalf("the executor exited %d, want 0:\n%s", code, p.outputOf())
 	}
 	if s := w.JobStatus(m.ID); s != "completed" {
 		t.Errorf("job %s, want completed", s)

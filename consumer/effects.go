@@ -22,8 +22,9 @@ type EffectFunc func(ctx context.Context) (ref string, err error)
 type Effects struct {
 	// suppress is set in shadow mode and for write-forbidden replays: calls are recorded, not made.
 	suppress bool
-	// starting records in the ledger that a call is about to be made; it must succeed first.
-	starting func(ctx context.Context) error
+	// starting records in the ledger that call number n (from 1) is about to be made; it must
+	// succeed first.
+	starting func(ctx context.Context, n int) error
 
 	mu       sync.Mutex
 	recorded []protocol.Effect
@@ -63,7 +64,7 @@ func (fx *Effects) Call(ctx context.Context, kind, target string, fn EffectFunc)
 	n := fx.started
 	fx.mu.Unlock()
 
-	if err := fx.starting(ctx); err != nil {
+	if err := fx.starting(ctx, n); err != nil {
 		return "", fmt.Errorf("effect %s %s not made: %w", kind, target, err)
 	}
 	ref, err := fn(ctx)

@@ -70,8 +70,8 @@ func leaseLeftBy(e *env, payload string, calls int) {
 		RequestHashAlg: fingerprint.Algorithm, Owner: "crashed-instance", Lease: time.Minute}); err != nil {
 		e.t.Fatal(err)
 	}
-	for range calls {
-		if _, err := ledger.EffectsCallStarted(e.ctx, e.store.Pool, key, "crashed-instance"); err != nil {
+	for n := range calls {
+		if _, err := ledger.EffectsCallStarted(e.ctx, e.store.Pool, key, "crashed-instance", n+1); err != nil {
 			e.t.Fatal(err)
 		}
 	}

@@ -183,8 +183,8 @@ func settledState(state string) bool {
 func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key ledger.EffectKey) Outcome {
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	fx := &Effects{suppress: d.ev.WriteForbidden, starting: func(ctx context.Context) error {
-		ok, err := ledger.EffectsCallStarted(ctx, c.cfg.Store.Pool, key, c.cfg.Owner)
+	fx := &Effects{suppress: d.ev.WriteForbidden, starting: func(ctx context.Context, n int) error {
+		ok, err := ledger.EffectsCallStarted(ctx, c.cfg.Store.Pool, key, c.cfg.Owner, n)
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: the lease on %s is no longer live", ErrLeaseLost, key)
 		}

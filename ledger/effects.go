@@ -192,21 +192,30 @@ func EffectsHeartbeat(ctx context.Context, q Querier, key EffectKey, owner strin
 
 // A call may only start under a live lease: once it lapsed, another instance may be deciding the
 // row's fate, and an increment now would turn its take-over into an uncertain row.
+// greatest, not + 1: the statement is sent again after a lost answer, and the calls of one
+// handling may start concurrently, in any order.
 const effectsCallStarted = `
-update effects set calls_started = calls_started + 1, updated_at = now()
+update effects set calls_started = greatest(calls_started, $5), updated_at = now()
  where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing + `
    and lease_expires_at > now()`
 
-// EffectsCallStarted records, before an external call is made, that owner is starting one under
-// its lease on key. It must commit before the call: a crash mid-call then leaves calls_started > 0
-// and the lapsed lease becomes uncertain instead of being re-run. False means the lease is not
-// owner's or has lapsed, and the call must not be made.
-func EffectsCallStarted(ctx context.Context, q Querier, key EffectKey, owner string) (bool, error) {
-	tag, err := q.Exec(ctx, effectsCallStarted, key.Consumer, key.EventID, key.EffectVersion, owner)
+// EffectsCallStarted records, before an external call is made, that owner is starting call number
+// ordinal (from 1) of its handling under its lease on key. It must commit before the call: a crash
+// mid-call then leaves calls_started > 0 and the lapsed lease becomes uncertain instead of being
+// re-run. False means the lease is not owner's or has lapsed, and the call must not be made. A
+// statement that loses its connection is sent again (it is idempotent), so a killed session
+// before the second call of a handling does not leave its first call's effect uncertain.
+func EffectsCallStarted(ctx context.Context, q Querier, key EffectKey, owner string, ordinal int) (bool, error) {
+	var affected bool
+	_, err := retryLostConnection(ctx, func() error {
+		tag, err := q.Exec(ctx, effectsCallStarted, key.Consumer, key.EventID, key.EffectVersion, owner, ordinal)
+		affected = err == nil && tag.RowsAffected() == 1
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("record an external call starting for %s: %w", key, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return affected, nil
 }
 
 // EffectCompletion is the stored outcome of a handled event.
@@ -239,14 +248,42 @@ update effects
 
 // EffectsComplete stores c's outcome and releases the lease, if c.Owner still holds it. False
 // means it does not (the row was marked uncertain or taken over) and nothing was written.
+//
+// A statement that loses its connection is sent again. If an earlier attempt was applied before
+// its answer was lost, the row already holds this outcome: that is reported as recorded, not as
+// a lost lease, because the external calls were made once and their outcome is stored.
 func EffectsComplete(ctx context.Context, q Querier, c EffectCompletion) (bool, error) {
-	tag, err := q.Exec(ctx, effectsComplete, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.Owner,
-		c.ResultHash, nullable(string(c.ResultBody)), nullable(c.OutcomeKind), c.EffectCount, effectsRefs(c.ExternalRefs),
-		nullable(c.LastError), c.ResultRetention.Milliseconds(), c.EvidenceRetention.Milliseconds())
+	var affected bool
+	lost, err := retryLostConnection(ctx, func() error {
+		tag, err := q.Exec(ctx, effectsComplete, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.Owner,
+			c.ResultHash, nullable(string(c.ResultBody)), nullable(c.OutcomeKind), c.EffectCount, effectsRefs(c.ExternalRefs),
+			nullable(c.LastError), c.ResultRetention.Milliseconds(), c.EvidenceRetention.Milliseconds())
+		affected = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	if err == nil && lost && !affected {
+		affected, err = effectsHolds(ctx, q, c.Key, effectsHoldsCompletion, c.ResultHash, c.EffectCount)
+	}
 	if err != nil {
 		return false, fmt.Errorf("record the outcome of %s: %w", c.Key, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return affected, nil
+}
+
+// After a lost answer: is the row in the state the lost statement would have left it in?
+const (
+	effectsHoldsCompletion = `
+select exists (select from effects where ` + leasedRow + ` and state = 'completed' and result_hash = $4 and effect_count = $5)`
+	effectsHoldsUncertainty = `
+select exists (select from effects where ` + leasedRow + ` and state = 'uncertain' and lease_owner = $4 and effect_count = $5)`
+)
+
+func effectsHolds(ctx context.Context, q Querier, key EffectKey, query string, match string, effectCount int) (bool, error) {
+	var holds bool
+	_, err := retryLostConnection(ctx, func() error {
+		return q.QueryRow(ctx, query, key.Consumer, key.EventID, key.EffectVersion, match, effectCount).Scan(&holds)
+	})
+	return holds, err
 }
 
 // EffectUncertainty is what is known of a handling whose external outcome is not.
@@ -268,13 +305,22 @@ update effects
 
 // EffectsMarkUncertain marks the row u.Owner holds uncertain: an external write may have happened
 // and must be reviewed by hand, never retried automatically. False means u.Owner no longer holds it.
+// A statement that loses its connection is sent again, as in EffectsComplete.
 func EffectsMarkUncertain(ctx context.Context, q Querier, u EffectUncertainty) (bool, error) {
-	tag, err := q.Exec(ctx, effectsMarkUncertain, u.Key.Consumer, u.Key.EventID, u.Key.EffectVersion, u.Owner,
-		u.EffectCount, effectsRefs(u.ExternalRefs), u.LastError)
+	var affected bool
+	lost, err := retryLostConnection(ctx, func() error {
+		tag, err := q.Exec(ctx, effectsMarkUncertain, u.Key.Consumer, u.Key.EventID, u.Key.EffectVersion, u.Owner,
+			u.EffectCount, effectsRefs(u.ExternalRefs), u.LastError)
+		affected = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	if err == nil && lost && !affected {
+		affected, err = effectsHolds(ctx, q, u.Key, effectsHoldsUncertainty, u.Owner, u.EffectCount)
+	}
 	if err != nil {
 		return false, fmt.Errorf("mark %s uncertain: %w", u.Key, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return affected, nil
 }
 
 const effectsMarkLapsedUncertain = `
@@ -304,12 +350,19 @@ update effects
 
 // EffectsRelease gives up owner's lease on key after a transient failure in which no external
 // call was made, so a redelivery may claim it again. False means owner no longer held it.
+// A statement that loses its connection is sent again; if an earlier attempt was applied, the
+// answer is false, and the caller's redelivery finds the row released, which is what it wanted.
 func EffectsRelease(ctx context.Context, q Querier, key EffectKey, owner, lastError string) (bool, error) {
-	tag, err := q.Exec(ctx, effectsRelease, key.Consumer, key.EventID, key.EffectVersion, owner, lastError)
+	var affected bool
+	_, err := retryLostConnection(ctx, func() error {
+		tag, err := q.Exec(ctx, effectsRelease, key.Consumer, key.EventID, key.EffectVersion, owner, lastError)
+		affected = err == nil && tag.RowsAffected() == 1
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("release the lease of %s: %w", key, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return affected, nil
 }
 
 // effectsRefs stores an absent list as the column's own empty default rather than NULL.

@@ -84,7 +84,7 @@ func TestEffectsClaimTakesOverOnlyALapsedLeaseWithoutCalls(t *testing.T) {
 	if ok, attempts := claim(t, store, claimFor("b", "sha256:1")); !ok || attempts != 2 {
 		t.Fatalf("take-over of a lapsed lease without calls: %v attempt %d", ok, attempts)
 	}
-	if !hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "b")) {
+	if !hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "b", 1)) {
 		t.Fatal("b could not start a call under its live lease")
 	}
 
@@ -92,7 +92,7 @@ func TestEffectsClaimTakesOverOnlyALapsedLeaseWithoutCalls(t *testing.T) {
 	if ok, _ := claim(t, store, claimFor("c", "sha256:1")); ok {
 		t.Fatal("c took over a lapsed lease after a call had started: the call might be made twice")
 	}
-	if hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "b")) {
+	if hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "b", 1)) {
 		t.Fatal("b started a call under a lapsed lease")
 	}
 	if !hit(ledger.EffectsMarkLapsedUncertain(t.Context(), store.Pool, effectKey)) {
@@ -111,7 +111,7 @@ func TestEffectsMarkLapsedUncertainSparesALiveOrCallFreeLease(t *testing.T) {
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
-	hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "a"))
+	hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "a", 1))
 	if hit(ledger.EffectsMarkLapsedUncertain(t.Context(), store.Pool, effectKey)) {
 		t.Fatal("a live lease was marked uncertain")
 	}
@@ -150,7 +150,7 @@ func TestEffectsLeaseWritesNeedTheOwner(t *testing.T) {
 	refs := json.RawMessage(`[{"kind":"charge","target":"acct-1","ref":"ch_1"}]`)
 	attempts := map[string]func(owner string) (bool, error){
 		"heartbeat":    func(o string) (bool, error) { return ledger.EffectsHeartbeat(ctx, q, effectKey, o, time.Hour) },
-		"call started": func(o string) (bool, error) { return ledger.EffectsCallStarted(ctx, q, effectKey, o) },
+		"call started": func(o string) (bool, error) { return ledger.EffectsCallStarted(ctx, q, effectKey, o, 1) },
 		"release":      func(o string) (bool, error) { return ledger.EffectsRelease(ctx, q, effectKey, o, "x") },
 		"mark uncertain": func(o string) (bool, error) {
 			return ledger.EffectsMarkUncertain(ctx, q, ledger.EffectUncertainty{Key: effectKey, Owner: o, LastError: "x"})
@@ -222,7 +222,7 @@ func TestEffectsReleaseLetsTheEventBeClaimedAgain(t *testing.T) {
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
-	hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "a"))
+	hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "a", 1))
 	if !hit(ledger.EffectsRelease(t.Context(), store.Pool, effectKey, "a", "provider said 503")) {
 		t.Fatal("release missed the owner's row")
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The queries `replayctl execute` and `status` run: this file holds the targets' publishing and
@@ -133,11 +134,17 @@ func (s *Store) JobTargetsMarkPublished(ctx context.Context, jobID string, event
 	if len(eventIDs) == 0 {
 		return 0, nil
 	}
-	tag, err := s.Pool.Exec(ctx, jobTargetsMarkPublished, jobID, eventIDs, at)
+	var changed int64
+	// Idempotent: sent again after a lost connection.
+	_, err := retryLostConnection(ctx, func() error {
+		tag, err := s.Pool.Exec(ctx, jobTargetsMarkPublished, jobID, eventIDs, at)
+		changed += tag.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("mark %d targets of job %s published: %w", len(eventIDs), jobID, err)
 	}
-	return tag.RowsAffected(), nil
+	return changed, nil
 }
 
 // TargetOutcome is why one target was settled without a ledger outcome (skipped for drift,
@@ -169,7 +176,12 @@ func JobTargetsSetOutcome(ctx context.Context, q Querier, jobID, status string, 
 	for i, o := range outcomes {
 		ids[i], details[i] = o.EventID, o.Detail
 	}
-	tag, err := q.Exec(ctx, jobTargetsSetOutcome, jobID, status, ids, details)
+	var tag pgconn.CommandTag
+	// Idempotent: sent again after a lost connection.
+	_, err := retryLostConnection(ctx, func() (err error) {
+		tag, err = q.Exec(ctx, jobTargetsSetOutcome, jobID, status, ids, details)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("mark %d targets of job %s %s: %w", len(outcomes), jobID, status, err)
 	}
