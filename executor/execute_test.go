@@ -276,7 +276,13 @@ func TestPauseStopsPublishingAndResumeContinues(t *testing.T) {
 	if !res.ExecutorAttached || res.To != "paused" {
 		t.Fatalf("pause: %+v", res)
 	}
-	time.Sleep(300 * time.Millisecond) // one poll to see it, and in-flight publishes to land
+	// Status says "pausing" until the run's poll saw the pause; then a publish that had passed its
+	// turn may still land.
+	waitFor(t, "the executor to see the pause", func() bool {
+		st, err := executor.Status(e.Ctx, e.Store, m.ID)
+		return err == nil && st.Counts.State == "paused"
+	})
+	time.Sleep(200 * time.Millisecond)
 	paused := e.StreamMessages()
 	time.Sleep(time.Second)
 	if later := e.StreamMessages(); later != paused {
