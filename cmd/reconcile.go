@@ -46,6 +46,11 @@ answers one verdict per row:
   not_happened   the provider has no trace of it: the row stays uncertain, marked manual_review
   unknown        the look-up cannot tell: the row stays uncertain, marked manual_review
 
+Stuck leases are listed too: rows still processing whose lease lapsed over 15 minutes ago after
+an external call started, with no message left to bring the SDK back to them (ledger stats warns
+of them). They are uncertain in all but name; a verdict settles them as one, and the table marks
+them "stuck lease".
+
 Nothing is ever released for a retry: a "not charged" answer can itself be wrong (a charge still
 settling), so a person decides. Every change is one audit entry; a row that changed between the
 listing and the apply is left alone and reported. The table shows each row's event, version,
@@ -223,7 +228,7 @@ func printReconcileReport(ios *iostreams.IOStreams, r *reconcile.Report) error {
 			}
 			if err := t.Append(row.EventID, fmt.Sprint(row.EffectVersion), dash(row.JobID),
 				(time.Duration(row.UncertainForSeconds) * time.Second).String(), fmt.Sprint(row.Calls),
-				clipCell(refsCell(row.ExternalRefs)), clipCell(row.LastError), verdict, row.Outcome, clipCell(detail)); err != nil {
+				clipCell(refsCell(row.ExternalRefs)), clipCell(lastErrorCell(row)), verdict, row.Outcome, clipCell(detail)); err != nil {
 				return err
 			}
 		}
@@ -245,6 +250,17 @@ func printReconcileReport(ios *iostreams.IOStreams, r *reconcile.Report) error {
 		fmt.Fprintf(out, "\nnothing was changed in the ledger. Run without --dry-run (and confirm, or --yes) to apply.\n")
 	}
 	return nil
+}
+
+// lastErrorCell is the row's last error; a stuck lease, which has none of its own, says so.
+func lastErrorCell(row reconcile.Row) string {
+	if !row.StuckLease {
+		return row.LastError
+	}
+	if row.LastError == "" {
+		return "stuck lease: lapsed after a call started, no redelivery"
+	}
+	return "stuck lease: " + row.LastError
 }
 
 // refsCell renders recorded calls as kind=ref, one per call, for the table.

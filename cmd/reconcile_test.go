@@ -152,3 +152,47 @@ func TestReconcileWithoutAResponderExits1AndChangesNothing(t *testing.T) {
 		t.Fatalf("a consumer without uncertain rows: exit %d, want 0:\n%s", code, stdout)
 	}
 }
+
+// A replayed order whose consumer was killed after its charge, and whose message is gone, leaves
+// its row processing with nobody to come back to it: ledger stats warns of the stuck lease, and
+// reconcile settles it through the look-up, so the job's count is whole again.
+func TestReconcileSettlesAStuckLeaseThatLedgerStatsWarnsOf(t *testing.T) {
+	w := newExecWorld(t)
+	const job = "job-cli-stuck"
+	w.Shadowed(10, job)
+	orders := billing.NewOrders()
+	w.RunConsumer(w.NewConsumer(orders.Record(billing.Handler(w.Provider, time.Now)), func(cfg *consumer.Config) {
+		cfg.Lookup = billing.Lookup(w.Provider, orders)
+	}))
+	if _, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitOK {
+		t.Fatalf("execute: exit %d: %s", code, stderr)
+	}
+	stuckEvent := exectest.EventID(3)
+	w.QueryInt(`with e as (update effects set state = 'processing', calls_started = 1, lease_owner = 'killed-instance',
+			lease_expires_at = now() - interval '20 minutes', result_hash = null, result_body = null
+		where job_id = $1 and event_id = $2 returning 1),
+		t as (update job_targets set status = 'published' where job_id = $1 and event_id = $2 returning 1)
+		select (select count(*) from e) + (select count(*) from t)`, job, stuckEvent)
+
+	stdout, _, code := w.replayctl(t, "ledger stats --consumer billing")
+	if code != ExitOK || !strings.Contains(stdout, "replayctl reconcile --consumer billing") {
+		t.Fatalf("ledger stats: exit %d, want the stuck lease warned of with reconcile as what to do:\n%s", code, stdout)
+	}
+	stdout, stderr, code := w.replayctl(t, "reconcile --consumer billing --dry-run")
+	if code != ExitOK || !strings.Contains(stdout, stuckEvent) || !strings.Contains(stdout, "stuck lease: lapsed after a call started") ||
+		!strings.Contains(stdout, "happened\twould_reconcile") {
+		t.Fatalf("dry run: exit %d, want the stuck lease listed as would_reconcile:\n%s\n%s", code, stdout, stderr)
+	}
+	if _, stderr, code := w.replayctl(t, "reconcile --consumer billing --yes"); code != ExitOK {
+		t.Fatalf("reconcile --yes: exit %d: %s", code, stderr)
+	}
+	if r := w.statusJSON(t, job); r.Counts.Completed != 10 {
+		t.Fatalf("counts after reconcile: %+v, want all 10 completed", r.Counts)
+	}
+	if stdout, _, _ := w.replayctl(t, "ledger stats --consumer billing"); strings.Contains(stdout, "replayctl reconcile --consumer billing") {
+		t.Errorf("ledger stats still warns of a stuck lease after reconcile:\n%s", stdout)
+	}
+	if charges := w.Provider.Charges(exectest.Order(3).OrderID); charges != 1 {
+		t.Errorf("order 3 charged %d times, want once", charges)
+	}
+}

@@ -34,6 +34,12 @@ const (
 	AuditReconcileRun = "reconcile.run"
 )
 
+// StuckLeaseAfter is how long ago a processing row's lease must have lapsed, with nobody taking it
+// over, for it to count as stuck: ledger stats warns of it, and reconcile lists one with a call
+// started beside the uncertain rows. A redelivery normally reaches a lapsed lease within seconds
+// (the SDK's nak delay and JetStream's AckWait); 15 minutes without one means no message is left.
+const StuckLeaseAfter = 15 * time.Minute
+
 // UncertainRow is an uncertain effects row as reconcile lists it. It holds no payload and no
 // result body. UpdatedAt and ReviewedAt are the row's version for the compare-and-set at apply.
 type UncertainRow struct {
@@ -57,6 +63,10 @@ type UncertainRow struct {
 	ReviewNote    string
 	ReviewedAt    *time.Time
 	ReviewedBy    string
+	// Stuck says the row is not uncertain but processing, its lease lapsed more than
+	// StuckLeaseAfter ago after a call started, with no message left to bring an SDK back to it:
+	// uncertain in all but name. A verdict applied to it settles it as one.
+	Stuck bool
 }
 
 // UncertainFilter selects the uncertain rows of one consumer.
@@ -66,6 +76,9 @@ type UncertainFilter struct {
 	JobID string
 	// OlderThan keeps only rows uncertain for at least this long (by updated_at); 0 keeps all.
 	OlderThan time.Duration
+	// Stuck lists the stuck leases with a call started (UncertainRow.Stuck) instead of the
+	// uncertain rows.
+	Stuck bool
 }
 
 // UncertainCursor is the last row of a page: the next page starts after it.
@@ -90,6 +103,23 @@ select event_id, effect_version, coalesce(job_id, ''), request_hash, request_has
  order by event_id collate "C", effect_version
  limit $6`
 
+// Stuck leases are few and read through effects_attention_idx (consumer, state), then sorted.
+// OlderThan applies to updated_at, the row's last heartbeat or call.
+const effectsStuckPage = `
+select event_id, effect_version, coalesce(job_id, ''), request_hash, request_hash_alg, effect_count, calls_started,
+       external_refs, coalesce(lease_owner, ''), coalesce(last_error, ''), updated_at,
+       greatest(extract(epoch from now() - updated_at) * 1000, 0)::bigint,
+       coalesce(review_state, ''), coalesce(review_verdict, ''), coalesce(review_note, ''), reviewed_at,
+       coalesce(reviewed_by, '')
+  from effects
+ where consumer = $1 and state = 'processing' and calls_started > 0
+   and lease_expires_at < now() - $7::bigint * interval '1 millisecond'
+   and ($2 = '' or job_id = $2)
+   and updated_at <= now() - $3::bigint * interval '1 millisecond'
+   and (event_id collate "C", effect_version) > ($4::text collate "C", $5::integer)
+ order by event_id collate "C", effect_version
+ limit $6`
+
 // EffectsUncertainPage returns up to limit uncertain rows of f.Consumer after cursor (nil: from
 // the start), in (event ID byte order, effect version) order, filtered by f.
 func (s *Store) EffectsUncertainPage(ctx context.Context, f UncertainFilter, after *UncertainCursor, limit int) ([]UncertainRow, error) {
@@ -97,10 +127,14 @@ func (s *Store) EffectsUncertainPage(ctx context.Context, f UncertainFilter, aft
 	if after != nil {
 		cur = *after
 	}
-	rows, err := s.Pool.Query(ctx, effectsUncertainPage, f.Consumer, f.JobID, f.OlderThan.Milliseconds(),
-		cur.EventID, cur.EffectVersion, max(limit, 0))
+	query, args, what := effectsUncertainPage, []any{f.Consumer, f.JobID, f.OlderThan.Milliseconds(),
+		cur.EventID, cur.EffectVersion, max(limit, 0)}, "uncertain ledger rows"
+	if f.Stuck {
+		query, args, what = effectsStuckPage, append(args, StuckLeaseAfter.Milliseconds()), "stuck leases"
+	}
+	rows, err := s.Pool.Query(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("list the uncertain ledger rows of consumer %s: %w", f.Consumer, err)
+		return nil, fmt.Errorf("list the %s of consumer %s: %w", what, f.Consumer, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (UncertainRow, error) {
 		var r UncertainRow
@@ -111,10 +145,11 @@ func (s *Store) EffectsUncertainPage(ctx context.Context, f UncertainFilter, aft
 			&r.ReviewVerdict, &r.ReviewNote, &r.ReviewedAt, &r.ReviewedBy)
 		r.ExternalRefs = json.RawMessage(refs)
 		r.Age = time.Duration(ageMS) * time.Millisecond
+		r.Stuck = f.Stuck
 		return r, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list the uncertain ledger rows of consumer %s: %w", f.Consumer, err)
+		return nil, fmt.Errorf("list the %s of consumer %s: %w", what, f.Consumer, err)
 	}
 	return out, nil
 }
@@ -136,6 +171,9 @@ type ReconcileVerdict struct {
 	// listed: a row that changed since is left alone.
 	SeenUpdatedAt  time.Time
 	SeenReviewedAt *time.Time
+	// Stuck says the row was listed as a stuck lease (UncertainRow.Stuck): it is settled only if it
+	// still is one, and becomes uncertain (manual review) or reconciled like any other.
+	Stuck bool
 }
 
 // ReconcileApplied is a row a batch changed.
@@ -168,8 +206,9 @@ type ReconcileBatch struct {
 // completed; a manual-review target keeps its status and says why in outcome_detail.
 const effectsReconcileApply = `
 with v as (
-    select * from unnest($2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[])
-           as v(event_id, effect_version, verdict, refs, note, seen_updated_at, seen_reviewed_at)
+    select * from unnest($2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[],
+                         $11::boolean[])
+           as v(event_id, effect_version, verdict, refs, note, seen_updated_at, seen_reviewed_at, stuck)
 ),
 changed as (
     update effects e
@@ -185,13 +224,18 @@ changed as (
            review_note    = nullif(v.note, ''),
            reviewed_at    = now(),
            reviewed_by    = $9,
-           updated_at     = case when v.verdict = 'happened' then now() else e.updated_at end
+           lease_expires_at = null,
+           updated_at     = case when v.verdict = 'happened' or v.stuck then now() else e.updated_at end
       from v
      where e.consumer = $1 and e.event_id = v.event_id and e.effect_version = v.effect_version
-       and e.state = 'uncertain' and e.updated_at = v.seen_updated_at
+       and case when v.stuck
+                then e.state = 'processing' and e.calls_started > 0
+                     and e.lease_expires_at < now() - $12::bigint * interval '1 millisecond'
+                else e.state = 'uncertain' end
+       and e.updated_at = v.seen_updated_at
        and e.reviewed_at is not distinct from v.seen_reviewed_at
  returning e.event_id, e.effect_version, e.state, e.job_id, e.review_verdict, e.review_note,
-           jsonb_array_length(e.external_refs) as refs
+           jsonb_array_length(e.external_refs) as refs, v.stuck
 ),
 targets as (
     update job_targets t
@@ -212,7 +256,7 @@ audited as (
            case when c.state = 'reconciled' then 'reconcile.reconciled' else 'reconcile.manual_review' end,
            jsonb_build_object('run', $10::text, 'consumer', $1::text, 'eventId', c.event_id,
                               'effectVersion', c.effect_version, 'verdict', c.review_verdict,
-                              'from', 'uncertain',
+                              'from', case when c.stuck then 'processing (stuck lease)' else 'uncertain' end,
                               'to', case when c.state = 'reconciled' then 'reconciled' else 'uncertain/manual_review' end,
                               'externalRefs', c.refs, 'detail', c.review_note)
       from changed c
@@ -224,8 +268,9 @@ select c.event_id, c.effect_version, c.state, coalesce(c.job_id, ''),
  order by c.event_id collate "C", c.effect_version`
 
 // EffectsReconcileApply applies b's verdicts in one statement and returns the rows it changed;
-// a verdict whose row is no longer uncertain, or changed since it was listed, changes nothing and
-// is absent from the result. Each changed row gets an audit entry (AuditReconciled or
+// a verdict whose row is no longer uncertain (for a stuck lease: no longer stuck), or changed
+// since it was listed, changes nothing and is absent from the result. A stuck lease becomes
+// reconciled, or uncertain marked for manual review, as an uncertain row does. Each changed row gets an audit entry (AuditReconciled or
 // AuditManualReview, job_id = the row's job) and, when it belongs to a replay job, its target is
 // updated: reconciled -> completed, manual review -> outcome_detail says so. A verdict other than
 // the three Verdict constants is refused before anything is written.
@@ -236,7 +281,7 @@ func (s *Store) EffectsReconcileApply(ctx context.Context, b ReconcileBatch) ([]
 	}
 	ids, versions, verdicts := make([]string, n), make([]int32, n), make([]string, n)
 	refs, notes := make([]string, n), make([]string, n)
-	seenUpdated, seenReviewed := make([]time.Time, n), make([]*time.Time, n)
+	seenUpdated, seenReviewed, stuck := make([]time.Time, n), make([]*time.Time, n), make([]bool, n)
 	for i, v := range b.Verdicts {
 		switch v.Verdict {
 		case VerdictHappened, VerdictNotHappened, VerdictUnknown:
@@ -246,10 +291,10 @@ func (s *Store) EffectsReconcileApply(ctx context.Context, b ReconcileBatch) ([]
 		}
 		ids[i], versions[i], verdicts[i] = v.EventID, int32(v.EffectVersion), v.Verdict
 		refs[i], notes[i] = effectsRefs(v.FoundRefs), v.Note
-		seenUpdated[i], seenReviewed[i] = v.SeenUpdatedAt, v.SeenReviewedAt
+		seenUpdated[i], seenReviewed[i], stuck[i] = v.SeenUpdatedAt, v.SeenReviewedAt, v.Stuck
 	}
 	rows, err := s.Pool.Query(ctx, effectsReconcileApply, b.Consumer, ids, versions, verdicts, refs, notes,
-		seenUpdated, seenReviewed, b.Actor, b.RunID)
+		seenUpdated, seenReviewed, b.Actor, b.RunID, stuck, StuckLeaseAfter.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("apply %d look-up verdicts to the uncertain rows of consumer %s: %w", n, b.Consumer, err)
 	}

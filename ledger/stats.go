@@ -134,7 +134,7 @@ type UncertainStat struct {
 	Warn                   bool    `json:"warn"`
 }
 
-// StuckStat counts processing rows whose lease lapsed more than StatsMaxUncertainAge ago and that
+// StuckStat counts processing rows whose lease lapsed more than StuckLeaseAfter ago and that
 // nobody took over: a message that is never delivered again (removed from the stream, or termed by
 // an older SDK) leaves such a row, which no SDK looks at again. Those with a call started may have
 // made their external write; they are uncertain in all but name.
@@ -194,7 +194,7 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 	st := &Stats{Consumer: opts.Consumer, Window: opts.Window.String(), WindowSeconds: opts.Window.Seconds()}
 	var mismatches, lapses int64
 	u, sl := &st.Uncertain, &st.StuckLeases
-	err := s.Pool.QueryRow(ctx, ledgerStats, opts.Consumer, opts.Window.Milliseconds(), StatsMaxUncertainAge.Milliseconds()).Scan(
+	err := s.Pool.QueryRow(ctx, ledgerStats, opts.Consumer, opts.Window.Milliseconds(), StuckLeaseAfter.Milliseconds()).Scan(
 		&st.Since, &st.Until, &st.Replay.Effects, &st.Replay.Replayed, &mismatches, &lapses, &u.Count, &u.P95AgeSeconds,
 		&u.MaxAgeSeconds, &sl.Count, &sl.CallsStarted, &sl.OldestLapsedSeconds)
 	if err != nil {
@@ -253,9 +253,10 @@ func (st *Stats) warnings() []StatsWarning {
 	if st.StuckLeases.Warn {
 		w = append(w, StatsWarning{Metric: "stuckLeases",
 			Summary: fmt.Sprintf("%d rows are processing under a lease that lapsed over %s ago and nobody took over (%d with an external call started; the oldest lapsed %s ago)",
-				st.StuckLeases.Count, StatsMaxUncertainAge, st.StuckLeases.CallsStarted, seconds(st.StuckLeases.OldestLapsedSeconds)),
-			Action: "if the consumer has been running meanwhile, their messages are not being delivered again: find them with `select event_id, effect_version, calls_started from effects where state = 'processing' and lease_expires_at < now()`; " +
-				"one with a call started may have made its external write, so check the provider before anything is replayed"})
+				st.StuckLeases.Count, StuckLeaseAfter, st.StuckLeases.CallsStarted, seconds(st.StuckLeases.OldestLapsedSeconds)),
+			Action: "if the consumer has been running meanwhile, their messages are not being delivered again; those with a call started may have made their external write: " +
+				"`replayctl reconcile --consumer " + st.Consumer + "` asks the consumer's look-up about them and settles them as uncertain rows; " +
+				"find the others with `select event_id, effect_version from effects where state = 'processing' and calls_started = 0 and lease_expires_at < now()`"})
 	}
 	return w
 }

@@ -162,7 +162,7 @@ values ('billing', 'stuck-called', 2, 'processing', 'sha256:d', 'w2', now() - in
 		t.Fatalf("two leases lapsed 20 and 40 minutes ago: %+v, want 2 stuck, 1 with a call started, oldest 2400s, a warning", sl)
 	}
 	for _, w := range st.Warnings {
-		if w.Metric == "stuckLeases" && !strings.Contains(w.Action, "check the provider") {
+		if w.Metric == "stuckLeases" && !strings.Contains(w.Action, "replayctl reconcile --consumer "+st.Consumer) {
 			t.Errorf("the warning does not say what to do: %+v", w)
 		}
 	}

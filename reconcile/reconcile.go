@@ -1,8 +1,9 @@
 // Package reconcile settles uncertain ledger rows: rows whose external write may have happened
-// but whose outcome is unknown, which the SDK never retries. It lists a consumer's uncertain rows,
-// asks the consumer's look-up responder (replay.reconcile.<consumer>) about each one, and applies
-// the verdicts: happened makes the row reconciled (the effect exists; it is never replayed),
-// not_happened and unknown keep it uncertain, marked for manual review. Nothing is ever made
+// but whose outcome is unknown, which the SDK never retries. It lists a consumer's uncertain rows
+// and its stuck leases with a call started (ledger.StuckLeaseAfter), asks the consumer's look-up
+// responder (replay.reconcile.<consumer>) about each one, and applies the verdicts: happened
+// makes the row reconciled (the effect exists; it is never replayed), not_happened and unknown
+// make or keep it uncertain, marked for manual review. Nothing is ever made
 // retryable here: a look-up saying "not charged" may itself be wrong (a charge still settling).
 package reconcile
 
@@ -83,22 +84,26 @@ func Run(ctx context.Context, nc *nats.Conn, store *ledger.Store, o Options) (*R
 	return r, nil
 }
 
-// list reads up to o.Max matching rows in keyset pages, plus one to tell whether more match.
+// list reads up to o.Max matching rows in keyset pages, plus one to tell whether more match: the
+// uncertain rows, then the stuck leases with a call started (uncertain in all but name, and
+// otherwise never looked at again).
 func list(ctx context.Context, store *ledger.Store, o Options, r *Report) ([]ledger.UncertainRow, error) {
-	f := ledger.UncertainFilter{Consumer: o.Consumer, JobID: o.JobID, OlderThan: o.OlderThan}
 	var out []ledger.UncertainRow
-	var after *ledger.UncertainCursor
-	for len(out) <= o.Max {
-		page, err := store.EffectsUncertainPage(ctx, f, after, min(listPage, o.Max+1-len(out)))
-		if err != nil {
-			return nil, err
+	for _, stuck := range []bool{false, true} {
+		f := ledger.UncertainFilter{Consumer: o.Consumer, JobID: o.JobID, OlderThan: o.OlderThan, Stuck: stuck}
+		var after *ledger.UncertainCursor
+		for len(out) <= o.Max {
+			page, err := store.EffectsUncertainPage(ctx, f, after, min(listPage, o.Max+1-len(out)))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, page...)
+			if len(page) == 0 || len(out) > o.Max {
+				break
+			}
+			last := page[len(page)-1]
+			after = &ledger.UncertainCursor{EventID: last.EventID, EffectVersion: last.EffectVersion}
 		}
-		out = append(out, page...)
-		if len(page) == 0 || len(out) > o.Max {
-			break
-		}
-		last := page[len(page)-1]
-		after = &ledger.UncertainCursor{EventID: last.EventID, EffectVersion: last.EffectVersion}
 	}
 	if len(out) > o.Max {
 		r.Truncated, out = true, out[:o.Max]
@@ -160,7 +165,7 @@ feed:
 func rowOf(u ledger.UncertainRow, ans answer) Row {
 	row := Row{EventID: u.EventID, EffectVersion: u.EffectVersion, JobID: u.JobID,
 		UncertainForSeconds: int64(u.Age / time.Second), Calls: max(u.EffectCount, u.CallsStarted),
-		ExternalRefs: u.ExternalRefs, LastError: u.LastError, PreviousVerdict: u.ReviewVerdict,
+		ExternalRefs: u.ExternalRefs, LastError: u.LastError, PreviousVerdict: u.ReviewVerdict, StuckLease: u.Stuck,
 		seenUpdatedAt: u.UpdatedAt, seenReviewedAt: u.ReviewedAt}
 	if ans.err != "" {
 		row.Outcome, row.Error = OutcomeUnanswered, ans.err
@@ -194,7 +199,7 @@ func apply(ctx context.Context, store *ledger.Store, o Options, r *Report) error
 		index[key{row.EventID, row.EffectVersion}] = i
 		verdicts = append(verdicts, ledger.ReconcileVerdict{EventID: row.EventID, EffectVersion: row.EffectVersion,
 			Verdict: row.Verdict, FoundRefs: found, Note: row.Detail, SeenUpdatedAt: row.seenUpdatedAt,
-			SeenReviewedAt: row.seenReviewedAt})
+			SeenReviewedAt: row.seenReviewedAt, Stuck: row.StuckLease})
 		r.Rows[i].Outcome = OutcomeChanged
 	}
 	for start := 0; start < len(verdicts); start += applyBatch {

@@ -187,3 +187,54 @@ func TestOptionsNormaliseReportsEveryProblem(t *testing.T) {
 		t.Fatalf("defaults %+v, %v", ok, err)
 	}
 }
+
+// A row left processing after a call started, whose lease lapsed long ago with no message left to
+// redeliver it, is never looked at by an SDK again: reconcile lists it beside the uncertain rows
+// and settles it as one. Younger lapses, and stuck rows without a call, are not its business.
+func TestReconcileSettlesStuckLeasesWithACallStarted(t *testing.T) {
+	w := newWorld(t, 6, []int{1}, []int{2}, true)
+	stuck := func(event int, lapsedAgo string, calls int) {
+		t.Helper()
+		if _, err := w.Store.Pool.Exec(w.Ctx, `update effects set state = 'processing', calls_started = $2, lease_owner = 'killed-instance',
+			lease_expires_at = now() - $3::interval, updated_at = now() - $3::interval - interval '1 minute'
+			where consumer = 'billing' and event_id = $1`, exectest.EventID(event), calls, lapsedAgo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stuck(2, "20 minutes", 1) // its charge timed out before the provider charged
+	stuck(3, "20 minutes", 1) // charged, then its consumer was killed before the completion
+	stuck(4, "5 minutes", 1)  // lapsed too recently: a redelivery may still come
+	stuck(5, "20 minutes", 0) // no call started: nothing to look up
+
+	dry, err := w.run(reconcile.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := "evt-00000:completed evt-00001:uncertain evt-00002:processing evt-00003:processing evt-00004:processing evt-00005:processing"
+	if got := w.states(); got != before || dry.Totals.Listed != 3 {
+		t.Fatalf("dry run listed %d, rows after it: %s", dry.Totals.Listed, got)
+	}
+
+	r, err := w.run(reconcile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := reconcile.Totals{Listed: 3, Happened: 2, NotHappened: 1, Reconciled: 2, ManualReview: 1, Remaining: 1}
+	if r.Totals != want {
+		t.Fatalf("totals %+v, want %+v", r.Totals, want)
+	}
+	if r.Rows[0].StuckLease || !r.Rows[1].StuckLease || !r.Rows[2].StuckLease || r.Rows[2].EventID != exectest.EventID(3) {
+		t.Fatalf("rows %+v: want evt-00001 uncertain, then evt-00002 and evt-00003 as stuck leases", r.Rows)
+	}
+	if got := w.states(); got != "evt-00000:completed evt-00001:reconciled evt-00002:uncertain:manual_review evt-00003:reconciled "+
+		"evt-00004:processing evt-00005:processing" {
+		t.Fatalf("rows after reconcile: %s", got)
+	}
+	if n := w.QueryInt(`select count(*) from effects where event_id = any($1) and lease_expires_at is null and lease_owner = 'killed-instance'`,
+		[]string{exectest.EventID(2), exectest.EventID(3)}); n != 2 {
+		t.Errorf("%d of 2 settled stuck leases have no lease left and still name the instance that made the call", n)
+	}
+	if n := w.QueryInt(`select count(*) from audit where details->>'run' = $1 and details->>'from' = 'processing (stuck lease)'`, r.RunID); n != 2 {
+		t.Errorf("%d audit entries say a stuck lease was settled, want 2", n)
+	}
+}

@@ -45,8 +45,13 @@ type Row struct {
 	EventID       string `json:"eventId"`
 	EffectVersion int    `json:"effectVersion"`
 	JobID         string `json:"jobId,omitempty"`
-	// UncertainForSeconds is how long the row had been uncertain when listed (database clock).
+	// UncertainForSeconds is how long the row had been uncertain when listed (database clock); for
+	// a stuck lease, how long since its last heartbeat or call.
 	UncertainForSeconds int64 `json:"uncertainForSeconds"`
+	// StuckLease says the row was not uncertain but processing under a lease that lapsed over
+	// 15 minutes ago after a call started, with no message left to bring the SDK back to it. It
+	// is settled like an uncertain row: reconciled, or uncertain for manual review.
+	StuckLease bool `json:"stuckLease,omitempty"`
 	// Calls is the external calls the row started or made.
 	Calls int `json:"calls"`
 	// ExternalRefs are the calls the row recorded before this run.
