@@ -13,10 +13,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/dlqsource"
 	"github.com/replayctl/replayctl/manifest"
 )
 
-// scanBatch is how many messages the ordered consumer keeps buffered; it bounds the scan's memory.
+// scanBatch is how many messages the ordered consumer keeps buffered, at most: with the byte
+// budget of dlqsource.PullBatch it bounds the scan's memory.
 const scanBatch = 2000
 
 // scanStallTimeout ends a scan that stops receiving messages while the stream still reports pending
@@ -71,7 +73,7 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 	if err != nil {
 		return nil, fmt.Errorf("scan stream %s: create ordered consumer: %w", opts.Stream, err)
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(scanBatch))
+	iter, err := cons.Messages(jetstream.PullMaxMessages(dlqsource.PullBatch(info.State, scanBatch)))
 	if err != nil {
 		return nil, fmt.Errorf("scan stream %s: %w", opts.Stream, err)
 	}

@@ -88,21 +88,25 @@ type Reader struct {
 	done    bool
 }
 
-// Open starts reading m's DLQ stream at startSeq, within the plan's subject filter, batch
-// messages per pull.
+// Open starts reading m's DLQ stream at startSeq, within the plan's subject filter, up to batch
+// messages per pull (fewer for large messages, see PullBatch).
 func Open(ctx context.Context, js jetstream.JetStream, m *manifest.Manifest, startSeq uint64, batch int) (*Reader, error) {
 	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: startSeq}
 	if m.Source.SubjectFilter != "" {
 		cfg.FilterSubjects = []string{m.Source.SubjectFilter}
 	}
-	cons, err := js.OrderedConsumer(ctx, m.Source.Stream, cfg)
+	stream, err := js.Stream(ctx, m.Source.Stream)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return nil, fmt.Errorf("the DLQ stream %s of job %s no longer exists: its targets cannot be shadowed or replayed", m.Source.Stream, m.ID)
 	}
 	if err != nil {
+		return nil, fmt.Errorf("read DLQ stream %s: %w", m.Source.Stream, err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, cfg)
+	if err != nil {
 		return nil, fmt.Errorf("read DLQ stream %s: create ordered consumer: %w", m.Source.Stream, err)
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(batch))
+	iter, err := cons.Messages(jetstream.PullMaxMessages(PullBatch(stream.CachedInfo().State, batch)))
 	if err != nil {
 		return nil, fmt.Errorf("read DLQ stream %s: %w", m.Source.Stream, err)
 	}
