@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -469,5 +470,33 @@ func TestUncertainGuardStopsPublishing(t *testing.T) {
 	}
 	if r.Final.Uncertain <= 2 || r.Published >= 40 {
 		t.Fatalf("uncertain %d, published %d: want the run stopped after more than 2 uncertain", r.Final.Uncertain, r.Published)
+	}
+}
+
+// A run that stalls with targets in progress says where leases of a dead consumer show and what
+// settles them; one with nothing in progress (TestReplayedMessagesCarryTheProtocolHeaders) need not.
+func TestAStallWithTargetsInProgressPointsAtStuckLeases(t *testing.T) {
+	e := exectest.New(t, exectest.Options{})
+	m := e.Shadowed(3, "job-exec-stall-leases")
+	hung := make(chan struct{})
+	e.RunConsumer(e.NewConsumer(func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
+		if ev.Mode == consumer.ModeReplay {
+			<-hung // a handler hung on its provider
+			return consumer.Result{}, errors.New("provider hung")
+		}
+		return billingHandler(e)(ctx, ev, fx)
+	}, nil))
+	// Registered after the consumer, so it runs first: the consumer's shutdown waits for handlers.
+	t.Cleanup(func() { close(hung) })
+
+	_, err := execute(e, options(m, func(o *executor.Options) { o.SettleTimeout = 500 * time.Millisecond }))
+	stop, ok := errors.AsType[*executor.StopError](err)
+	if !ok || stop.Stop.Kind != executor.StopStalled {
+		t.Fatalf("want a stall, got %v", err)
+	}
+	for _, want := range []string{"in progress in the ledger", "replayctl ledger stats --consumer " + m.Consumer, "replayctl reconcile"} {
+		if !strings.Contains(stop.Stop.Message, want) {
+			t.Errorf("the stall message lacks %q: %s", want, stop.Stop.Message)
+		}
 	}
 }

@@ -189,9 +189,16 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	if sig != w.lastSig || job.Status == ledger.JobPaused {
 		w.lastSig, w.lastChange = sig, time.Now()
 	} else if time.Since(w.lastChange) > s.opts.SettleTimeout {
+		stuck := ""
+		if p.InProgress > 0 {
+			// In progress and not moving: leases of a consumer that died, and maybe no message left.
+			stuck = fmt.Sprintf(" Leases whose consumer died with no message left show in `replayctl ledger stats --consumer %s` "+
+				"as stuck after 15 minutes; `replayctl reconcile` settles those with a call started.", job.Consumer)
+		}
 		return &Stop{Kind: StopStalled, Message: fmt.Sprintf(
-			"no progress for %s: %d targets are still without an outcome (%d in progress in the ledger); is the consumer running, or did it dead-letter them? The job stays executing: run execute again to keep waiting, or see `replayctl status %s`",
-			s.opts.SettleTimeout, p.Remaining, p.InProgress, job.ID)}, false, nil
+			"no progress for %s: %d targets are still without an outcome (%d in progress in the ledger); is the consumer running, or did it dead-letter them?%s "+
+				"The job stays executing: run execute again to keep waiting, or see `replayctl status %s`",
+			s.opts.SettleTimeout, p.Remaining, p.InProgress, stuck, job.ID)}, false, nil
 	}
 	return nil, false, nil
 }
