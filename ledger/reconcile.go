@@ -87,38 +87,34 @@ type UncertainCursor struct {
 	EffectVersion int
 }
 
-// The row comparison and order match effects_uncertain_idx, so a page is one range scan of the
-// partial index. (”, -1) sorts before every row: event IDs are never empty.
-const effectsUncertainPage = `
+// uncertainRowFrom reads the columns of an UncertainRow; the pages add which rows and in what order.
+const uncertainRowFrom = `
 select event_id, effect_version, coalesce(job_id, ''), request_hash, request_hash_alg, effect_count, calls_started,
        external_refs, coalesce(lease_owner, ''), coalesce(last_error, ''), updated_at,
        greatest(extract(epoch from now() - updated_at) * 1000, 0)::bigint,
        coalesce(review_state, ''), coalesce(review_verdict, ''), coalesce(review_note, ''), reviewed_at,
        coalesce(reviewed_by, '')
-  from effects
- where consumer = $1 and state = 'uncertain'
+  from effects`
+
+// uncertainPageOf filters and orders a page: one job's or all ($2), older than $3, after the
+// cursor ($4, $5), at most $6 rows.
+const uncertainPageOf = `
    and ($2 = '' or job_id = $2)
    and updated_at <= now() - $3::bigint * interval '1 millisecond'
    and (event_id collate "C", effect_version) > ($4::text collate "C", $5::integer)
  order by event_id collate "C", effect_version
  limit $6`
 
+// The row comparison and order match effects_uncertain_idx, so a page is one range scan of the
+// partial index. (”, -1) sorts before every row: event IDs are never empty.
+const effectsUncertainPage = uncertainRowFrom + `
+ where consumer = $1 and state = 'uncertain'` + uncertainPageOf
+
 // Stuck leases are few and read through effects_attention_idx (consumer, state), then sorted.
 // OlderThan applies to updated_at, the row's last heartbeat or call.
-const effectsStuckPage = `
-select event_id, effect_version, coalesce(job_id, ''), request_hash, request_hash_alg, effect_count, calls_started,
-       external_refs, coalesce(lease_owner, ''), coalesce(last_error, ''), updated_at,
-       greatest(extract(epoch from now() - updated_at) * 1000, 0)::bigint,
-       coalesce(review_state, ''), coalesce(review_verdict, ''), coalesce(review_note, ''), reviewed_at,
-       coalesce(reviewed_by, '')
-  from effects
+const effectsStuckPage = uncertainRowFrom + `
  where consumer = $1 and state = 'processing' and calls_started > 0
-   and lease_expires_at < now() - $7::bigint * interval '1 millisecond'
-   and ($2 = '' or job_id = $2)
-   and updated_at <= now() - $3::bigint * interval '1 millisecond'
-   and (event_id collate "C", effect_version) > ($4::text collate "C", $5::integer)
- order by event_id collate "C", effect_version
- limit $6`
+   and lease_expires_at < now() - $7::bigint * interval '1 millisecond'` + uncertainPageOf
 
 // EffectsUncertainPage returns up to limit uncertain rows of f.Consumer after cursor (nil: from
 // the start), in (event ID byte order, effect version) order, filtered by f.
