@@ -191,9 +191,9 @@ func EffectsHeartbeat(ctx context.Context, q Querier, key EffectKey, owner strin
 }
 
 // A call may only start under a live lease: once it lapsed, another instance may be deciding the
-// row's fate, and an increment now would turn its take-over into an uncertain row.
-// greatest, not + 1: the statement is sent again after a lost answer, and the calls of one
-// handling may start concurrently, in any order.
+// row's fate, and a call recorded now would turn its take-over into an uncertain row. greatest,
+// not + 1: the statement is sent again after a lost answer, and the calls of one handling may
+// start concurrently, in any order.
 const effectsCallStarted = `
 update effects set calls_started = greatest(calls_started, $5), updated_at = now()
  where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing + `

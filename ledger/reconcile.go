@@ -266,9 +266,10 @@ select c.event_id, c.effect_version, c.state, coalesce(c.job_id, ''),
 // EffectsReconcileApply applies b's verdicts in one statement and returns the rows it changed;
 // a verdict whose row is no longer uncertain (for a stuck lease: no longer stuck), or changed
 // since it was listed, changes nothing and is absent from the result. A stuck lease becomes
-// reconciled, or uncertain marked for manual review, as an uncertain row does. Each changed row gets an audit entry (AuditReconciled or
-// AuditManualReview, job_id = the row's job) and, when it belongs to a replay job, its target is
-// updated: reconciled -> completed, manual review -> outcome_detail says so. A verdict other than
+// reconciled, or uncertain marked for manual review, as an uncertain row does. Each changed row
+// gets an audit entry (AuditReconciled or AuditManualReview, job_id = the row's job) and, when it
+// belongs to a replay job, its target is updated: reconciled -> completed, manual review ->
+// outcome_detail says so. A verdict other than
 // the three Verdict constants is refused before anything is written.
 func (s *Store) EffectsReconcileApply(ctx context.Context, b ReconcileBatch) ([]ReconcileApplied, error) {
 	n := len(b.Verdicts)
