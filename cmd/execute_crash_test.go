@@ -108,16 +108,22 @@ func (p *replayctlProcess) running() bool {
 	}
 }
 
-// wait waits at most limit for the process to exit and returns its exit code.
+// wait waits at most limit for the process to exit and returns its exit code. A process that
+// hangs is made to print its goroutines (SIGQUIT) into the failure, to say where it hangs.
 func (p *replayctlProcess) wait(t *testing.T, limit time.Duration) int {
 	t.Helper()
 	select {
 	case <-p.exited:
 		return p.cmd.ProcessState.ExitCode()
 	case <-time.After(limit):
-		t.Fatalf("replayctl did not exit within %s\nstdout:\n%s\nstderr:\n%s", limit, p.stdout.String(), p.stderr.String())
-		return 0
 	}
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.exited:
+	case <-time.After(5 * time.Second):
+	}
+	t.Fatalf("the process did not exit within %s; its goroutines:\n%s", limit, p.outputOf())
+	return 0
 }
 
 // executeArgs is the executor's command line against w, as an operator would type it.
@@ -139,9 +145,7 @@ func (w *execWorld) waitCompleted(t *testing.T, p *replayctlProcess, m *manifest
 
 func TestCrashKill9MidRunThenExecuteAgainChargesEveryOrderExactlyOnce(t *testing.T) {
 	const n = 300
-	w := newExecWorld(t)
-	m := w.Shadowed(n, "job-cli-crash")
-	w.RunConsumer(w.NewConsumer(nil, nil))
+	w, m := newShadowedWorld(t, n, "job-cli-crash")
 
 	p := startReplayctl(t, w.executeArgs("--rate", "100")...)
 	w.waitCompleted(t, p, m, 50)

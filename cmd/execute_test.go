@@ -16,9 +16,7 @@ import (
 )
 
 func TestExecuteDryRunSaysNothingWasPublished(t *testing.T) {
-	w := newExecWorld(t)
-	m := w.Shadowed(12, "job-cli-dry")
-	w.RunConsumer(w.NewConsumer(nil, nil))
+	w, m := newShadowedWorld(t, 12, "job-cli-dry")
 
 	stdout, stderr, code := w.replayctl(t, "execute --dry-run "+w.ManifestPath())
 	if code != ExitOK {
@@ -72,9 +70,7 @@ func TestExecuteDryRunSaysNothingWasPublished(t *testing.T) {
 }
 
 func TestExecuteWithoutATerminalRequiresYes(t *testing.T) {
-	w := newExecWorld(t)
-	m := w.Shadowed(5, "job-cli-noyes")
-	w.RunConsumer(w.NewConsumer(nil, nil))
+	w, m := newShadowedWorld(t, 5, "job-cli-noyes")
 
 	stdout, stderr, code := w.replayctl(t, "execute "+w.ManifestPath())
 	if code != ExitGateRefused {
@@ -95,9 +91,7 @@ func TestExecuteWithoutATerminalRequiresYes(t *testing.T) {
 }
 
 func TestExecuteOnATerminalAsksForTheJobID(t *testing.T) {
-	w := newExecWorld(t)
-	m := w.Shadowed(8, "job-cli-confirm")
-	w.RunConsumer(w.NewConsumer(nil, nil))
+	w, m := newShadowedWorld(t, 8, "job-cli-confirm")
 	args := "execute " + w.ManifestPath() + " " + w.flags
 
 	for _, answer := range []string{"job-cli-other\n", "yes\n", ""} {
@@ -130,9 +124,7 @@ func TestExecuteOnATerminalAsksForTheJobID(t *testing.T) {
 
 func TestExecuteReplaysEveryTargetOnceAndStatusShowsTheCounts(t *testing.T) {
 	const n = 30
-	w := newExecWorld(t)
-	m := w.Shadowed(n, "job-cli-all")
-	w.RunConsumer(w.NewConsumer(nil, nil))
+	w, m := newShadowedWorld(t, n, "job-cli-all")
 
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
 	if code != ExitOK {
@@ -192,9 +184,7 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 	})
 
 	t.Run("a second run of a completed job", func(t *testing.T) {
-		w := newExecWorld(t)
-		m := w.Shadowed(5, "job-cli-twice")
-		w.RunConsumer(w.NewConsumer(nil, nil))
+		w, m := newShadowedWorld(t, 5, "job-cli-twice")
 		if stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitOK {
 			t.Fatalf("first execute: exit %d:\n%s\n%s", code, stdout, stderr)
 		}

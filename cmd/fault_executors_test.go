@@ -22,9 +22,7 @@ func refusedAsSecondExecutor(t *testing.T, p *replayctlProcess, jobID string) {
 
 func TestFaultSecondExecutorOfARunningJobIsRefused(t *testing.T) {
 	const n = 200
-	w := newExecWorld(t)
-	m := w.Shadowed(n, "job-fault-two")
-	w.RunConsumer(w.NewConsumer(nil, nil))
+	w, m := newShadowedWorld(t, n, "job-fault-two")
 
 	first := startReplayctl(t, w.executeArgs("--rate", "100")...)
 	w.waitCompleted(t, first, m, 20)
@@ -56,9 +54,7 @@ func TestFaultSecondExecutorOfARunningJobIsRefused(t *testing.T) {
 // runs it, the other is refused before it publishes anything.
 func TestFaultTwoExecutorsStartedTogether(t *testing.T) {
 	const n = 100
-	w := newExecWorld(t)
-	m := w.Shadowed(n, "job-fault-race")
-	w.RunConsumer(w.NewConsumer(nil, nil))
+	w, m := newShadowedWorld(t, n, "job-fault-race")
 
 	a, b := startReplayctl(t, w.executeArgs()...), startReplayctl(t, w.executeArgs()...)
 	codeA, codeB := a.wait(t, 60*time.Second), b.wait(t, 60*time.Second)

@@ -5,7 +5,6 @@ import (
 	"runtime/pprof"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,23 +73,6 @@ func (w *execWorld) startSlowShadow(t *testing.T, answered *atomic.Int64, databa
 		return answered.Load() >= 50
 	})
 	return p
-}
-
-// waitOrDump is wait that, when p hangs, has it print its goroutines (SIGQUIT) into the failure.
-func (p *replayctlProcess) waitOrDump(t *testing.T, limit time.Duration) int {
-	t.Helper()
-	select {
-	case <-p.exited:
-		return p.cmd.ProcessState.ExitCode()
-	case <-time.After(limit):
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
-	select {
-	case <-p.exited:
-	case <-time.After(5 * time.Second):
-	}
-	t.Fatalf("the process did not exit within %s; its goroutines:\n%s", limit, p.outputOf())
-	return 0
 }
 
 // logLedgerOnFailure logs, when the test fails, how m's targets and effects rows stand, so a

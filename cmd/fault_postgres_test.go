@@ -155,7 +155,7 @@ func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
 			t.Fatalf("no session of the executor or the consumer to kill at %d completed", at)
 		}
 	}
-	code := p.waitOrDump(t, 60*time.Second)
+	code := p.wait(t, 60*time.Second)
 	if uncertain := w.assertSettledOnce(t, m, n); len(uncertain) > 0 {
 		t.Errorf("uncertain after killed sessions: %v; every charge's outcome should have been recorded on a new connection", uncertain)
 	}
@@ -167,19 +167,24 @@ func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
 	}
 }
 
+// taggedExecutorRunning starts an executor of an n-target job at 50 targets/s, its sessions named
+// execTag, and returns once 20 targets completed.
+func taggedExecutorRunning(t *testing.T, n int, jobID string) (*execWorld, *manifest.Manifest, *replayctlProcess, string) {
+	t.Helper()
+	w, m := newShadowedWorld(t, n, jobID)
+	execTag := sessionsTag("execute")
+	p := startReplayctl(t, w.taggedExecuteArgs(execTag, "--rate", "50")...)
+	w.waitCompleted(t, p, m, 20)
+	return w, m, p, execTag
+}
+
 // TestFaultPostgresLockConnectionKilledExecutorTakesItBack: PostgreSQL drops a session lock with
 // its session, silently. Before the executor checked its lock, a run whose lock connection was
 // terminated went on publishing while `status` said no executor was attached, and a second
 // execute of the job was let in beside it.
 func TestFaultPostgresLockConnectionKilledExecutorTakesItBack(t *testing.T) {
 	const n = 200
-	w := newExecWorld(t)
-	m := w.Shadowed(n, "job-fault-pg-lock")
-	w.RunConsumer(w.NewConsumer(nil, nil))
-	execTag := sessionsTag("execute")
-
-	p := startReplayctl(t, w.taggedExecuteArgs(execTag, "--rate", "50")...)
-	w.waitCompleted(t, p, m, 20)
+	w, m, p, execTag := taggedExecutorRunning(t, n, "job-fault-pg-lock")
 	// Within a check interval the executor holds the lock again, on a new connection.
 	w.waitLockRetaken(t, execTag, w.killLockSession(t, execTag))
 	if !p.running() {
@@ -207,13 +212,7 @@ func TestFaultPostgresLockConnectionKilledExecutorTakesItBack(t *testing.T) {
 // run beside whoever holds it now.
 func TestFaultPostgresLockTakenWhileLostStopsTheExecutor(t *testing.T) {
 	const n = 200
-	w := newExecWorld(t)
-	m := w.Shadowed(n, "job-fault-pg-lock-taken")
-	w.RunConsumer(w.NewConsumer(nil, nil))
-	execTag := sessionsTag("execute")
-
-	p := startReplayctl(t, w.taggedExecuteArgs(execTag, "--rate", "50")...)
-	w.waitCompleted(t, p, m, 20)
+	w, m, p, execTag := taggedExecutorRunning(t, n, "job-fault-pg-lock-taken")
 	var release func()
 	for attempt := 1; release == nil; attempt++ {
 		killed := w.killLockSession(t, execTag)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -194,16 +193,7 @@ func writeManifest(t *testing.T, m *manifest.Manifest) string {
 // editFile replaces the first old in the file at path with new, as an operator's editor would.
 func editFile(t *testing.T, path, old, new string) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), old) {
-		t.Fatalf("%s does not contain %q", path, old)
-	}
-	if err := os.WriteFile(path, []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeEdited(t, path, path, old, new)
 }
 
 // execWorld is an exectest world (fresh ledger, listening NATS with the billing DLQ and stream,
@@ -219,6 +209,16 @@ func newExecWorld(t *testing.T) *execWorld {
 	e := exectest.New(t, exectest.Options{Listen: true})
 	return &execWorld{Env: e,
 		flags: "--database-url '" + e.DatabaseURL + "' --nats-url " + e.NATS.Server.ClientURL() + " --actor alice"}
+}
+
+// newShadowedWorld is newExecWorld with an n-target job that passed shadow and the billing
+// consumer running: where most execute tests start.
+func newShadowedWorld(t *testing.T, n int, jobID string) (*execWorld, *manifest.Manifest) {
+	t.Helper()
+	w := newExecWorld(t)
+	m := w.Shadowed(n, jobID)
+	w.RunConsumer(w.NewConsumer(nil, nil))
+	return w, m
 }
 
 // replayctl runs args with the world's flags, off a terminal.
