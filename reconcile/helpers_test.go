@@ -75,6 +75,12 @@ func newWorld(t *testing.T, n int, charged, uncharged []int, withLookup bool) *w
 			t.Fatal(err)
 		}
 	}
+	// A failed wait names the rows: which events have no outcome, and what their rows say.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("rows when the test failed: %s", w.rowsDetail())
+		}
+	})
 	pgtest.WaitFor(t, 10*time.Second, func() (bool, error) {
 		return w.QueryInt(`select count(*) from effects where consumer = 'billing' and state in ('completed', 'uncertain')`) == int64(n), nil
 	})
@@ -98,6 +104,17 @@ func (w *world) states() string {
 	if err := w.Store.Pool.QueryRow(w.Ctx, `select coalesce(string_agg(event_id || ':' || state || coalesce(':' || review_state, ''),
 		' ' order by event_id), '') from effects where consumer = 'billing'`).Scan(&s); err != nil {
 		w.T.Fatal(err)
+	}
+	return s
+}
+
+// rowsDetail renders every billing row with its lease and last error, for a failure message.
+func (w *world) rowsDetail() string {
+	var s string
+	if err := w.Store.Pool.QueryRow(context.Background(), `select coalesce(string_agg(event_id || ':' || state || ' calls=' || calls_started ||
+		' attempts=' || attempts || coalesce(' lease=' || lease_owner, '') || coalesce(' error=' || last_error, ''), '; ' order by event_id), 'none')
+		from effects where consumer = 'billing'`).Scan(&s); err != nil {
+		return err.Error()
 	}
 	return s
 }
