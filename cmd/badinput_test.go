@@ -249,6 +249,15 @@ func TestBadInputManifests(t *testing.T) {
 	emptyID := writeEdited(t, job, filepath.Join(bad, "emptyid.json"), `"evt-00000"`, `""`)
 	longID := writeEdited(t, job, filepath.Join(bad, "longid.json"), `"evt-00004"`, `"evt-00004`+strings.Repeat("x", 10<<10)+`"`)
 	dupKey := writeEdited(t, job, filepath.Join(bad, "dupkey.json"), `"writeForbidden": false`, `"writeForbidden": true, "writeForbidden": false`)
+	// encoding/json would take each of these keys for the field beside it (it folds case, Unicode
+	// included); the file must be refused whichever value it would keep.
+	caseVariants := []struct{ name, file, old, new, key, path string }{
+		{"WriteForbidden", "writeforbidden.json", `"writeForbidden": false`, `"WriteForbidden": true, "writeForbidden": false`, "WriteForbidden", "$"},
+		{"EventIds", "eventids.json", `"eventIds": [`, `"EventIds": ["evt-00001"], "eventIds": [`, "EventIds", "$"},
+		{"EVENTIDS", "eventids-upper.json", `"eventIds": [`, `"eventIds": ["evt-00001"], "EVENTIDS": [`, "EVENTIDS", "$"},
+		{"Reason", "reason-nested.json", `"reason": "Dlq-Reason"`, `"Reason": "Event-Id", "reason": "Dlq-Reason"`, "Reason", "$.source.headers"},
+		{"reaſon (U+017F)", "reason-long-s.json", `"reason": `, `"reaſon": "nobody reviewed this reason", "reason": `, "reaſon", "$"},
+	}
 	edited := writeEdited(t, job, filepath.Join(bad, "otherconsumer-edited.json"), `"consumer": "billing"`, `"consumer": "shipping"`)
 	otherConsumer := resealed(t, bad, "otherconsumer-resealed.json", m, func(c *manifest.Manifest) { c.Consumer = "shipping" })
 	noJob := resealed(t, bad, "nojob.json", m, func(c *manifest.Manifest) { c.ID = "job-never-planned" })
@@ -271,6 +280,13 @@ func TestBadInputManifests(t *testing.T) {
 		{"empty event ID", emptyID, []string{"emptyid.json", "eventIds[0]", "event ID is empty"}},
 		{"10 KB event ID", longID, []string{"longid.json", "eventIds[4]", "the limit is 256"}},
 		{"duplicated key", dupKey, []string{"dupkey.json", `key "writeForbidden" appears twice`, "re-run `replayctl plan`"}},
+	}
+	for _, v := range caseVariants {
+		path := writeEdited(t, job, filepath.Join(bad, v.file), v.old, v.new)
+		invalid = append(invalid, struct {
+			name, path string
+			wants      []string
+		}{"case-variant key " + v.name, path, []string{v.file, fmt.Sprintf("unknown field %q in %s", v.key, v.path), "case-sensitive", "re-run `replayctl plan`"}})
 	}
 	for _, c := range invalid {
 		for _, verb := range []string{"validate", "validate --ledger", "show", "shadow", "execute --yes", "execute --dry-run"} {

@@ -29,9 +29,7 @@ func decodeError(data []byte, m *Manifest, err error) error {
 		return fmt.Errorf("%w: %s: %s: cannot use a JSON %s as %s", ErrMalformed,
 			position(data, typeErr.Offset-1), clip(typeErr.Field), clip(typeErr.Value), typeErr.Type)
 	}
-	// A prefix match, not a regular expression over the message: the message repeats the field's
-	// name, which may be megabytes long.
-	if quoted, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+	if quoted, ok := strings.CutPrefix(err.Error(), unknownFieldPrefix); ok {
 		if m.APIVersion != APIVersion && m.APIVersion != "" {
 			return unsupportedVersion(m.APIVersion)
 		}
@@ -43,6 +41,12 @@ func decodeError(data []byte, m *Manifest, err error) error {
 	}
 	return fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
 }
+
+// unknownFieldPrefix starts encoding/json's unknown-field error. A prefix match, not a regular
+// expression over the message: the message repeats the field's name, which may be megabytes long.
+const unknownFieldPrefix = "json: unknown field "
+
+func isUnknownField(err error) bool { return strings.HasPrefix(err.Error(), unknownFieldPrefix) }
 
 func unsupportedVersion(found string) error {
 	if found == "" {

@@ -3,6 +3,7 @@ package manifest_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -23,9 +24,9 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 			"malformed manifest: line 3, column 3: invalid character 'o' looking for beginning of object key string"},
 		{"wrong type", "{\n  \"id\": 5\n}", "malformed manifest: line 2, column 9: id: cannot use a JSON number as string"},
 		{"unknown top-level field", strings.Replace(valid, "{\n", "{\n  \"approvedBy\": \"bob\",\n", 1),
-			`malformed manifest: unknown field "approvedBy": replayctl/v1 has no such field`},
+			"malformed manifest: line 2, column 3: unknown field \"approvedBy\" in $: replayctl/v1 has no such field; re-run `replayctl plan` instead of editing the file"},
 		{"unknown nested field", strings.Replace(valid, `"stream": "PAYMENTS_DLQ",`, `"stream": "PAYMENTS_DLQ", "replicas": 3,`, 1),
-			`malformed manifest: unknown field "replicas": replayctl/v1 has no such field`},
+			"malformed manifest: line 10, column 31: unknown field \"replicas\" in $.source: replayctl/v1 has no such field; re-run `replayctl plan` instead of editing the file"},
 		{"trailing object", valid + "{}\n", "malformed manifest: line 100, column 1: trailing data after the manifest object"},
 		{"trailing garbage", strings.TrimSuffix(valid, "\n") + " x", "malformed manifest: line 99, column 3: trailing data after the manifest object"},
 	}
@@ -42,6 +43,50 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 				t.Errorf("Decode error =\n%s\nwant\n%s", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestDecodeRefusesCaseVariantKeys adds, beside a real field, a key encoding/json would take for it
+// (it folds case, Unicode included) at each level of the manifest. Whichever value json would keep,
+// the file is refused naming the key and where it is: a reviewer reads one value, replayctl would
+// use the other.
+func TestDecodeRefusesCaseVariantKeys(t *testing.T) {
+	valid := string(fileForm(t, sealed(t, 3)))
+	tests := []struct{ name, old, new, key, path, field string }{
+		{"top level before", `"writeForbidden": false`, `"WriteForbidden": true, "writeForbidden": false`, "WriteForbidden", "$", "writeForbidden"},
+		{"top level after", `"writeForbidden": false`, `"writeForbidden": false, "WriteForbidden": true`, "WriteForbidden", "$", "writeForbidden"},
+		{"target list", `"eventIds": [`, `"EventIds": ["evt-00001"], "eventIds": [`, "EventIds", "$", "eventIds"},
+		{"upper case", `"eventIds": [`, `"EVENTIDS": ["evt-00001"], "eventIds": [`, "EVENTIDS", "$", "eventIds"},
+		{"long s (U+017F)", `"reason": "provider`, `"reaſon": "a reason nobody reviewed", "reason": "provider`, "reaſon", "$", "reason"},
+		{"escaped", `"reason": "provider`, `"Re\u0061son": "a reason nobody reviewed", "reason": "provider`, "Reason", "$", "reason"},
+		{"nested object", `"reason": "Dlq-Reason"`, `"Reason": "Event-Id", "reason": "Dlq-Reason"`, "Reason", "$.source.headers", "reason"},
+		{"array element", `"where": "source"`, `"Where": "ledger", "where": "source"`, "Where", "$.excluded.conflicts[0]", "where"},
+		{"another list", `"eventId": "evt-x-inflight"`, `"eventID": "evt-y", "eventId": "evt-x-inflight"`, "eventID", "$.excluded.inFlight[0]", "eventId"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !strings.Contains(valid, tt.old) {
+				t.Fatalf("the file form has no %s", tt.old)
+			}
+			_, err := manifest.Decode(strings.NewReader(strings.Replace(valid, tt.old, tt.new, 1)))
+			if !errors.Is(err, manifest.ErrMalformed) || errors.Is(err, manifest.ErrTampered) {
+				t.Fatalf("Decode error = %v, want ErrMalformed", err)
+			}
+			want := fmt.Sprintf("unknown field %q in %s: replayctl/v1 has no such field; field names are exact and case-sensitive: the field is %q",
+				tt.key, tt.path, tt.field)
+			if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "re-run `replayctl plan`") {
+				t.Errorf("Decode error =\n%s\nwant it to contain\n%s", err, want)
+			}
+		})
+	}
+	// Map keys are data, not fields: any failure reason is a key of the histogram.
+	m := validManifest(t, 3)
+	m.Stats.FailureReasons = map[string]int64{"Timeout": 1, "timeout": 2}
+	if err := manifest.Seal(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := manifest.Decode(bytes.NewReader(fileForm(t, m))); err != nil {
+		t.Errorf("Decode of failure reasons differing in case: %v", err)
 	}
 }
 

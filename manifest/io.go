@@ -14,8 +14,8 @@ import (
 // maxFileSize is the largest manifest file read (512 MiB); a variable so tests can lower it.
 var maxFileSize int64 = 512 << 20
 
-// Decode reads one manifest from r, refusing unknown fields, trailing data and input over 512 MiB,
-// then checks it with Verify. Every error about the content matches ErrInvalid; an error reading r
+// Decode reads one manifest from r, refusing any key that is not exactly a field (names are
+// case-sensitive), duplicate keys, trailing data and input over 512 MiB, then checks it with Verify. Every error about the content matches ErrInvalid; an error reading r
 // does not.
 func Decode(r io.Reader) (*Manifest, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxFileSize+1))
@@ -72,14 +72,21 @@ func decodeBytes(data []byte) (*Manifest, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var m Manifest
-	if err := dec.Decode(&m); err != nil {
-		return nil, decodeError(data, &m, err)
+	decodeErr := dec.Decode(&m)
+	// After an unknown field the JSON is known to be valid: checkKeys names the field with its
+	// path. A newer schema usually adds fields: then the version is the problem to report.
+	if decodeErr != nil && (!isUnknownField(decodeErr) || m.APIVersion != APIVersion && m.APIVersion != "") {
+		return nil, decodeError(data, &m, decodeErr)
 	}
 	if end := skipSpace(data, int(dec.InputOffset())); end < len(data) {
 		return nil, fmt.Errorf("%w: %s: trailing data after the manifest object", ErrMalformed, position(data, int64(end)))
 	}
-	if err := checkDuplicateKeys(data); err != nil {
+	if err := checkKeys(data); err != nil {
 		return nil, err
+	}
+	if decodeErr != nil {
+		// encoding/json found a field checkKeys did not: refuse it all the same.
+		return nil, decodeError(data, &m, decodeErr)
 	}
 	if m.APIVersion != APIVersion {
 		return nil, unsupportedVersion(m.APIVersion)

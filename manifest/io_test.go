@@ -99,7 +99,7 @@ func TestLoadErrorsNameThePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := manifest.Load(path)
-	want := "manifest " + path + `: malformed manifest: unknown field "extra": replayctl/v1 has no such field`
+	want := "manifest " + path + ": malformed manifest: line 1, column 32: unknown field \"extra\" in $: replayctl/v1 has no such field; re-run `replayctl plan` instead of editing the file"
 	if !errors.Is(err, manifest.ErrMalformed) || err.Error() != want {
 		t.Errorf("Load = %v\nwant %s", err, want)
 	}
