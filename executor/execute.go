@@ -11,12 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/fingerprint"
@@ -173,9 +170,8 @@ func (s *session) interrupted(ctx context.Context, r *Result, err error) error {
 	case ctx.Err() != nil:
 		err = fmt.Errorf("execute of job %s interrupted after publishing %d targets in this run; nothing is lost and the job stays executing: run `replayctl execute` on its manifest again to continue: %w",
 			m.ID, r.Published, err)
-	case connectionFailure(err):
-		err = fmt.Errorf("execute of job %s stopped after publishing %d targets in this run: %w; nothing is lost and the job stays executing: run `replayctl execute` on its manifest again to continue",
-			m.ID, r.Published, err)
+	default:
+		err = stoppedBy(m.ID, r.Published, err)
 	}
 	s.audit(ctx, "execute.interrupted", map[string]any{"error": err.Error(), "published": r.Published})
 	// The figures shown with the error are read again: the last poll may be a second old, or may
@@ -184,21 +180,6 @@ func (s *session) interrupted(ctx context.Context, r *Result, err error) error {
 	defer cancel()
 	_ = s.fillReview(rctx, r)
 	return err
-}
-
-// connectionFailure reports whether err is a database connection or server failure (a terminated
-// backend, a broken socket) rather than a decision: an operator's answer is to run again.
-func connectionFailure(err error) bool {
-	if _, ok := errors.AsType[*pgconn.PgError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
-		return true
-	}
-	if _, ok := errors.AsType[*net.OpError](err); ok {
-		return true
-	}
-	return errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // lockLost returns err, or, when ctx ended because the job's lock was lost, what happened and
