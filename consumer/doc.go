@@ -10,8 +10,11 @@
 // a person (re-running it could charge a card twice, which is what an idempotency ledger exists to
 // prevent). A row is completed only after the handler returned, with the result, its hash and the
 // references of the calls made, so a redelivery or a replay of a completed event is answered from
-// the ledger without calling the handler. A terminal business failure (Business) is a stored
-// result like any other; a transient failure releases the row to received for a retry, and after
+// the ledger without calling the handler. Fail closed: any error from a call that started leaves
+// the row uncertain too, unless the handler marks it NotExecuted (the request was never sent, or
+// the provider refused it before acting). A terminal business failure (Business) is a stored
+// result like any other; a transient failure in which no call ran releases the row to received
+// for a retry, and after
 // Config.MaxDeliver deliveries the message goes to the dead-letter subject with its payload
 // unchanged, ready for `replayctl plan`.
 //

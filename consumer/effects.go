@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -30,16 +29,18 @@ type Effects struct {
 	recorded []protocol.Effect
 	started  int
 	made     int
-	// unknown is the first call whose outcome could not be told; the row becomes uncertain.
+	// unknown is the first started call that failed without proof it did not run; the row
+	// becomes uncertain.
 	unknown error
 }
 
 // Call performs fn as the external write kind (say "charge") to target (say an account ID) and
 // returns its reference. When writes are suppressed fn is not called, the call is recorded as
-// Suppressed and Call returns ("", nil). A definite error from fn is returned as is: the write did
-// not happen and the handler may fail or carry on. An error matching ErrOutcomeUnknown,
-// context.DeadlineExceeded or context.Canceled is returned too, but the event's row will become
-// uncertain whatever the handler does next, and later calls are refused.
+// Suppressed and Call returns ("", nil). Fail closed: once the call is recorded as started, any
+// error from fn is returned, but the event's row will become uncertain whatever the handler does
+// next, and later calls are refused, unless fn marked its error with NotExecuted (then the write
+// certainly did not happen and the handler may fail, be retried, or carry on). Timeouts,
+// cancellations and ErrOutcomeUnknown stay uncertain even when marked.
 func (fx *Effects) Call(ctx context.Context, kind, target string, fn EffectFunc) (string, error) {
 	if err := validEffectName("kind", kind); err != nil {
 		return "", err
@@ -72,7 +73,7 @@ func (fx *Effects) Call(ctx context.Context, kind, target string, fn EffectFunc)
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
 	if err != nil {
-		if outcomeUnknown(err) && fx.unknown == nil {
+		if !certainlyNotExecuted(err) && fx.unknown == nil {
 			fx.unknown = fmt.Errorf("call %d (%s %s): %w", n, kind, target, err)
 		}
 		return "", err
@@ -96,10 +97,6 @@ func (fx *Effects) tally() (made int, unknown error) {
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
 	return fx.made, fx.unknown
-}
-
-func outcomeUnknown(err error) bool {
-	return errors.Is(err, ErrOutcomeUnknown) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 func validEffectName(field, s string) error {

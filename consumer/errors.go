@@ -9,9 +9,10 @@ var (
 	// every bad field.
 	ErrBadConfig = errors.New("bad consumer config")
 
-	// ErrOutcomeUnknown is what an EffectFunc wraps when it cannot tell whether its write happened
-	// (a timeout after the request was sent, a dropped connection). The event's row then becomes
-	// uncertain and is never retried automatically.
+	// ErrOutcomeUnknown is what an EffectFunc may wrap when it cannot tell whether its write
+	// happened (a timeout after the request was sent, a dropped connection). Every unmarked error
+	// of a started call is uncertain anyway; this one stays uncertain even inside NotExecuted. The
+	// event's row becomes uncertain and is never retried automatically.
 	ErrOutcomeUnknown = errors.New("external call outcome unknown")
 
 	// ErrLeaseLost means the ledger lease on the event was no longer this consumer's: another

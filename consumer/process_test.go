@@ -99,10 +99,17 @@ func TestProcessReportsAChangedPayloadAsAConflict(t *testing.T) {
 	}
 }
 
-func TestProcessMarksAnUnknownOutcomeUncertainForGood(t *testing.T) {
+// Fail closed: once a call was recorded as started, any error from it but a NotExecuted mark may
+// have followed a charge the provider made, so the row is uncertain and the provider is never
+// called again for the event.
+func TestProcessMarksAFailedStartedCallUncertainForGood(t *testing.T) {
 	for name, fail := range map[string]error{
-		"deadline":        context.DeadlineExceeded,
-		"outcome unknown": fmt.Errorf("connection reset after the request was sent: %w", consumer.ErrOutcomeUnknown),
+		"deadline":         context.DeadlineExceeded,
+		"outcome unknown":  fmt.Errorf("connection reset after the request was sent: %w", consumer.ErrOutcomeUnknown),
+		"reset after send": errors.New("read tcp 10.0.0.7:51234->10.0.0.9:443: read: connection reset by peer"),
+		"http 5xx":         errors.New("provider answered 503"),
+		// A mark that contradicts itself proves nothing.
+		"not executed around a timeout": consumer.NotExecuted(fmt.Errorf("charge: %w", context.DeadlineExceeded)),
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
@@ -156,7 +163,10 @@ func TestProcessNeverRetriesAFailureAfterAWriteWasMade(t *testing.T) {
 	}
 }
 
-func TestProcessRetriesATransientFailureThenDeadLettersIt(t *testing.T) {
+// The provider's calls are attempts here: each one refused its connection before the request was
+// sent, which the handler marks NotExecuted, so each delivery may try again. (Before fail-closed
+// errors, issue 15, an unmarked 503 was retried like this and charged once per delivery.)
+func TestProcessRetriesACallThatCertainlyDidNotRunThenDeadLettersIt(t *testing.T) {
 	tests := []struct {
 		name    string
 		version int
@@ -173,24 +183,25 @@ func TestProcessRetriesATransientFailureThenDeadLettersIt(t *testing.T) {
 			if tt.headers != nil {
 				e.register(2, "executing", "job-7")
 			}
-			e.p.failWith(errors.New("provider answered 503"))
+			e.p.failWith(consumer.NotExecuted(errors.New("dial tcp 10.0.0.9:443: connect: connection refused")))
 			payload := orderJSON("acct-1", 250)
 			seq := e.publish("e1", payload, tt.headers)
 
 			e.processNext(c, cons, consumer.OutcomeRetrying)
 			r := e.row("e1", tt.version)
-			if r.State != "received" || r.OutcomeKind != "transient" || !strings.Contains(r.LastError, "503") || r.LeaseOwner != "" {
+			if r.State != "received" || r.OutcomeKind != "transient" || !strings.Contains(r.LastError, "connection refused") ||
+				r.LeaseOwner != "" || r.CallsStarted != 0 {
 				t.Fatalf("after a transient failure: %+v", r)
 			}
 			e.processNext(c, cons, consumer.OutcomeRetrying)
 			started := time.Now().UTC().Truncate(time.Second)
 			out := e.processNext(c, cons, consumer.OutcomeDeadLettered)
-			if out.Err == nil || !strings.Contains(out.Err.Error(), "503") {
+			if !errors.Is(out.Err, consumer.ErrNotExecuted) || !strings.Contains(out.Err.Error(), "connection refused") {
 				t.Fatalf("dead-letter reason %v", out.Err)
 			}
 			e.settled(cons)
 			if n := e.p.calls.Load(); n != 3 {
-				t.Fatalf("provider calls %d, want one per delivery (3)", n)
+				t.Fatalf("provider attempts %d, want one per delivery (3)", n)
 			}
 			if r := e.row("e1", tt.version); r.State != "received" || r.Attempts != 3 || strings.Contains(r.LastError, secret) {
 				t.Fatalf("after dead-lettering: %+v", r)
@@ -213,7 +224,7 @@ func TestProcessRetriesATransientFailureThenDeadLettersIt(t *testing.T) {
 				t.Fatalf("Dlq-Failed-At %q: %v", h.Get(protocol.HeaderDLQFailedAt), err)
 			}
 			reason := h.Get(protocol.HeaderDLQReason)
-			if !strings.Contains(reason, "503") || len(reason) > 200 || strings.Contains(reason, secret) {
+			if !strings.Contains(reason, "connection refused") || len(reason) > 200 || strings.Contains(reason, secret) {
 				t.Fatalf("Dlq-Reason %q", reason)
 			}
 			want := map[string]string{

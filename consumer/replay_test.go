@@ -78,7 +78,7 @@ func TestLiveCopyOfAReplayedEventIsADuplicate(t *testing.T) {
 	c := e.newConsumer(func(cfg *consumer.Config) { cfg.MaxDeliver = 1 })
 	cons := e.durable(c)
 	payload := orderJSON("acct-1", 250)
-	e.p.failWith(errors.New("provider answered 503"))
+	e.p.failWith(consumer.NotExecuted(errors.New("connection refused")))
 	e.publish("e1", payload, nil)
 	e.processNext(c, cons, consumer.OutcomeDeadLettered)
 
@@ -96,7 +96,7 @@ func TestLiveCopyOfAReplayedEventIsADuplicate(t *testing.T) {
 		t.Fatalf("live row %+v", r)
 	}
 	if n := e.p.calls.Load(); n != 2 {
-		t.Fatalf("provider calls %d, want the failed live one and the replay", n)
+		t.Fatalf("provider calls %d, want the refused live attempt and the replay", n)
 	}
 }
 

@@ -81,15 +81,28 @@ func Handler(p *Provider, now func() time.Time) consumer.Handler {
 		}
 		receipt := ReceiptFor(o, ev.EffectVersion, now())
 		if _, err := fx.Call(ctx, EffectCharge, TargetCharge, func(ctx context.Context) (string, error) {
-			return p.Charge(ctx, o.OrderID, receipt.TotalCents, o.Currency)
+			return markNotExecuted(p.Charge(ctx, o.OrderID, receipt.TotalCents, o.Currency))
 		}); err != nil {
+			if errors.Is(err, ErrInvalidRequest) {
+				// Retrying a request the provider refused as invalid cannot succeed.
+				return consumer.Result{}, consumer.Business(fmt.Errorf("charge order %s: %w", o.OrderID, err))
+			}
 			return consumer.Result{}, fmt.Errorf("charge order %s: %w", o.OrderID, err)
 		}
 		if _, err := fx.Call(ctx, EffectReceipt, TargetReceipt, func(ctx context.Context) (string, error) {
-			return p.SendReceipt(ctx, o.Customer, o.OrderID)
+			return markNotExecuted(p.SendReceipt(ctx, o.Customer, o.OrderID))
 		}); err != nil {
 			return consumer.Result{}, fmt.Errorf("mail the receipt of order %s: %w", o.OrderID, err)
 		}
 		return consumer.Result{Body: receipt}, nil
 	}
+}
+
+// markNotExecuted marks the provider's errors that prove the call did not run (docs/protocol.md,
+// "Errors after a call started"), and leaves every other error unmarked: uncertain.
+func markNotExecuted(ref string, err error) (string, error) {
+	if errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrConnectRefused) {
+		return "", consumer.NotExecuted(err)
+	}
+	return ref, err
 }

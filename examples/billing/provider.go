@@ -2,8 +2,20 @@ package billing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+)
+
+// The provider's failures that prove a call did not run. Any other error from a call may come
+// after the provider acted (a connection reset, a 5xx, a timeout), and the handler leaves it
+// unmarked so the event's row becomes uncertain.
+var (
+	// ErrInvalidRequest is the provider's validation refusal (an HTTP 400 or 422 it documents as
+	// applying nothing): the request was read and refused before anything was charged.
+	ErrInvalidRequest = errors.New("payment provider refused the request as invalid (HTTP 422)")
+	// ErrConnectRefused means the connection was refused before the request was sent.
+	ErrConnectRefused = errors.New("payment provider unreachable: connection refused before the request was sent")
 )
 
 // Provider is an in-memory payment provider and mailer. It counts every call it receives, so a
@@ -13,8 +25,14 @@ type Provider struct {
 	calls   map[string]int64
 	charged map[string]int64
 	charges map[string]int64
-	// Fail, when set, is asked before each call; a non-nil error fails that call.
+	// Fail, when set, is asked before each call; a non-nil error fails that call before the
+	// provider acts on it (nothing is counted or charged). Use it for ErrInvalidRequest and
+	// ErrConnectRefused.
 	Fail func(kind, ref string) error
+	// FailAfter, when set, is asked after each call took effect (counted and charged); a non-nil
+	// error is returned instead of the reference, as a connection reset or a 5xx after the
+	// provider acted would be.
+	FailAfter func(kind, ref string) error
 }
 
 // NewProvider returns a provider that has received no call.
@@ -48,10 +66,17 @@ func (p *Provider) call(ctx context.Context, kind, orderID string, do func(n int
 		}
 	}
 	p.calls[kind]++
-	return do(p.calls[kind]), nil
+	ref := do(p.calls[kind])
+	if p.FailAfter != nil {
+		if err := p.FailAfter(kind, orderID); err != nil {
+			return "", err
+		}
+	}
+	return ref, nil
 }
 
-// Calls returns how many calls of kind succeeded; an empty kind counts every kind.
+// Calls returns how many calls of kind took effect, FailAfter's included; an empty kind counts
+// every kind.
 func (p *Provider) Calls(kind string) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
