@@ -50,8 +50,10 @@ Steps:
      retained, else its hash only (said so), else a shadow run under the old effect version; a
      different number of external calls counts as a change too
   4. shadow every target (--concurrency requests in flight, --timeout each) and store each outcome
-  5. judge: identical / changed / no original, shadow errors, unanswered requests, and the shadow's
-     external calls against the manifest's expected external calls
+  5. judge: identical / changed / no original, terminal business failures (a class of their own:
+     execute counts them as failed, so --max-failure-ratio, 0 by default, bounds them whether or
+     not the original failed too), shadow errors, unanswered requests, and the shadow's external
+     calls against the manifest's expected external calls
 
 The verdict is recorded with the manifest digest; execute requires a passing one. A report with
 every sampled diff (field values included; the table shows paths only) is written next to the
@@ -82,6 +84,7 @@ job already ran, 2 on bad input. Shadowing again replaces the stored outcomes an
 	fl.StringVar(&opts.ReportPath, "report", "", "where to write the report (default: next to the manifest, <name>.shadow.json)")
 	fl.Float64Var(&req.Thresholds.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "fail when more than this fraction of targets fail in shadow or are missing from the DLQ (0: none may)")
 	fl.Float64Var(&req.Thresholds.MaxUnansweredRatio, "max-unanswered-ratio", defaults.MaxUnansweredRatio, "fail when more than this fraction of requests time out or find no responder (0: none may)")
+	fl.Float64Var(&req.Thresholds.MaxFailureRatio, "max-failure-ratio", defaults.MaxFailureRatio, "fail when more than this fraction of targets end in a terminal business failure, which execute counts as failed (0: none may)")
 	fl.Float64Var(&req.Thresholds.MaxChangedRatio, "max-changed-ratio", defaults.MaxChangedRatio, "fail when more than this fraction of the targets with an original changed result (1: never)")
 	fl.Float64Var(&req.Thresholds.MaxCallsOverExpected, "max-calls-over", defaults.MaxCallsOverExpected, "fail when the shadow's external calls exceed the manifest's expected calls by more than this fraction")
 	return cmd

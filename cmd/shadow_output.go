@@ -32,6 +32,8 @@ func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 		{"identical to the original", count(t.Identical)},
 		{"changed from the original", count(t.Changed)},
 		{"no original to compare", count(t.NoOriginal)},
+		{"terminal business failures", count(t.Failed)},
+		{"  of which failed before too", count(t.FailedAgain)},
 		{"compared on hash only (body pruned)", count(t.ComparedOnHash)},
 		{"changed external call count", count(t.EffectCountChanged)},
 		{"shadow errors", count(t.ShadowErrors)},

@@ -37,13 +37,13 @@ func TestShadowFlags(t *testing.T) {
 	}
 
 	args := "shadow job.json --concurrency 4 --sample 20 --timeout 750ms --ignore-field processedAt --ignore-field 'lines[*].sku' " +
-		"--report out.json --max-error-ratio 0.01 --max-unanswered-ratio 0.02 --max-changed-ratio 0.5 --max-calls-over 0.2"
+		"--report out.json --max-error-ratio 0.01 --max-unanswered-ratio 0.02 --max-failure-ratio 0.03 --max-changed-ratio 0.5 --max-calls-over 0.2"
 	if _, stderr, code := execCommand(t, false, args, capture); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	want = shadow.Options{Concurrency: 4, Sample: 20, Timeout: 750 * time.Millisecond,
 		IgnoreFields: []string{"processedAt", "lines[*].sku"}, Actor: got.Request.Actor,
-		Thresholds: shadow.Thresholds{MaxErrorRatio: 0.01, MaxUnansweredRatio: 0.02, MaxChangedRatio: 0.5, MaxCallsOverExpected: 0.2}}
+		Thresholds: shadow.Thresholds{MaxErrorRatio: 0.01, MaxUnansweredRatio: 0.02, MaxFailureRatio: 0.03, MaxChangedRatio: 0.5, MaxCallsOverExpected: 0.2}}
 	if got.ReportPath != "out.json" || !reflect.DeepEqual(got.Request, want) {
 		t.Fatalf("flags: report %q request %+v", got.ReportPath, got.Request)
 	}

@@ -20,9 +20,17 @@ select count(*) from pg_tables
    and tablename in ('replayctl_migrations', 'effects', 'effect_versions', 'jobs', 'job_targets', 'audit', 'shadow_verdicts')`
 
 // allMigrations are the embedded migrations in order; a new one is added here too.
-var allMigrations = []string{"0001_init", "0002_consumer_and_shadow", "0003_execute", "0004_reconcile", "0005_lifecycle", "0006_job_targets_fillfactor"}
+var allMigrations = []string{"0001_init", "0002_consumer_and_shadow", "0003_execute", "0004_reconcile", "0005_lifecycle", "0006_job_targets_fillfactor",
+	"0011_shadow_failures"}
 
-var latestVersion = len(allMigrations)
+// latestVersion is the last migration's number: numbers are reserved per change, so gaps are fine.
+var latestVersion = func() int {
+	var n int
+	if _, err := fmt.Sscanf(allMigrations[len(allMigrations)-1], "%04d_", &n); err != nil {
+		panic(err)
+	}
+	return n
+}()
 
 func TestMigrateTwice(t *testing.T) {
 	store := openStore(t, pgtest.URL(t))
@@ -88,8 +96,8 @@ func TestMigrateConcurrently(t *testing.T) {
 	if appliedBy != 1 {
 		t.Errorf("%d runs applied the migrations, want exactly 1", appliedBy)
 	}
-	if n := queryInt(t, stores[0], "select count(*) from replayctl_migrations"); n != latestVersion {
-		t.Errorf("replayctl_migrations has %d rows, want %d", n, latestVersion)
+	if n := queryInt(t, stores[0], "select count(*) from replayctl_migrations"); n != len(allMigrations) {
+		t.Errorf("replayctl_migrations has %d rows, want %d", n, len(allMigrations))
 	}
 	if n := queryInt(t, stores[0], ledgerTables); n != 7 {
 		t.Errorf("%d ledger tables in the schema, want 7", n)
@@ -162,11 +170,11 @@ func TestCheckSchema(t *testing.T) {
 		t.Fatalf("CheckSchema after migrate = %v", err)
 	}
 
-	if _, err := store.Pool.Exec(t.Context(), "insert into replayctl_migrations (version, name) values (7, '0007_future')"); err != nil {
+	if _, err := store.Pool.Exec(t.Context(), "insert into replayctl_migrations (version, name) values (9999, '9999_future')"); err != nil {
 		t.Fatal(err)
 	}
 	err = store.CheckSchema(t.Context())
-	if want := fmt.Sprintf("ledger schema is at version 7, newer than this replayctl knows (%d): upgrade replayctl", latestVersion); !errors.Is(err, ledger.ErrSchemaOutdated) || err.Error() != want {
+	if want := fmt.Sprintf("ledger schema is at version 9999, newer than this replayctl knows (%d): upgrade replayctl", latestVersion); !errors.Is(err, ledger.ErrSchemaOutdated) || err.Error() != want {
 		t.Errorf("CheckSchema on a newer schema = %v, want %q", err, want)
 	}
 }

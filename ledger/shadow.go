@@ -105,6 +105,9 @@ type Original struct {
 	// left to compare.
 	ResultBody  json.RawMessage
 	EffectCount int
+	// OutcomeKind is "business" for a terminal business failure, empty for success: it says
+	// whether the original failed even once its body is pruned.
+	OutcomeKind string
 }
 
 // The primary key (consumer, event_id, effect_version) serves both the filter and the order. A body
@@ -113,7 +116,7 @@ const effectsOriginals = `
 select distinct on (event_id)
        event_id, effect_version, coalesce(result_hash, ''),
        case when retained then result_body::text end,
-       effect_count
+       effect_count, coalesce(outcome_kind, '')
   from (select *, result_body is not null and (replay_until is null or replay_until > now()) as retained
           from effects
          where consumer = $1 and event_id = any($2) and effect_version < $3
@@ -133,7 +136,7 @@ func (s *Store) EffectsOriginals(ctx context.Context, consumer string, eventIDs 
 	var eventID string
 	var o Original
 	var body *string
-	_, err = pgx.ForEachRow(rows, []any{&eventID, &o.EffectVersion, &o.ResultHash, &body, &o.EffectCount}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&eventID, &o.EffectVersion, &o.ResultHash, &body, &o.EffectCount, &o.OutcomeKind}, func() error {
 		o.ResultBody = nil
 		if body != nil {
 			o.ResultBody = json.RawMessage(*body)
@@ -153,7 +156,8 @@ type ShadowOutcome struct {
 	EventID string
 	// Status is ok, error, timeout, no_responder or source_missing.
 	Status string
-	// Comparison is identical, changed or no_original for an ok reply, empty otherwise.
+	// Comparison is identical, changed or no_original for an ok reply, failed or failed_again for
+	// an ok reply that is a terminal business failure, empty otherwise.
 	Comparison string
 	// ComparedOn is body or hash when a comparison was made, empty otherwise.
 	ComparedOn string

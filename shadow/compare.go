@@ -14,8 +14,12 @@ const (
 	comparisonIdentical  = "identical"
 	comparisonChanged    = "changed"
 	comparisonNoOriginal = "no_original"
-	comparedOnBody       = "body"
-	comparedOnHash       = "hash"
+	// comparisonFailed is a terminal business failure whose original succeeded or is unknown;
+	// comparisonFailedAgain one whose original failed too. Neither is compared any further.
+	comparisonFailed      = "failed"
+	comparisonFailedAgain = "failed_again"
+	comparedOnBody        = "body"
+	comparedOnHash        = "hash"
 )
 
 // comparer compares shadow results with their baselines, leaving out --ignore-field paths and
@@ -73,6 +77,13 @@ func (c *comparer) judge(t ledger.ShadowTarget, missing string, a *answer, orig 
 	out.Status, out.Error, out.ResultHash, out.EffectCount = a.status, a.err, a.resultHash, len(a.effects)
 	res := targetResult{outcome: out, effects: a.effects}
 	if a.status != statusOK {
+		return res
+	}
+	if message, failed := businessFailure(a.result); failed {
+		res.outcome.Comparison, res.outcome.Error = comparisonFailed, clipError(message)
+		if originalFailed(orig) {
+			res.outcome.Comparison = comparisonFailedAgain
+		}
 		return res
 	}
 	if orig == nil {

@@ -17,6 +17,9 @@ type Thresholds struct {
 	MaxErrorRatio float64 `json:"maxErrorRatio"`
 	// MaxUnansweredRatio (--max-unanswered-ratio) bounds (timeouts + no responder) / targets.
 	MaxUnansweredRatio float64 `json:"maxUnansweredRatio"`
+	// MaxFailureRatio (--max-failure-ratio) bounds terminal business failures / targets: what
+	// execute's --max-error-ratio would stop on fails the shadow first.
+	MaxFailureRatio float64 `json:"maxFailureRatio"`
 	// MaxChangedRatio (--max-changed-ratio) bounds changed / targets compared with an original.
 	MaxChangedRatio float64 `json:"maxChangedRatio"`
 	// MaxCallsOverExpected (--max-calls-over) is the fraction by which the shadow's external calls
@@ -24,11 +27,11 @@ type Thresholds struct {
 	MaxCallsOverExpected float64 `json:"maxCallsOverExpected"`
 }
 
-// DefaultThresholds tolerates no shadow error and no unanswered request, lets calls exceed the
-// plan's estimate by 10%, and never fails on changes alone: a fix is expected to change results,
-// and the operator reviews the diff.
+// DefaultThresholds tolerates no shadow error, no business failure and no unanswered request,
+// lets calls exceed the plan's estimate by 10%, and never fails on changes alone: a fix is
+// expected to change results, and the operator reviews the diff.
 func DefaultThresholds() Thresholds {
-	return Thresholds{MaxErrorRatio: 0, MaxUnansweredRatio: 0, MaxChangedRatio: 1, MaxCallsOverExpected: 0.10}
+	return Thresholds{MaxErrorRatio: 0, MaxUnansweredRatio: 0, MaxFailureRatio: 0, MaxChangedRatio: 1, MaxCallsOverExpected: 0.10}
 }
 
 // Options is one shadow request.
@@ -104,6 +107,7 @@ func (o *Options) Normalise() error {
 	}{
 		{"--max-error-ratio", o.Thresholds.MaxErrorRatio, 1},
 		{"--max-unanswered-ratio", o.Thresholds.MaxUnansweredRatio, 1},
+		{"--max-failure-ratio", o.Thresholds.MaxFailureRatio, 1},
 		{"--max-changed-ratio", o.Thresholds.MaxChangedRatio, 1},
 		{"--max-calls-over", o.Thresholds.MaxCallsOverExpected, math.MaxFloat64},
 	} {

@@ -134,6 +134,11 @@ func (sh *runner) count(r *targetResult) {
 			t.Changed++
 		case comparisonNoOriginal:
 			t.NoOriginal++
+		case comparisonFailed:
+			t.Failed++
+		case comparisonFailedAgain:
+			t.Failed++
+			t.FailedAgain++
 		}
 		if o.ComparedOn == comparedOnHash {
 			t.ComparedOnHash++

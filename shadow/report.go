@@ -35,11 +35,17 @@ type Report struct {
 // Totals are the full pass's counts over every target.
 type Totals struct {
 	Targets int64 `json:"targets"`
-	// Answered counts replies (ok or error); Identical, Changed and NoOriginal split the ok ones.
+	// Answered counts replies (ok or error); Identical, Changed, NoOriginal and Failed split the
+	// ok ones.
 	Answered   int64 `json:"answered"`
 	Identical  int64 `json:"identical"`
 	Changed    int64 `json:"changed"`
 	NoOriginal int64 `json:"noOriginal"`
+	// Failed counts ok replies that are a terminal business failure ({"error": "..."}): execute
+	// would count each as failed. They are not compared with the original: FailedAgain counts
+	// those whose original (the ledger's, or the sample's shadow under the old version) failed too.
+	Failed      int64 `json:"failed"`
+	FailedAgain int64 `json:"failedAgain"`
 	// ComparedOnHash counts identical and changed targets whose original body was pruned, so only
 	// hashes were compared (noise and ignored fields cannot be removed from a hash).
 	ComparedOnHash int64 `json:"comparedOnHash"`
@@ -92,6 +98,9 @@ const (
 	OutcomeSourceMissing = "source_missing"
 	// OutcomeNoOriginal is a shadow result with nothing to compare it with (BaselineNone).
 	OutcomeNoOriginal = "no_original"
+	// OutcomeFailed is a terminal business failure under the new version; FailedBefore says
+	// whether the baseline failed too.
+	OutcomeFailed = "failed"
 )
 
 // SampleItem is one sampled event's comparison.
@@ -102,9 +111,12 @@ type SampleItem struct {
 	// when the event never got that far (source missing).
 	Baseline        string `json:"baseline,omitempty"`
 	BaselineVersion int    `json:"baselineVersion"`
-	// Outcome is identical, changed, error (an error on one side or both), unanswered,
-	// source_missing, or no_original (BaselineNone).
+	// Outcome is identical, changed, failed (a terminal business failure under the new
+	// version), error (an error on one side or both), unanswered, source_missing, or no_original
+	// (BaselineNone).
 	Outcome string `json:"outcome"`
+	// FailedBefore says, for a failed outcome, that the baseline was a business failure too.
+	FailedBefore bool `json:"failedBefore,omitempty"`
 	// Changed lists the differing result paths with both values.
 	Changed []FieldChange `json:"changed,omitempty"`
 	// Noise and Ignored list the paths that differed but are noise or --ignore-field paths.

@@ -121,6 +121,9 @@ func (sh *runner) sample(ctx context.Context, r *Report) error {
 		r.Sample.PerReason[s.target.FailureReason]++
 		r.Sample.Items = append(r.Sample.Items, sh.cmp.describe(s, m))
 		res := sh.cmp.judge(s.target, s.missing, s.first, s.original, now)
+		if res.outcome.Comparison == comparisonFailed && s.from.failed() {
+			res.outcome.Comparison = comparisonFailedAgain
+		}
 		sh.sampled[s.target.EventID] = &res
 	}
 	r.Fields = summarise(r.Sample.Items)
@@ -260,6 +263,11 @@ func (c *comparer) describe(s *sampled, m *manifest.Manifest) SampleItem {
 		if s.from != nil && s.from.status == statusError {
 			note("baseline shadow under version %d: %s", m.EffectVersion.From, s.from.err)
 		}
+	case s.first.failed():
+		item.Outcome = OutcomeFailed
+		item.FailedBefore = originalFailed(s.original) || s.from.failed()
+		message, _ := businessFailure(s.first.result)
+		note("business failure under version %d: %s", m.EffectVersion.To, clipError(message))
 	case item.Baseline == BaselineNone:
 		item.Outcome = OutcomeNoOriginal
 	default:

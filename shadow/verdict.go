@@ -22,6 +22,11 @@ func judgeVerdict(t Totals, th Thresholds) Verdict {
 		fail("%s of %s targets (%s) went unanswered (%s timeouts, %s with no responder), above --max-unanswered-ratio %s",
 			count(none), count(t.Targets), percent(none, t.Targets, 2), count(t.Timeouts), count(t.NoResponder), number(th.MaxUnansweredRatio))
 	}
+	if exceeds(t.Failed, t.Targets, th.MaxFailureRatio) {
+		fail("%s of %s targets (%s) end in a terminal business failure under the new version (%s of them failed before too), above --max-failure-ratio %s; "+
+			"execute would count each as failed: see the failed sample items, fix the consumer or plan without them, or allow a ratio",
+			count(t.Failed), count(t.Targets), percent(t.Failed, t.Targets, 2), count(t.FailedAgain), number(th.MaxFailureRatio))
+	}
 	if compared := t.Identical + t.Changed; exceeds(t.Changed, compared, th.MaxChangedRatio) {
 		fail("%s of %s targets compared with their original (%s) changed, above --max-changed-ratio %s; review the diff in the report",
 			count(t.Changed), count(compared), percent(t.Changed, compared, 2), number(th.MaxChangedRatio))
