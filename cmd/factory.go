@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/internal/natsurl"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -125,40 +125,20 @@ func (f *Factory) connectJetStream(ctx context.Context) (jetstream.JetStream, fu
 	}
 	nc, err := nats.Connect(natsURL, nats.Name("replayctl"), nats.Timeout(timeout))
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to NATS at %s: %w; check --nats-url / NATS_URL", redactNATSURL(natsURL), err)
+		// nats.go quotes an entry it cannot parse, password included.
+		return nil, nil, fmt.Errorf("connecting to NATS at %s: %w; check --nats-url / NATS_URL", natsurl.Redact(natsURL), natsurl.ScrubError(err, natsURL))
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, nil, fmt.Errorf("opening JetStream at %s: %w; check --nats-url / NATS_URL", redactNATSURL(natsURL), err)
+		return nil, nil, fmt.Errorf("opening JetStream at %s: %w; check --nats-url / NATS_URL", natsurl.Redact(natsURL), natsurl.ScrubError(err, natsURL))
 	}
 	return js, nc.Close, nil
 }
 
-// redactNATSURL hides passwords and tokens in a NATS server list ("nats://u:p@a:4222,nats://b").
-func redactNATSURL(servers string) string {
-	parts := strings.Split(servers, ",")
-	for i, p := range parts {
-		u, err := url.Parse(strings.TrimSpace(p))
-		if err != nil || u.User == nil {
-			continue
-		}
-		if _, hasPassword := u.User.Password(); !hasPassword {
-			// A lone user part is how NATS carries a token.
-			u.User = url.User("xxxxx")
-		}
-		parts[i] = u.Redacted()
-	}
-	return strings.Join(parts, ",")
-}
-
-// Quotes and backquotes end a URL quoted in a message.
-var (
-	// userinfoPassword matches the password of any scheme://user:password@ in free text.
-	userinfoPassword = regexp.MustCompile("(?i)\\b([a-z][a-z0-9+.-]*://[^\\s:/@\"'`]*:)[^\\s@\"'`]+@")
-	// natsToken matches the token of a NATS URL, which NATS carries as a lone user part.
-	natsToken = regexp.MustCompile("(?i)\\b((?:nats|tls|ws|wss)://)[^\\s:/@\"'`]+@")
-)
+// userinfoPassword matches the password of any scheme://user:password@ in free text. Quotes and
+// backquotes end a URL quoted in a message.
+var userinfoPassword = regexp.MustCompile("(?i)\\b([a-z][a-z0-9+.-]*://[^\\s:/@\"'`]*:)[^\\s@\"'`]+@")
 
 // redactCredentials masks every URL password and NATS token in msg, and every password= of a
 // key=value connection string, wherever it came from. The configured URLs are redacted by value
@@ -167,6 +147,6 @@ var (
 // errors and "no such job" quote back).
 func redactCredentials(msg string) string {
 	msg = userinfoPassword.ReplaceAllString(msg, "${1}xxxxx@")
-	msg = natsToken.ReplaceAllString(msg, "${1}xxxxx@")
+	msg = natsurl.RedactTokens(msg)
 	return ledger.RedactURL(msg)
 }

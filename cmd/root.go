@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/internal/natsurl"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -170,7 +171,7 @@ func run(ctx context.Context, f *Factory, root *cobra.Command, args []string) in
 // errors, and under --json also as {"error", "exitCode"} on stdout for CI.
 func reportError(f *Factory, cmd *cobra.Command, args []string, err error, code int) {
 	msg := redact(err.Error(), f.DatabaseURL(), ledger.RedactURL)
-	msg = redactCredentials(redact(msg, f.NATSURL(), redactNATSURL))
+	msg = redactCredentials(natsurl.Scrub(msg, f.NATSURL()))
 	ios := f.IOStreams
 	fmt.Fprintf(ios.ErrOut, "replayctl: %s\n", msg)
 	if errors.Is(err, ErrUsage) {

@@ -258,17 +258,3 @@ func TestNATSConnectFailureNamesTheFlag(t *testing.T) {
 		t.Errorf("exit code %d, want %d", exitCode(err), ExitFailure)
 	}
 }
-
-func TestRedactNATSURL(t *testing.T) {
-	tests := map[string]string{
-		"nats://127.0.0.1:4222":                 "nats://127.0.0.1:4222",
-		"nats://u:pw@a:4222,nats://b:4222":      "nats://u:xxxxx@a:4222,nats://b:4222",
-		"nats://s3cr3t-token@a:4222":            "nats://xxxxx@a:4222",
-		"tls://a:4222, nats://user:pass@b:4222": "tls://a:4222,nats://user:xxxxx@b:4222",
-	}
-	for in, want := range tests {
-		if got := redactNATSURL(in); got != want {
-			t.Errorf("redactNATSURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

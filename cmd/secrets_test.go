@@ -94,14 +94,21 @@ func TestDatabasePasswordFromEnvironmentNeverPrinted(t *testing.T) {
 	}
 }
 
-// TestNATSPasswordNeverPrinted gives NATS credentials in the URL (user and password, and a token)
-// of a server that is not there.
+// TestNATSPasswordNeverPrinted gives NATS credentials in the URL of a server that is not there, in
+// every form nats.go reads one: user and password or a token, with or without a scheme, in the
+// second entry of a list, and in an entry nats.go cannot parse (which its error quotes).
 func TestNATSPasswordNeverPrinted(t *testing.T) {
 	dbURL, _ := newLedgerAndDLQ(t)
 	for _, natsURL := range []string{
 		"nats://alice:" + secret + "@127.0.0.1:1",
 		"nats://" + secret + "@127.0.0.1:1",
 		"nats://127.0.0.1:2,nats://alice:" + secret + "@127.0.0.1:1",
+		"natsuser:" + secret + "@127.0.0.1:1",
+		secret + "@127.0.0.1:1",
+		"nats://127.0.0.1:2, natsuser:" + secret + "@127.0.0.1:1",
+		"127.0.0.1:2," + secret + "@127.0.0.1:1",
+		"natsuser:pa ss" + secret + "@127.0.0.1:1",
+		"nats://alice:ab/" + secret + "@127.0.0.1:1",
 	} {
 		for _, asJSON := range []string{"", "--json "} {
 			stdout, stderr, code := runCommand(t, false, asJSON+"plan --consumer billing --stream DLQ --reason '"+planReason+

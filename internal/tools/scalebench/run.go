@@ -18,6 +18,7 @@ import (
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/demo"
 	"github.com/replayctl/replayctl/internal/natsembed"
+	"github.com/replayctl/replayctl/internal/natsurl"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
@@ -67,7 +68,7 @@ func run(ctx context.Context, cfg config) (*results, error) {
 	if b.bin, err = build(ctx, dir); err != nil {
 		return nil, err
 	}
-	b.natsURL, b.res = cfg.natsURL, newResults(cfg.events, cfg.natsURL)
+	b.natsURL, b.res = cfg.natsURL, newResults(cfg.events, natsurl.Redact(cfg.natsURL))
 	if b.natsURL == "" {
 		srv, err := natsembed.Start(filepath.Join(dir, "nats"), true)
 		if err != nil {
@@ -78,7 +79,7 @@ func run(ctx context.Context, cfg config) (*results, error) {
 		b.res.NATS = "in-process, file storage (" + b.natsURL + ")"
 	}
 	if b.nc, err = nats.Connect(b.natsURL); err != nil {
-		return nil, fmt.Errorf("connect to NATS at %s: %w", b.natsURL, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", natsurl.Redact(b.natsURL), natsurl.ScrubError(err, b.natsURL))
 	}
 	cleanups = append(cleanups, b.nc.Close)
 	if b.js, err = jetstream.New(b.nc); err != nil {

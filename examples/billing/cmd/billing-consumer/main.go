@@ -24,6 +24,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/natsurl"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -55,7 +56,7 @@ func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly 
 	defer store.Close()
 	nc, err := nats.Connect(natsURL, nats.Name("billing-consumer"))
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", natsURL, err)
+		return fmt.Errorf("connect to NATS at %s: %w", natsurl.Redact(natsURL), natsurl.ScrubError(err, natsURL))
 	}
 	defer nc.Close()
 	if createStream {
