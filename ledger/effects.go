@@ -111,7 +111,7 @@ type EffectClaim struct {
 // effectsClaimLock serialises the claims of one event across its versions until the claim's
 // implicit transaction commits. Without it, a live copy (version 1) and its replay (version 2)
 // insert different keys, neither sees the other's uncommitted row, and both call out.
-const effectsClaimLock = `select pg_advisory_xact_lock(hashtextextended('replayctl.effect.' || $1::text || chr(31) || $2::text, 0))`
+const effectsClaimLock = `select pg_advisory_xact_lock(hashtextextended(current_schema() || ':replayctl.effect.' || $1::text || chr(31) || $2::text, 0))`
 
 // One upsert instead of an insert followed by an update: the row appears already leased, and the
 // conflict arm re-checks the take-over conditions on the latest row version under its lock, so two

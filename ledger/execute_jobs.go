@@ -88,7 +88,7 @@ func JobsActiveForConsumer(ctx context.Context, q Querier, consumer, exceptJobID
 	return jobs, nil
 }
 
-const lockConsumerExecutions = `select pg_advisory_xact_lock(hashtextextended('replayctl.execute.consumer:' || $1, 0))`
+const lockConsumerExecutions = `select pg_advisory_xact_lock(hashtextextended(current_schema() || ':replayctl.execute.consumer:' || $1, 0))`
 
 // LockConsumerExecutions takes a transaction-scoped advisory lock on consumer through q (a
 // transaction), so two executors starting jobs of one consumer check JobsActiveForConsumer one

@@ -10,11 +10,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Session advisory locks are keyed by text ("replayctl.shadow:<job>"); hashtextextended gives
-// PostgreSQL's 64-bit key space.
+// Session advisory locks are keyed by text ("replayctl.shadow:<job>") under the current schema:
+// advisory locks are database-wide, and two ledgers in one database (the demo beside a real one,
+// or test runs side by side) must never refuse or wait on each other's jobs. hashtextextended
+// gives PostgreSQL's 64-bit key space.
 const (
-	sessionLockTry    = `select pg_try_advisory_lock(hashtextextended($1, 0))`
-	sessionLockUnlock = `select pg_advisory_unlock(hashtextextended($1, 0))`
+	sessionLockTry    = `select pg_try_advisory_lock(hashtextextended(current_schema() || ':' || $1, 0))`
+	sessionLockUnlock = `select pg_advisory_unlock(hashtextextended(current_schema() || ':' || $1, 0))`
 )
 
 // lockCheckTimeout bounds one check of a held lock (a ping, or taking the lock again), so a

@@ -274,3 +274,23 @@ func TestShadowLockAdmitsOneRunPerJob(t *testing.T) {
 	}
 	again()
 }
+
+// Advisory locks are database-wide; a job ID held in one schema (the demo's, a test run's) must not
+// refuse the same job ID in another ledger of the same database.
+func TestSessionLocksAreScopedToTheLedgerSchema(t *testing.T) {
+	ctx := t.Context()
+	one, two := pgtest.Ledger(t), pgtest.Ledger(t)
+	release, err := one.ShadowLock(ctx, "job-shared-id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	other, err := two.ShadowLock(ctx, "job-shared-id")
+	if err != nil {
+		t.Fatalf("the same job ID in another schema was refused: %v", err)
+	}
+	other()
+	if _, err := one.ShadowLock(ctx, "job-shared-id"); !errors.Is(err, ledger.ErrShadowRunning) {
+		t.Fatalf("err = %v, want ErrShadowRunning in the schema that holds it", err)
+	}
+}
