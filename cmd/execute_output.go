@@ -97,7 +97,10 @@ func printExecuteResult(ios *iostreams.IOStreams, r *executor.Result) error {
 		fmt.Fprintf(out, "\nDRY RUN: nothing was published, no status changed. Run without --dry-run to replay.\n")
 		return nil
 	}
-	if r.Stop != nil {
+	switch {
+	case r.Stop != nil && r.Stop.Completed:
+		fmt.Fprintf(out, "\nguard %s passed: %s\n", r.Stop.Kind, r.Stop.Message)
+	case r.Stop != nil:
 		fmt.Fprintf(out, "\nstopped (%s): %s\n", r.Stop.Kind, r.Stop.Message)
 	}
 	if err := printReview(ios, "uncertain: review by hand, never retried automatically", r.Uncertain, r.Final.Uncertain); err != nil {

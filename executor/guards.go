@@ -14,15 +14,36 @@ func (s *session) callBudget() int64 {
 	return callBudget(s.m.ExpectedExternalCalls, s.opts.Guards.MaxCallsOver)
 }
 
+// guardFinding is a guard's threshold passed: what was found, and what to do while the job can
+// still be resumed.
+type guardFinding struct {
+	kind, found, advice string
+}
+
 // guardStop returns the guard that stops the run, or nil. At the end of a run (finished) every
 // settled target counts however few; the uncertain guard, which exists to stop publishing, is
-// left to the end's exit code then.
+// left to the end's exit code then. A guard passed when no target remains stops nothing: the job
+// completes, and the stop says so instead of offering a resume the job cannot take.
 func (s *session) guardStop(p Progress, e ledger.JobEffectCounts, finished bool) *Stop {
+	f := s.guardFinding(p, e, finished)
+	if f == nil {
+		return nil
+	}
+	if p.Remaining == 0 {
+		return &Stop{Kind: f.kind, Completed: true, Message: fmt.Sprintf(
+			"job %s completed, but the guard's threshold was passed: %s; every target settled, so there is nothing to resume: "+
+				"review the failed and uncertain targets (listed, and in `replayctl status %s`)", s.m.ID, f.found, s.m.ID)}
+	}
+	return &Stop{Kind: f.kind, Message: f.found + "; " + f.advice}
+}
+
+func (s *session) guardFinding(p Progress, e ledger.JobEffectCounts, finished bool) *guardFinding {
 	g, m := s.opts.Guards, s.m
 	if budget := s.callBudget(); p.ExternalCalls > budget {
-		return &Stop{Kind: StopCallBudget, Message: fmt.Sprintf(
-			"the replay started %d external calls, over its budget of %d (expected %d + %.0f%%, --max-calls-over); it is paused: review the consumer, then resume",
-			p.ExternalCalls, budget, m.ExpectedExternalCalls, 100*g.MaxCallsOver)}
+		return &guardFinding{kind: StopCallBudget, found: fmt.Sprintf(
+			"the replay started %d external calls, over its budget of %d (expected %d + %.0f%%, --max-calls-over)",
+			p.ExternalCalls, budget, m.ExpectedExternalCalls, 100*g.MaxCallsOver),
+			advice: "it is paused: review the consumer, then resume"}
 	}
 	settled := e.Settled() + p.SourceFailed
 	if settled >= minGuardSample || (finished && settled > 0) {
@@ -30,22 +51,25 @@ func (s *session) guardStop(p Progress, e ledger.JobEffectCounts, finished bool)
 			perTarget := float64(m.ExpectedExternalCalls) / float64(m.Stats.Targets)
 			allowed := perTarget * float64(e.Settled()) * (1 + g.MaxCallsOver)
 			if float64(e.SettledCalls) > allowed {
-				return &Stop{Kind: StopCallBudget, Message: fmt.Sprintf(
+				return &guardFinding{kind: StopCallBudget, found: fmt.Sprintf(
 					"the %d settled targets made %d external calls, %.2f each; the plan expects %.2f each (+%.0f%%, --max-calls-over), %d for the job at this rate against %d expected",
 					e.Settled(), e.SettledCalls, float64(e.SettledCalls)/float64(e.Settled()), perTarget, 100*g.MaxCallsOver,
-					int64(float64(e.SettledCalls)/float64(e.Settled())*float64(m.Stats.Targets)), m.ExpectedExternalCalls)}
+					int64(float64(e.SettledCalls)/float64(e.Settled())*float64(m.Stats.Targets)), m.ExpectedExternalCalls),
+					advice: "it is paused: review the consumer, then resume"}
 			}
 		}
 		if ratio := float64(p.Failed) / float64(settled); ratio > g.MaxErrorRatio {
-			return &Stop{Kind: StopErrorRate, Message: fmt.Sprintf(
-				"%d of %d settled targets failed (%.1f%%), above --max-error-ratio %.1f%%; see the failed list, fix the cause, then resume",
-				p.Failed, settled, 100*ratio, 100*g.MaxErrorRatio)}
+			return &guardFinding{kind: StopErrorRate, found: fmt.Sprintf(
+				"%d of %d settled targets failed (%.1f%%), above --max-error-ratio %.1f%%",
+				p.Failed, settled, 100*ratio, 100*g.MaxErrorRatio),
+				advice: "see the failed list, fix the cause, then resume"}
 		}
 	}
-	if !finished && p.Uncertain > g.MaxUncertain {
-		return &Stop{Kind: StopUncertain, Message: fmt.Sprintf(
-			"%d targets are uncertain (an external call may or may not have happened), above --max-uncertain %d; review them by hand, then resume",
-			p.Uncertain, g.MaxUncertain)}
+	if !finished && p.Remaining > 0 && p.Uncertain > g.MaxUncertain {
+		return &guardFinding{kind: StopUncertain, found: fmt.Sprintf(
+			"%d targets are uncertain (an external call may or may not have happened), above --max-uncertain %d",
+			p.Uncertain, g.MaxUncertain),
+			advice: "review them by hand, then resume"}
 	}
 	return nil
 }

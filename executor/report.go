@@ -111,6 +111,9 @@ type Stop struct {
 	Message string `json:"message"`
 	// By is who cancelled, for StopCancelled.
 	By string `json:"by,omitempty"`
+	// Completed says a guard's threshold was passed on the job's last targets: the job completed
+	// (it cannot be resumed), and the run still exits as a guard stop.
+	Completed bool `json:"completed,omitempty"`
 }
 
 // Result is one execute run.
