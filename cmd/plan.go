@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -80,11 +81,11 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 	fl.IntVar(&req.EffectVersion, "effect-version", 0, "effect version to replay under (default: highest known + 1)")
 	fl.BoolVar(&req.WriteForbidden, "write-forbidden", false, "replay with every external call suppressed and recorded")
 	fl.StringVarP(&req.OutputPath, "output", "o", "", "path of the manifest to write (required)")
-	fl.StringVar(&req.Headers.EventID, "header-event-id", planner.DefaultHeaders.EventID, "DLQ header carrying the event ID")
-	fl.StringVar(&req.Headers.Reason, "header-reason", planner.DefaultHeaders.Reason, "DLQ header carrying the failure reason")
-	fl.StringVar(&req.Headers.OriginalSubject, "header-original-subject", planner.DefaultHeaders.OriginalSubject, "DLQ header carrying the original subject")
-	fl.StringVar(&req.Headers.Attempts, "header-attempts", planner.DefaultHeaders.Attempts, "DLQ header carrying the delivery attempts (recorded)")
-	fl.StringVar(&req.Headers.FailedAt, "header-failed-at", planner.DefaultHeaders.FailedAt, "DLQ header carrying the failure time (recorded)")
+	fl.StringVar(&req.Headers.EventID, "header-event-id", dlq.DefaultHeaders.EventID, "DLQ header carrying the event ID")
+	fl.StringVar(&req.Headers.Reason, "header-reason", dlq.DefaultHeaders.Reason, "DLQ header carrying the failure reason")
+	fl.StringVar(&req.Headers.OriginalSubject, "header-original-subject", dlq.DefaultHeaders.OriginalSubject, "DLQ header carrying the original subject")
+	fl.StringVar(&req.Headers.Attempts, "header-attempts", dlq.DefaultHeaders.Attempts, "DLQ header carrying the delivery attempts (recorded)")
+	fl.StringVar(&req.Headers.FailedAt, "header-failed-at", dlq.DefaultHeaders.FailedAt, "DLQ header carrying the failure time (recorded)")
 	return cmd
 }
 

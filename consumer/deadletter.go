@@ -3,11 +3,11 @@ package consumer
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -30,20 +30,18 @@ func (c *Consumer) deadLetter(ctx context.Context, d *delivery, out Outcome) Out
 
 func (c *Consumer) publishDeadLetter(ctx context.Context, d *delivery, reason error) error {
 	src := d.msg.Headers()
-	m := nats.NewMsg(c.cfg.DLQSubject)
-	m.Data = d.msg.Data()
-	if id := src.Get(protocol.HeaderEventID); id != "" {
-		m.Header.Set(protocol.HeaderEventID, id)
-	}
-	m.Header.Set(protocol.HeaderDLQReason, clipText(reason.Error(), maxReasonBytes))
-	m.Header.Set(protocol.HeaderDLQOriginalSubj, d.msg.Subject())
-	m.Header.Set(protocol.HeaderDLQAttempts, strconv.Itoa(d.ev.Delivery))
-	m.Header.Set(protocol.HeaderDLQFailedAt, time.Now().UTC().Format(time.RFC3339))
+	carried := nats.Header{}
 	for _, h := range replayHeaders {
 		if v := src.Get(h); v != "" {
-			m.Header.Set(h, v)
+			carried.Set(h, v)
 		}
 	}
+	m := dlq.DeadLetter{
+		Subject: c.cfg.DLQSubject, EventID: src.Get(protocol.HeaderEventID), OriginalSubject: d.msg.Subject(),
+		Class:    clipText(reasonClass(reason), dlq.MaxClassBytes),
+		Detail:   clipText(reason.Error(), dlq.MaxDetailBytes),
+		Attempts: d.ev.Delivery, FailedAt: time.Now(), Payload: d.msg.Data(), Carried: carried,
+	}.Msg()
 	// The stream sequence keeps two copies of one event apart in the DLQ, while a retried
 	// dead-lettering of the same copy is deduplicated.
 	m.Header.Set(protocol.HeaderMsgID, fmt.Sprintf("dlq:%s:%s:%d", c.cfg.Name, src.Get(protocol.HeaderEventID), d.seq))

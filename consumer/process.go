@@ -90,8 +90,8 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 		return out
 	}
 	if ev.Delivery > c.cfg.MaxDeliver {
-		cause := fmt.Errorf("delivered %d times without a recorded outcome (MaxDeliver %d): the handler may be crashing the process on it",
-			ev.Delivery, c.cfg.MaxDeliver)
+		cause := WithReasonClass("redelivered without a recorded outcome", fmt.Errorf("delivered %d times without a recorded outcome (MaxDeliver %d): the handler may be crashing the process on it",
+			ev.Delivery, c.cfg.MaxDeliver))
 		if _, err := ledger.EffectsRelease(ctx, c.cfg.Store.Pool, key, c.cfg.Owner, cause.Error()); err != nil {
 			return c.retry(d, out, err)
 		}

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/internal/dlqsource"
 	"github.com/replayctl/replayctl/ledger"
-	"github.com/replayctl/replayctl/protocol"
 )
 
 const (
@@ -177,26 +175,10 @@ func (s *session) recordSourceFailures(ctx context.Context, failures []ledger.Ta
 	return cause
 }
 
-// replayMsg is target t's replay: the DLQ message's payload and headers, less the DLQ's own
-// headers, on its original subject, with the replay protocol's headers.
+// replayMsg is target t's replay of its DLQ message, on its original subject.
 func (s *session) replayMsg(t ledger.ExecTarget, src dlqsource.Message) *nats.Msg {
-	msg := nats.NewMsg(t.OriginalSubject)
-	msg.Data = src.Data
-	h := s.m.Source.Headers
-	drop := map[string]bool{h.EventID: true, h.Reason: true, h.OriginalSubject: true, h.Attempts: true, h.FailedAt: true}
-	for name, values := range src.Header {
-		if drop[name] || strings.HasPrefix(name, "Nats-") || strings.HasPrefix(name, "Replay-") {
-			continue
-		}
-		msg.Header[name] = values
-	}
-	msg.Header.Set(protocol.HeaderEventID, t.EventID)
-	msg.Header.Set(protocol.HeaderReplayJob, s.job.ID)
-	msg.Header.Set(protocol.HeaderReplayMode, protocol.ModeExecute)
-	msg.Header.Set(protocol.HeaderReplayEffectVersion, strconv.Itoa(s.job.EffectVersionTo))
-	msg.Header.Set(protocol.HeaderReplayWriteForbidden, protocol.FormatBool(s.job.WriteForbidden))
-	msg.Header.Set(protocol.HeaderMsgID, protocol.MsgID(s.job.ID, t.EventID))
-	return msg
+	return dlq.ReplayMsg(t.OriginalSubject, src.Data, src.Header, s.m.Source.Headers,
+		dlq.Replay{EventID: t.EventID, JobID: s.job.ID, EffectVersion: s.job.EffectVersionTo, WriteForbidden: s.job.WriteForbidden})
 }
 
 // collectAcks waits for each publish's acknowledgement in order and records the acknowledged

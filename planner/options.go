@@ -9,19 +9,11 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/internal/atomicfile"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
-
-// DefaultHeaders are the DLQ header names of docs/protocol.md.
-var DefaultHeaders = manifest.Headers{
-	EventID:         protocol.HeaderEventID,
-	Reason:          protocol.HeaderDLQReason,
-	OriginalSubject: protocol.HeaderDLQOriginalSubj,
-	Attempts:        protocol.HeaderDLQAttempts,
-	FailedAt:        protocol.HeaderDLQFailedAt,
-}
 
 // Options is one plan request.
 type Options struct {
@@ -38,7 +30,7 @@ type Options struct {
 	// EffectVersion is the version to replay under; 0 means one above the highest the ledger knows.
 	EffectVersion  int
 	WriteForbidden bool
-	// Headers names the DLQ headers; empty names take DefaultHeaders.
+	// Headers names the DLQ headers; empty names take dlq.DefaultHeaders.
 	Headers manifest.Headers
 	// OutputPath is where the manifest is written, atomically, before the job is committed.
 	OutputPath string
@@ -56,10 +48,6 @@ type Options struct {
 // sinceSkew is how far ahead of this host's clock --since may be, for a NATS server whose clock
 // runs ahead.
 const sinceSkew = time.Minute
-
-// maxReasonLength bounds a failure reason as stored and counted: reasons often embed a whole
-// upstream response, and the histogram must stay readable.
-const maxReasonLength = 200
 
 // Normalise checks every option, reporting all problems at once as an *OptionsError, and fills the
 // defaults. Plan calls it first; callers may call it earlier to refuse bad input before connecting.
@@ -108,7 +96,7 @@ func (o *Options) Normalise() error {
 	} else if dir := filepath.Dir(o.OutputPath); !atomicfile.DirExists(dir) {
 		add("-o %s: directory %s does not exist; create it or write the manifest elsewhere", o.OutputPath, dir)
 	}
-	o.Headers = withDefaults(o.Headers)
+	o.Headers = dlq.WithDefaults(o.Headers)
 	for _, h := range []struct{ flag, name string }{
 		{"--header-event-id", o.Headers.EventID}, {"--header-reason", o.Headers.Reason},
 		{"--header-original-subject", o.Headers.OriginalSubject}, {"--header-attempts", o.Headers.Attempts},
@@ -141,20 +129,4 @@ func (o *Options) Normalise() error {
 		return &OptionsError{Problems: problems}
 	}
 	return nil
-}
-
-func withDefaults(h manifest.Headers) manifest.Headers {
-	pick := func(v, def string) string {
-		if v == "" {
-			return def
-		}
-		return v
-	}
-	return manifest.Headers{
-		EventID:         pick(h.EventID, DefaultHeaders.EventID),
-		Reason:          pick(h.Reason, DefaultHeaders.Reason),
-		OriginalSubject: pick(h.OriginalSubject, DefaultHeaders.OriginalSubject),
-		Attempts:        pick(h.Attempts, DefaultHeaders.Attempts),
-		FailedAt:        pick(h.FailedAt, DefaultHeaders.FailedAt),
-	}
 }

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/internal/dlqsource"
 	"github.com/replayctl/replayctl/manifest"
@@ -150,9 +149,9 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64) bool {
 	if s.progress != nil && (c.Scanned%progressEvery == 0 || s.done) {
 		s.progress(c.Scanned, s.total)
 	}
-	d := parseDLQHeaders(msg.Headers(), s.headers)
+	d := dlq.Parse(msg.Headers(), s.headers)
 	switch {
-	case errors.Is(d.EventIDErr, errHeaderMissing):
+	case errors.Is(d.EventIDErr, dlq.ErrHeaderMissing):
 		c.MissingEventID++
 		c.noteMissing(seq)
 		return false
@@ -194,23 +193,3 @@ func (s *scanner) Values() ([]any, error) { return s.row, nil }
 
 // Err returns why the scan ended early, if it did.
 func (s *scanner) Err() error { return s.err }
-
-// cleanReason makes a failure reason safe to store and count: control characters become spaces,
-// invalid UTF-8 is replaced, and it is cut at maxReasonLength runes. An absent reason is "(none)".
-func cleanReason(r string) string {
-	r = strings.ToValidUTF8(r, "\uFFFD")
-	r = strings.Map(func(c rune) rune {
-		if unicode.IsControl(c) {
-			return ' '
-		}
-		return c
-	}, r)
-	r = strings.TrimSpace(r)
-	if r == "" {
-		return "(none)"
-	}
-	if runes := []rune(r); len(runes) > maxReasonLength {
-		r = string(runes[:maxReasonLength-1]) + "…"
-	}
-	return r
-}

@@ -10,15 +10,9 @@ import (
 	"strings"
 )
 
-// DLQ headers: a DLQ message keeps its original payload and carries these (names are configurable
-// per plan; these are the defaults).
-const (
-	HeaderEventID         = "Event-Id"
-	HeaderDLQReason       = "Dlq-Reason"
-	HeaderDLQOriginalSubj = "Dlq-Original-Subject"
-	HeaderDLQAttempts     = "Dlq-Attempts"
-	HeaderDLQFailedAt     = "Dlq-Failed-At"
-)
+// HeaderEventID carries the event's stable ID on every message: live, DLQ (package dlq owns the
+// DLQ's other headers), shadow request and replay.
+const HeaderEventID = "Event-Id"
 
 // Replay headers, set by replayctl on shadow requests and on replayed messages.
 const (

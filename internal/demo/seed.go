@@ -13,10 +13,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/ledger"
-	"github.com/replayctl/replayctl/planner"
 )
 
 // Scenario sizes the seed.
@@ -198,12 +198,12 @@ func seedStream(ctx context.Context, js jetstream.JetStream, sc Scenario, truth 
 		msg := nats.NewMsg(fmt.Sprintf("dlq.%s.charge", sc.Consumer))
 		msg.Data = payload(i, variant)
 		if eventID != nil {
-			msg.Header.Set(planner.DefaultHeaders.EventID, *eventID)
+			msg.Header.Set(dlq.DefaultHeaders.EventID, *eventID)
 		}
-		msg.Header.Set(planner.DefaultHeaders.Reason, reasons[i%len(reasons)])
-		msg.Header.Set(planner.DefaultHeaders.OriginalSubject, "billing.charge.requested")
-		msg.Header.Set(planner.DefaultHeaders.Attempts, "5")
-		msg.Header.Set(planner.DefaultHeaders.FailedAt, sc.Now.Add(-time.Duration(sc.Events-seq)*time.Second).UTC().Format(time.RFC3339))
+		msg.Header.Set(dlq.DefaultHeaders.Reason, reasons[i%len(reasons)])
+		msg.Header.Set(dlq.DefaultHeaders.OriginalSubject, "billing.charge.requested")
+		msg.Header.Set(dlq.DefaultHeaders.Attempts, "5")
+		msg.Header.Set(dlq.DefaultHeaders.FailedAt, sc.Now.Add(-time.Duration(sc.Events-seq)*time.Second).UTC().Format(time.RFC3339))
 		ack, err := js.PublishMsgAsync(msg)
 		if err != nil {
 			return fmt.Errorf("seed DLQ message %d: %w", seq, err)
@@ -265,7 +265,7 @@ func seedStream(ctx context.Context, js jetstream.JetStream, sc Scenario, truth 
 		select {
 		case <-ack.Ok():
 		case err := <-ack.Err():
-			return fmt.Errorf("seed DLQ: publish of %s not acknowledged: %w", ack.Msg().Header.Get(planner.DefaultHeaders.EventID), err)
+			return fmt.Errorf("seed DLQ: publish of %s not acknowledged: %w", ack.Msg().Header.Get(dlq.DefaultHeaders.EventID), err)
 		}
 	}
 	truth.Candidates = int64(sc.Events)

@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/internal/demo"
-	"github.com/replayctl/replayctl/planner"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -148,7 +148,7 @@ func rawCopy(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, stream 
 		return scanDLQ(ctx, js, stream, 0, func(dlqMsg jetstream.Msg) error {
 			m := nats.NewMsg(rawSubject)
 			m.Data = dlqMsg.Data()
-			replayHeaders(m, "job-raw-copy", dlqMsg.Headers().Get(planner.DefaultHeaders.EventID)+"-"+strconv.FormatInt(n, 10))
+			replayHeaders(m, "job-raw-copy", dlqMsg.Headers().Get(dlq.DefaultHeaders.EventID)+"-"+strconv.FormatInt(n, 10))
 			n++
 			return publish(m)
 		})
@@ -207,7 +207,7 @@ func naiveScript(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, poo
 	var i int
 	start := time.Now()
 	n, err := scanDLQ(ctx, js, stream, int64(limit), func(dlqMsg jetstream.Msg) error {
-		eventID := dlqMsg.Headers().Get(planner.DefaultHeaders.EventID)
+		eventID := dlqMsg.Headers().Get(dlq.DefaultHeaders.EventID)
 		var state string
 		err := pool.QueryRow(ctx, `select state from effects where consumer = $1 and event_id = $2
 			order by effect_version desc limit 1`, consumer, eventID).Scan(&state)

@@ -1,4 +1,4 @@
-package planner
+package dlq_test
 
 import (
 	"strings"
@@ -8,33 +8,34 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
-// FuzzParseDLQHeaders feeds plan's DLQ header parser what a foreign producer may put in a DLQ
+// FuzzParse feeds the DLQ header parser what a foreign producer may put in a DLQ
 // message: it must never panic; a refused header is named in the error; a reason is always
 // storable (valid UTF-8, no control characters, at most 200 runes, never empty); and what it
 // accepts, written back as headers, parses to the same values. Seeds are in
-// testdata/fuzz/FuzzParseDLQHeaders.
-func FuzzParseDLQHeaders(f *testing.F) {
+// testdata/fuzz/FuzzParse.
+func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, eventID, reason, subject string, hasEventID, hasSubject bool) {
 		h := nats.Header{}
 		if hasEventID {
-			h[DefaultHeaders.EventID] = []string{eventID}
+			h[dlq.DefaultHeaders.EventID] = []string{eventID}
 		}
 		if reason != "" {
-			h[DefaultHeaders.Reason] = []string{reason}
+			h[dlq.DefaultHeaders.Reason] = []string{reason}
 		}
 		if hasSubject {
-			h[DefaultHeaders.OriginalSubject] = []string{subject}
+			h[dlq.DefaultHeaders.OriginalSubject] = []string{subject}
 		}
-		d := parseDLQHeaders(h, DefaultHeaders)
+		d := dlq.Parse(h, dlq.DefaultHeaders)
 
 		switch {
 		case !hasEventID && d.EventIDErr == nil:
-			t.Fatalf("no %s header, yet accepted as %q", DefaultHeaders.EventID, d.EventID)
-		case d.EventIDErr != nil && !strings.Contains(d.EventIDErr.Error(), DefaultHeaders.EventID):
+			t.Fatalf("no %s header, yet accepted as %q", dlq.DefaultHeaders.EventID, d.EventID)
+		case d.EventIDErr != nil && !strings.Contains(d.EventIDErr.Error(), dlq.DefaultHeaders.EventID):
 			t.Fatalf("the error does not name the header: %v", d.EventIDErr)
 		case d.EventIDErr == nil && (d.EventID != eventID || manifest.ValidateEventID(eventID) != nil):
 			t.Fatalf("accepted event ID %q from %q", d.EventID, eventID)
@@ -43,27 +44,27 @@ func FuzzParseDLQHeaders(f *testing.F) {
 		}
 		switch {
 		case !hasSubject && d.OriginalSubjectErr == nil:
-			t.Fatalf("no %s header, yet accepted as %q", DefaultHeaders.OriginalSubject, d.OriginalSubject)
-		case d.OriginalSubjectErr != nil && !strings.Contains(d.OriginalSubjectErr.Error(), DefaultHeaders.OriginalSubject):
+			t.Fatalf("no %s header, yet accepted as %q", dlq.DefaultHeaders.OriginalSubject, d.OriginalSubject)
+		case d.OriginalSubjectErr != nil && !strings.Contains(d.OriginalSubjectErr.Error(), dlq.DefaultHeaders.OriginalSubject):
 			t.Fatalf("the error does not name the header: %v", d.OriginalSubjectErr)
 		case d.OriginalSubjectErr == nil && (d.OriginalSubject != subject || protocol.ValidatePublishSubject(subject) != nil):
 			t.Fatalf("accepted subject %q from %q", d.OriginalSubject, subject)
 		}
 		r := d.Reason
-		if r == "" || !utf8.ValidString(r) || utf8.RuneCountInString(r) > maxReasonLength || strings.TrimSpace(r) != r ||
+		if r == "" || !utf8.ValidString(r) || utf8.RuneCountInString(r) > dlq.MaxReasonRunes || strings.TrimSpace(r) != r ||
 			strings.ContainsFunc(r, unicode.IsControl) {
 			t.Fatalf("reason %q (from %q) cannot be stored and counted as is", r, reason)
 		}
-		if cleanReason(r) != r {
-			t.Fatalf("cleaning reason %q again changes it to %q", r, cleanReason(r))
+		if dlq.CleanReason(r) != r {
+			t.Fatalf("cleaning reason %q again changes it to %q", r, dlq.CleanReason(r))
 		}
 
 		if d.EventIDErr == nil && d.OriginalSubjectErr == nil {
-			again := parseDLQHeaders(nats.Header{
-				DefaultHeaders.EventID:         {d.EventID},
-				DefaultHeaders.Reason:          {d.Reason},
-				DefaultHeaders.OriginalSubject: {d.OriginalSubject},
-			}, DefaultHeaders)
+			again := dlq.Parse(nats.Header{
+				dlq.DefaultHeaders.EventID:         {d.EventID},
+				dlq.DefaultHeaders.Reason:          {d.Reason},
+				dlq.DefaultHeaders.OriginalSubject: {d.OriginalSubject},
+			}, dlq.DefaultHeaders)
 			if again != d {
 				t.Fatalf("written back and parsed again: %+v, first %+v", again, d)
 			}

@@ -1,0 +1,5 @@
+// Package dlq owns the DLQ message format of docs/protocol.md: the header names, how a DLQ
+// message is written (the consumer SDK's dead-lettering), how plan parses one, and how execute
+// turns one back into a replay. A header added to the format, or another convention of names,
+// changes this package and its callers' flags only.
+package dlq

@@ -1,0 +1,74 @@
+package dlq
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
+)
+
+// MaxReasonRunes bounds a failure reason as stored and counted: reasons often embed a whole
+// upstream response, and the histogram must stay readable.
+const MaxReasonRunes = 200
+
+// ErrHeaderMissing marks a DLQ header that is absent, as opposed to present with a bad value:
+// the manifest counts the two apart (missingEventId, invalidEventId).
+var ErrHeaderMissing = errors.New("header is missing")
+
+// Fields is what plan reads from one DLQ message's headers. A field whose Err is set is not
+// usable, and the error names the header.
+type Fields struct {
+	EventID    string
+	EventIDErr error
+	// Reason is the failure reason made safe to store and count (CleanReason); never empty.
+	Reason             string
+	OriginalSubject    string
+	OriginalSubjectErr error
+}
+
+// Parse reads the headers names of h. Attempts and FailedAt are only recorded by name in the
+// manifest, never read, so a garbled value there cannot refuse a message.
+func Parse(h nats.Header, names manifest.Headers) Fields {
+	var d Fields
+	if values := h[names.EventID]; len(values) == 0 {
+		d.EventIDErr = fmt.Errorf("%s %w", names.EventID, ErrHeaderMissing)
+	} else if err := manifest.ValidateEventID(values[0]); err != nil {
+		d.EventIDErr = fmt.Errorf("%s header: %w", names.EventID, err)
+	} else {
+		d.EventID = values[0]
+	}
+	d.Reason = CleanReason(h.Get(names.Reason))
+	if values := h[names.OriginalSubject]; len(values) == 0 {
+		d.OriginalSubjectErr = fmt.Errorf("%s %w", names.OriginalSubject, ErrHeaderMissing)
+	} else if err := protocol.ValidatePublishSubject(values[0]); err != nil {
+		d.OriginalSubjectErr = fmt.Errorf("%s header: %w", names.OriginalSubject, err)
+	} else {
+		d.OriginalSubject = values[0]
+	}
+	return d
+}
+
+// CleanReason makes a failure reason safe to store and count: control characters become spaces,
+// invalid UTF-8 is replaced, and it is cut at MaxReasonRunes runes. An absent reason is "(none)".
+func CleanReason(r string) string {
+	r = strings.ToValidUTF8(r, "\uFFFD")
+	r = strings.Map(func(c rune) rune {
+		if unicode.IsControl(c) {
+			return ' '
+		}
+		return c
+	}, r)
+	r = strings.TrimSpace(r)
+	if r == "" {
+		return "(none)"
+	}
+	if runes := []rune(r); len(runes) > MaxReasonRunes {
+		r = string(runes[:MaxReasonRunes-1]) + "…"
+	}
+	return r
+}

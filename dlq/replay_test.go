@@ -1,0 +1,80 @@
+package dlq_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/replayctl/replayctl/dlq"
+	"github.com/replayctl/replayctl/protocol"
+)
+
+func TestReplayMsgCarriesTheEventsHeadersAndDropsTheDLQs(t *testing.T) {
+	dead := dlq.DeadLetter{Subject: "dlq.billing", EventID: "e1", OriginalSubject: "billing.charge.requested",
+		Class: "provider unavailable", Detail: "charge order o-1: provider unavailable", Attempts: 3,
+		FailedAt: time.Now(), Payload: []byte(`{"orderId":"o-1"}`),
+		Carried: nats.Header{"Traceparent": {"00-abc-01"}, protocol.HeaderReplayJob: {"job-old"}}}
+	src := dead.Msg()
+	src.Header.Set(protocol.HeaderMsgID, "dlq:billing:e1:7")
+	replay := dlq.ReplayMsg("billing.charge.requested", src.Data, src.Header, dlq.DefaultHeaders,
+		dlq.Replay{EventID: "e1", JobID: "job-2", EffectVersion: 2})
+	want := map[string]string{
+		"Traceparent": "00-abc-01", protocol.HeaderEventID: "e1", protocol.HeaderReplayJob: "job-2",
+		protocol.HeaderReplayMode: protocol.ModeExecute, protocol.HeaderReplayEffectVersion: "2",
+		protocol.HeaderReplayWriteForbidden: "false", protocol.HeaderMsgID: protocol.MsgID("job-2", "e1"),
+	}
+	if len(replay.Header) != len(want) {
+		t.Errorf("replay headers %v, want exactly %v", replay.Header, want)
+	}
+	for k, v := range want {
+		if got := replay.Header.Get(k); got != v {
+			t.Errorf("replay header %s = %q, want %q", k, got, v)
+		}
+	}
+	if string(replay.Data) != `{"orderId":"o-1"}` {
+		t.Errorf("replay payload %q, want the DLQ message's", replay.Data)
+	}
+}
+
+// ReplaySize must be the size nats.go checks against max_payload, or plan would let through a
+// message that execute cannot publish (or keep out one it can).
+func TestReplaySizeIsTheEncodedSizeOfTheReplay(t *testing.T) {
+	names := dlq.DefaultHeaders
+	names.Reason = "X-Failure"
+	for _, c := range []struct {
+		name   string
+		header nats.Header
+	}{
+		{"no headers", nats.Header{}},
+		{"only DLQ headers", nats.Header{"Event-Id": {"e1"}, "X-Failure": {"timeout"}, dlq.HeaderReasonDetail: {"long text"},
+			"Dlq-Original-Subject": {"a.b"}, "Dlq-Attempts": {"5"}, "Dlq-Failed-At": {"2026-01-01T00:00:00Z"}}},
+		{"carried headers, several values, padded values", nats.Header{"Traceparent": {"00-abc-01"},
+			"Tags": {"a", " b ", "c\t"}, "Dlq-Reason": {"carried: not this plan's reason header"}, "Nats-Expected-Stream": {"X"}}},
+		{"an old replay's headers", nats.Header{protocol.HeaderReplayJob: {"job-1"}, protocol.HeaderMsgID: {"job-1:e1"}}},
+	} {
+		for _, r := range []dlq.Replay{{EventID: "e1", JobID: "job-2", EffectVersion: 2},
+			{EventID: "evt-0000000000042", JobID: "job-20260101T000000Z-abcdef", EffectVersion: 1234567, WriteForbidden: true}} {
+			data := []byte(`{"amountCents":100}`)
+			msg := dlq.ReplayMsg("billing.charge.requested", data, c.header, names, r)
+			want := msg.Size() - len(msg.Subject)
+			if got := dlq.ReplaySize(data, c.header, names, r); got != want {
+				t.Errorf("%s, %+v: ReplaySize = %d, nats.go encodes %d", c.name, r, got, want)
+			}
+		}
+	}
+}
+
+func TestADeadLetterParsesBackToItsFields(t *testing.T) {
+	dead := dlq.DeadLetter{Subject: "dlq.billing", EventID: "e1", OriginalSubject: "billing.charge.requested",
+		Class: "provider unavailable", Detail: "charge order o-1: provider unavailable", Attempts: 3, FailedAt: time.Now()}
+	m := dead.Msg()
+	f := dlq.Parse(m.Header, dlq.DefaultHeaders)
+	if f.EventID != "e1" || f.Reason != "provider unavailable" || f.OriginalSubject != "billing.charge.requested" ||
+		f.EventIDErr != nil || f.OriginalSubjectErr != nil {
+		t.Fatalf("parsed %+v", f)
+	}
+	if got := m.Header.Get(dlq.HeaderReasonDetail); got != dead.Detail {
+		t.Fatalf("%s = %q, want the detail", dlq.HeaderReasonDetail, got)
+	}
+}
