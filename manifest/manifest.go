@@ -78,6 +78,10 @@ type Stats struct {
 	MissingOriginalSubject int64 `json:"missingOriginalSubject"`
 	// NotMatchingFailureFilter counts messages whose failure reason does not match --failure-match.
 	NotMatchingFailureFilter int64 `json:"notMatchingFailureFilter"`
+	// OverMaxPayload counts usable messages whose replay (payload + the replay headers execute
+	// adds) exceeds the NATS server's max_payload: excluded, since no publish could carry them.
+	// Omitted when 0, so manifests written before it keep their digest.
+	OverMaxPayload int64 `json:"overMaxPayload,omitempty"`
 	// Candidates counts distinct event IDs left after the filters, before the ledger join.
 	Candidates int64 `json:"candidates"`
 	// RepeatedInSource counts extra messages that repeat an event ID with the same payload (collapsed).
@@ -128,9 +132,12 @@ type Excluded struct {
 	// MissingEventIDSeqs are stream sequences of messages without a usable Event-Id or without an
 	// original subject (the first MaxListedSeqs; the counts are in Stats).
 	MissingEventIDSeqs []uint64 `json:"missingEventIdSeqs"`
+	// OverMaxPayloadSeqs are stream sequences of the messages Stats.OverMaxPayload counts (the
+	// first MaxListedSeqs); omitted when empty, so manifests written before it keep their digest.
+	OverMaxPayloadSeqs []uint64 `json:"overMaxPayloadSeqs,omitempty"`
 }
 
-// MaxListedSeqs bounds Excluded.MissingEventIDSeqs so a broken producer cannot bloat the manifest.
+// MaxListedSeqs bounds Excluded.MissingEventIDSeqs and OverMaxPayloadSeqs so a broken producer cannot bloat the manifest.
 const MaxListedSeqs = 1000
 
 // LedgerExclusion is an event ID kept out because of its ledger row.

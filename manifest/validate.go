@@ -247,6 +247,9 @@ func validateExcluded(p *problems, x *Excluded, ids []excludedID) {
 	if n := len(x.MissingEventIDSeqs); n > MaxListedSeqs {
 		p.add("excluded.missingEventIdSeqs", fmt.Sprintf("lists %d sequences; the limit is %d", n, MaxListedSeqs))
 	}
+	if n := len(x.OverMaxPayloadSeqs); n > MaxListedSeqs {
+		p.add("excluded.overMaxPayloadSeqs", fmt.Sprintf("lists %d sequences; the limit is %d", n, MaxListedSeqs))
+	}
 }
 
 // validateEventIDs checks each ID and their order, and reports whether they are strictly ascending.

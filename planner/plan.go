@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -63,13 +64,19 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 			ErrStreamUnsupported, opts.Stream)
 	}
 
+	if opts.JobID == "" {
+		opts.JobID = newJobID(opts.Now)
+	}
+	// The scan sizes each message's replay as execute will publish it, so the job ID and the
+	// version it carries are fixed first.
+	replay := dlq.Replay{JobID: opts.JobID, EffectVersion: target, WriteForbidden: opts.WriteForbidden}
 	session, err := store.PlanBegin(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer session.Rollback(context.WithoutCancel(ctx))
 
-	counts, err := scanInto(ctx, js, session, &opts, info)
+	counts, err := scanInto(ctx, js, session, &opts, info, replay)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +116,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		os.Remove(opts.OutputPath)
 		return nil, fmt.Errorf("job %s not recorded, manifest %s removed: %w", m.ID, opts.OutputPath, err)
 	}
-	return &Result{Manifest: m, Warnings: warnings(m)}, nil
+	return &Result{Manifest: m, Warnings: warnings(m, counts)}, nil
 }
 
 func (o *Options) stage(format string, args ...any) {
@@ -118,8 +125,9 @@ func (o *Options) stage(format string, args ...any) {
 	}
 }
 
-func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanSession, opts *Options, info *jetstream.StreamInfo) (scanCounts, error) {
-	s, err := startScan(ctx, js, opts, info)
+func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanSession, opts *Options, info *jetstream.StreamInfo,
+	replay dlq.Replay) (scanCounts, error) {
+	s, err := startScan(ctx, js, opts, info, replay)
 	if err != nil || s == nil {
 		return scanCounts{}, err
 	}
@@ -151,6 +159,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 		return nil, "", err
 	}
 	excluded.MissingEventIDSeqs = counts.MissingEventIDSeqs
+	excluded.OverMaxPayloadSeqs = counts.OverMaxPayloadSeqs
 	ids := make([]string, 0, sum.Targets)
 	digester := ledger.NewStateDigester()
 	err = session.Targets(ctx, func(eventID, states string) error {
@@ -165,13 +174,9 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	if err != nil {
 		return nil, "", err
 	}
-	id := opts.JobID
-	if id == "" {
-		id = newJobID(opts.Now)
-	}
 	m := &manifest.Manifest{
 		APIVersion: manifest.APIVersion,
-		ID:         id,
+		ID:         opts.JobID,
 		CreatedAt:  opts.Now,
 		CreatedBy:  opts.Actor,
 		Reason:     opts.Reason,
@@ -197,6 +202,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 			InvalidEventID:             counts.InvalidEventID,
 			MissingOriginalSubject:     counts.MissingOriginalSubject,
 			NotMatchingFailureFilter:   counts.NotMatchingFailureFilter,
+			OverMaxPayload:             counts.OverMaxPayload,
 			Candidates:                 sum.Candidates,
 			RepeatedInSource:           sum.RepeatedInSource,
 			DuplicateInSource:          sum.DuplicateInSource,
@@ -295,7 +301,7 @@ func jobFor(m *manifest.Manifest, streamLastSeq uint64, stateDigest string) ledg
 	}
 }
 
-func warnings(m *manifest.Manifest) []string {
+func warnings(m *manifest.Manifest, counts scanCounts) []string {
 	var w []string
 	s := m.Stats
 	if s.Targets == 0 {
@@ -318,6 +324,12 @@ func warnings(m *manifest.Manifest) []string {
 	}
 	if n := s.MissingOriginalSubject; n > 0 {
 		w = append(w, fmt.Sprintf("%d messages have no original-subject header, so execute could not route them; see excluded.missingEventIdSeqs", n))
+	}
+	if n := s.OverMaxPayload; n > 0 {
+		w = append(w, fmt.Sprintf("%d messages were kept out because their replay (payload + the replay headers execute adds, up to %d bytes) "+
+			"exceeds the NATS server's max_payload of %d bytes: raise max_payload in the server's configuration to at least %d "+
+			"(nats-server accepts up to 64 MB; the streams' max_msg_size must allow it too), then plan again; see excluded.overMaxPayloadSeqs",
+			n, counts.LargestOverMaxPayload, counts.MaxPayload, counts.LargestOverMaxPayload))
 	}
 	if s.OverMax > 0 {
 		w = append(w, fmt.Sprintf("--max left %d eligible events for a later job", s.OverMax))

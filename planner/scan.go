@@ -29,9 +29,12 @@ const progressEvery = 1000
 
 // scanCounts are the per-message figures of a scan; the ledger computes the per-event ones.
 type scanCounts struct {
-	Scanned, MissingEventID, InvalidEventID, MissingOriginalSubject, NotMatchingFailureFilter int64
-	MissingEventIDSeqs                                                                        []uint64
-	FirstSeq, LastSeq                                                                         uint64
+	Scanned, MissingEventID, InvalidEventID, MissingOriginalSubject, NotMatchingFailureFilter, OverMaxPayload int64
+	MissingEventIDSeqs, OverMaxPayloadSeqs                                                                    []uint64
+	FirstSeq, LastSeq                                                                                         uint64
+	// MaxPayload is the server's limit the replays were sized against; LargestOverMaxPayload the
+	// largest replay above it.
+	MaxPayload, LargestOverMaxPayload int64
 }
 
 // scanner walks the DLQ stream with an ordered consumer and hands each usable message to COPY as a
@@ -41,6 +44,7 @@ type scanner struct {
 	iter      jetstream.MessagesContext
 	unwatch   func() bool
 	headers   manifest.Headers
+	replay    dlq.Replay
 	failure   *regexp.Regexp
 	until     *time.Time
 	lastSeq   uint64
@@ -55,7 +59,7 @@ type scanner struct {
 
 // startScan opens the ordered consumer over the boundary of opts. It returns a nil scanner when the
 // boundary holds no message.
-func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info *jetstream.StreamInfo) (*scanner, error) {
+func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info *jetstream.StreamInfo, replay dlq.Replay) (*scanner, error) {
 	if info.State.Msgs == 0 {
 		return nil, nil
 	}
@@ -88,6 +92,8 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 		// cancellation makes Ctrl-C end the scan at once.
 		unwatch:   context.AfterFunc(ctx, iter.Stop),
 		headers:   opts.Headers,
+		replay:    replay,
+		counts:    scanCounts{MaxPayload: js.Conn().MaxPayload()},
 		until:     opts.Until,
 		lastSeq:   info.State.LastSeq,
 		total:     int64(ci.NumPending),
@@ -170,14 +176,30 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64) bool {
 		c.noteMissing(seq)
 		return false
 	}
+	// A replay the server refuses to carry would fail its target on every execute; kept out here,
+	// it is counted and listed with the fix instead.
+	replay := s.replay
+	replay.EventID = d.EventID
+	if size := int64(dlq.ReplaySize(msg.Data(), msg.Headers(), s.headers, replay)); size > c.MaxPayload {
+		c.OverMaxPayload++
+		c.LargestOverMaxPayload = max(c.LargestOverMaxPayload, size)
+		c.OverMaxPayloadSeqs = appendListed(c.OverMaxPayloadSeqs, seq)
+		return false
+	}
 	s.row = []any{int64(seq), d.EventID, fingerprint.Payload(msg.Data()), d.Reason, d.OriginalSubject}
 	return true
 }
 
 func (c *scanCounts) noteMissing(seq uint64) {
-	if len(c.MissingEventIDSeqs) < manifest.MaxListedSeqs {
-		c.MissingEventIDSeqs = append(c.MissingEventIDSeqs, seq)
+	c.MissingEventIDSeqs = appendListed(c.MissingEventIDSeqs, seq)
+}
+
+// appendListed adds seq to a manifest list of sequences until it holds manifest.MaxListedSeqs.
+func appendListed(seqs []uint64, seq uint64) []uint64 {
+	if len(seqs) < manifest.MaxListedSeqs {
+		seqs = append(seqs, seq)
 	}
+	return seqs
 }
 
 func (s *scanner) stop() {

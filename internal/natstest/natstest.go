@@ -32,6 +32,22 @@ func Start(t testing.TB, listen bool) *Env {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
+	return connect(t, srv)
+}
+
+// StartMaxPayload runs a server for t like Start(t, false) whose max_payload is maxPayload bytes,
+// for messages that fit as they were stored but not as they would be sent on.
+func StartMaxPayload(t testing.TB, maxPayload int32) *Env {
+	t.Helper()
+	srv := startServer(t, &server.Options{JetStream: true, StoreDir: t.TempDir(), DontListen: true, NoLog: true, NoSigs: true,
+		MaxPayload: maxPayload})
+	t.Cleanup(srv.Stop)
+	return connect(t, srv)
+}
+
+// connect opens t's connection to srv, closed at cleanup.
+func connect(t testing.TB, srv *natsembed.Server) *Env {
+	t.Helper()
 	nc, err := srv.Connect()
 	if err != nil {
 		t.Fatal(err)
