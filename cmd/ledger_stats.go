@@ -19,6 +19,8 @@ type LedgerStatsOptions struct {
 	IO     *iostreams.IOStreams
 	Ledger func(ctx context.Context) (*ledger.Store, error)
 	JSON   bool
+	// Format is --format: table (default; --json wins) or openmetrics.
+	Format string
 	// Window is --window as typed; the run parses it into Request.Window.
 	Window  string
 	Request ledger.StatsOptions
@@ -29,12 +31,14 @@ type LedgerStatsOptions struct {
 func NewCmdLedgerStats(f *Factory, runF func(*LedgerStatsOptions) error) *cobra.Command {
 	opts := &LedgerStatsOptions{IO: f.IOStreams, Ledger: f.Ledger}
 	cmd := &cobra.Command{
-		Use:   "stats --consumer C [--window 24h]",
+		Use:   "stats --consumer C [--window 24h] [--format table|openmetrics]",
 		Short: "Report a consumer's replay rate, payload mismatches, lease expiries and uncertain rows",
 		Long: fmt.Sprintf(`Report the health of one consumer's ledger, each figure against the threshold that warns:
 
-  replay rate         effects rows created in the window by a replay job, of all created in
-                      it; warns above %.1f%%: replays treat a symptom, find the cause
+  replay rate         deliveries the SDK answered from the ledger as duplicates (the event was
+                      done already), of all deliveries, from the SDK's daily counts (whole
+                      UTC days: the window is widened to the start of its first day);
+                      warns above %.1f%%: acks are lost or late, or producers resend
   payload mismatches  messages the SDK refused because their Event-Id was stored with another
                       payload, per day; warns at %g a day: a producer reuses IDs
   lease expiries      leases the SDK found lapsed (a handler crashed, stalled or outlived its
@@ -47,6 +51,9 @@ func NewCmdLedgerStats(f *Factory, runF func(*LedgerStatsOptions) error) *cobra.
 Rates per day are the window's count scaled to 24 hours, so a short window extrapolates. A
 warning is printed with what to do next.
 
+--format openmetrics prints the same figures as gauges (replayctl_ledger_*, labelled consumer
+and window) for node_exporter's textfile collector; docs/alerts.yml has rules for them.
+
 It reads only. It exits 0 even with warnings (it is a report; alert on the JSON instead:
 jq -e '.warnings | length == 0'), 2 on bad flags or a consumer the ledger does not know.`,
 			100*ledger.StatsMaxReplayRate, ledger.StatsMaxMismatchesPerDay, ledger.StatsMaxLeaseExpiriesPerDay,
@@ -55,7 +62,11 @@ jq -e '.warnings | length == 0'), 2 on bad flags or a consumer the ledger does n
   replayctl ledger stats --consumer billing --window 7d
 
   # alert from cron or CI when anything warns
-  replayctl ledger stats --consumer billing --json | jq -e '.warnings | length == 0'`,
+  replayctl ledger stats --consumer billing --json | jq -e '.warnings | length == 0'
+
+  # every 5 minutes from cron, for node_exporter --collector.textfile.directory
+  replayctl ledger stats --consumer billing --window 7d --format openmetrics > /var/lib/node_exporter/replayctl-billing.prom.tmp &&
+    mv /var/lib/node_exporter/replayctl-billing.prom.tmp /var/lib/node_exporter/replayctl-billing.prom`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
@@ -68,6 +79,7 @@ jq -e '.warnings | length == 0'), 2 on bad flags or a consumer the ledger does n
 	fl := cmd.Flags()
 	fl.StringVar(&opts.Request.Consumer, "consumer", "", "the consumer to report on (required)")
 	fl.StringVar(&opts.Window, "window", "24h", "how far back the rates look (days as 7d, or as in 24h, 90m)")
+	fl.StringVar(&opts.Format, "format", "table", "table, or openmetrics for a textfile collector")
 	return cmd
 }
 
@@ -75,6 +87,12 @@ func ledgerStatsRun(ctx context.Context, opts *LedgerStatsOptions) error {
 	req := opts.Request
 	if req.Consumer == "" {
 		return usageErrorf("--consumer is required: the consumer whose ledger to report on")
+	}
+	switch {
+	case opts.Format != "table" && opts.Format != "openmetrics":
+		return usageErrorf("--format %q: want table or openmetrics", opts.Format)
+	case opts.Format == "openmetrics" && opts.JSON:
+		return usageErrorf("--format openmetrics and --json: choose one")
 	}
 	window, err := parseSpan("window", opts.Window)
 	if err != nil {
@@ -92,8 +110,11 @@ func ledgerStatsRun(ctx context.Context, opts *LedgerStatsOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.JSON {
+	switch {
+	case opts.JSON:
 		return printJSON(opts.IO.Out, st)
+	case opts.Format == "openmetrics":
+		return printStatsOpenMetrics(opts.IO.Out, st, opts.Window)
 	}
 	return printStats(opts.IO, st)
 }
@@ -114,7 +135,8 @@ func printStats(ios *iostreams.IOStreams, st *ledger.Stats) error {
 	t := newTable(out, ios.IsStdoutTTY())
 	t.Header("METRIC", "VALUE", "WARNS WHEN", "STATUS")
 	for _, row := range [][]string{
-		{"replay rate", fmt.Sprintf("%.2f%% (%d of %d effects)", 100*st.Replay.Rate, st.Replay.Replayed, st.Replay.Effects),
+		{"replay rate", fmt.Sprintf("%.2f%% (%d duplicates of %d deliveries since %s)", 100*st.Replay.Rate, st.Replay.Duplicates,
+			st.Replay.Deliveries, st.Replay.Since.UTC().Format(time.DateOnly)),
 			fmt.Sprintf("> %.1f%%", 100*st.Replay.MaxRate), warnMark(st.Replay.Warn)},
 		{"payload mismatches", rateString(st.Mismatches), fmt.Sprintf(">= %g a day", st.Mismatches.MaxPerDay), warnMark(st.Mismatches.Warn)},
 		{"lease expiries", rateString(st.LeaseExpiries), fmt.Sprintf(">= %g a day", st.LeaseExpiries.MaxPerDay), warnMark(st.LeaseExpiries.Warn)},

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/internal/exectest"
@@ -245,6 +246,10 @@ func TestLedgerStatsTableWarnsAndExitsZero(t *testing.T) {
 insert into effects (consumer, event_id, effect_version, state, request_hash, job_id, created_at)
 select 'billing', 'evt-' || i, 1, 'completed', 'sha256:' || i, case when i = 1 then 'job-1' end, now() - interval '1 hour'
   from generate_series(1, 100) i`)
+	// The replay rate is duplicate deliveries over deliveries (issue 15; it used to count the rows
+	// replay jobs wrote).
+	w.exec(t, `insert into delivery_counts (consumer, day, deliveries, duplicate_deliveries)
+values ('billing', (now() at time zone 'utc')::date, 101, 1)`)
 	w.exec(t, `insert into effects (consumer, event_id, effect_version, state, request_hash, updated_at)
 values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 minutes')`)
 
@@ -255,12 +260,14 @@ values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 min
 	for _, want := range []string{
 		"ledger stats of consumer billing, last 24h (",
 		"METRIC\tVALUE\tWARNS WHEN\tSTATUS",
-		"replay rate\t0.99% (1 of 101 effects)\t> 0.5%\tWARN",
+		"replay rate\t0.99% (1 duplicates of 101 deliveries since ",
+		"\t> 0.5%\tWARN",
 		"payload mismatches\t0 (0.0 a day)\t>= 10 a day\tok",
 		"lease expiries\t0 (0.0 a day)\t>= 10 a day\tok",
 		"uncertain\t1 (oldest 20m",
 		"any older than 15m\tWARN",
-		"WARN replay: 0.99% of the effects recorded in the window were replays (1 of 101), above 0.5%",
+		"WARN replay: 0.99% of the deliveries since ",
+		"were answered from the ledger as duplicates (1 of 101), above 0.5%",
 		"WARN uncertain: 1 uncertain rows, the oldest uncertain for 20m",
 		"what to do: an external write may or may not have happened",
 	} {
@@ -274,9 +281,9 @@ values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 min
 		Consumer      string  `json:"consumer"`
 		WindowSeconds float64 `json:"windowSeconds"`
 		Replay        struct {
-			Effects, Replayed int64
-			Rate, MaxRate     float64
-			Warn              bool
+			Deliveries, Duplicates int64
+			Rate, MaxRate          float64
+			Warn                   bool
 		} `json:"replay"`
 		Mismatches struct {
 			Count     *int64   `json:"count"`
@@ -294,7 +301,7 @@ values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 min
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != ExitOK {
 		t.Fatalf("--json: exit %d, %v:\n%s", code, err, stdout)
 	}
-	if st.Consumer != "billing" || st.WindowSeconds != 2*86400 || st.Replay.Effects != 101 || st.Replay.Replayed != 1 ||
+	if st.Consumer != "billing" || st.WindowSeconds != 2*86400 || st.Replay.Deliveries != 101 || st.Replay.Duplicates != 1 ||
 		!st.Replay.Warn || st.Replay.MaxRate != 0.005 || st.Mismatches.Count == nil || *st.Mismatches.Count != 0 ||
 		st.Mismatches.MaxPerDay == nil || *st.Mismatches.MaxPerDay != 10 || st.LeaseExpiries == nil ||
 		st.Uncertain.Count != 1 || !st.Uncertain.Warn || st.Uncertain.MaxAgeThresholdSeconds != 900 || st.Uncertain.MaxAgeSeconds < 1200 {
@@ -308,7 +315,7 @@ values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 min
 // The consumer SDK is what records conflicts and lapsed leases: stats counts what it recorded.
 func TestLedgerStatsCountsTheSDKsConflictsAndLapsedLeases(t *testing.T) {
 	w := newExecWorld(t)
-	w.RunConsumer(w.NewConsumer(nil, nil))
+	w.RunConsumer(w.NewConsumer(nil, func(cfg *consumer.Config) { cfg.CountsInterval = 20 * time.Millisecond }))
 	publish := func(eventID string, o billing.Order) []byte {
 		data, err := json.Marshal(o)
 		if err != nil {
@@ -348,13 +355,16 @@ values ('billing', 'evt-b', 1, 'processing', $1, 'billing-dead', now() - interva
 	}
 	publish("evt-b", exectest.Order(3))
 	waitUntil(t, 10*time.Second, "evt-b taken over and completed", completed("evt-b"))
+	waitUntil(t, 10*time.Second, "three deliveries flushed to the daily counts", func() bool {
+		return w.QueryInt(`select coalesce(sum(deliveries), 0) from delivery_counts where consumer = 'billing'`) == 3
+	})
 
 	stdout, stderr, code := w.replayctl(t, "ledger stats --consumer billing --json")
 	var st ledger.Stats
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != ExitOK {
 		t.Fatalf("stats --json: exit %d, %v:\n%s\n%s", code, err, stdout, stderr)
 	}
-	if st.Mismatches.Count != 1 || st.LeaseExpiries.Count != 1 || st.Replay.Effects != 2 || st.Replay.Replayed != 0 {
+	if st.Mismatches.Count != 1 || st.LeaseExpiries.Count != 1 || st.Replay.Deliveries != 3 || st.Replay.Duplicates != 0 {
 		t.Errorf("stats after one conflict and one lapsed lease: mismatches %+v, lease expiries %+v, replay %+v",
 			st.Mismatches, st.LeaseExpiries, st.Replay)
 	}

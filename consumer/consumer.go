@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -80,6 +81,13 @@ type Config struct {
 	Owner string
 	// Logger receives IDs, hashes and counts, never payloads; default: discard.
 	Logger *slog.Logger
+	// Metrics, when set, gets the SDK's Prometheus metrics, labelled consumer=<Name>
+	// (docs/ledger.md, "Metrics"); nil registers none. The daily counts `replayctl ledger stats`
+	// reads are written to the ledger either way.
+	Metrics prometheus.Registerer
+	// CountsInterval is how often Run adds the deliveries it counted to the ledger's daily counts
+	// and reads the uncertain gauges from it; default 5s.
+	CountsInterval time.Duration
 }
 
 // Consumer handles a consumer's messages and shadow requests against the ledger.
@@ -88,6 +96,7 @@ type Consumer struct {
 	js        jetstream.JetStream
 	log       *slog.Logger
 	executing executingCache
+	meters    *meters
 }
 
 // New validates cfg and fills its defaults. A bad config returns an error matching ErrBadConfig
@@ -97,11 +106,15 @@ func New(cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
+	m, err := newMeters(cfg.Name, cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(cfg.Conn)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: open JetStream: %w", cfg.Name, err)
 	}
-	return &Consumer{cfg: cfg, js: js, log: cfg.Logger, executing: newExecutingCache()}, nil
+	return &Consumer{cfg: cfg, js: js, log: cfg.Logger, executing: newExecutingCache(), meters: m}, nil
 }
 
 // Config returns the configuration in use, defaults filled in.
@@ -147,6 +160,7 @@ func withDefaults(cfg Config) (Config, error) {
 	defaultDuration(&cfg.EvidenceRetention, max(defaultEvidenceRetention, cfg.ResultRetention), "EvidenceRetention", problem)
 	defaultDuration(&cfg.ShadowTimeout, defaultShadowTimeout, "ShadowTimeout", problem)
 	defaultDuration(&cfg.RetryBackoff, defaultRetryBackoff, "RetryBackoff", problem)
+	defaultDuration(&cfg.CountsInterval, defaultCountsInterval, "CountsInterval", problem)
 	if cfg.Lease > 0 && cfg.Lease < time.Millisecond {
 		problem("Lease", "%s is below the ledger's millisecond resolution", cfg.Lease)
 	}

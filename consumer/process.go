@@ -28,6 +28,7 @@ type delivery struct {
 // not the ack, is the record: an ack lost in transit makes the redelivery a Duplicate.
 func (c *Consumer) Process(ctx context.Context, msg jetstream.Msg) Outcome {
 	d, out := c.process(ctx, msg)
+	c.meters.delivered(out.Kind)
 	c.logOutcome(ctx, out, d.ev)
 	return out
 }
@@ -168,6 +169,7 @@ func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []
 // recordIncident keeps a conflict or a lapsed lease for `replayctl ledger stats`. It is a report,
 // not a decision: failing to write it is logged and the message is handled as it would be anyway.
 func (c *Consumer) recordIncident(ctx context.Context, inc ledger.EffectIncident) {
+	c.meters.incident(inc.Kind)
 	if err := ledger.EffectIncidentsInsert(ctx, c.cfg.Store.Pool, inc); err != nil {
 		c.log.Warn("recording an incident failed", "consumer", c.cfg.Name, "event_id", inc.EventID, "kind", inc.Kind, "error", err)
 	}

@@ -35,7 +35,8 @@ func (c *Consumer) EnsureDurable(ctx context.Context) (jetstream.Consumer, error
 // Concurrency at once, until ctx is done; it returns nil on cancellation. Messages already being
 // handled finish first, under a context that is not cancelled: cutting an external call short
 // would leave its event uncertain. With Config.Lookup set, Run also answers look-ups
-// (ServeLookup) while it runs.
+// (ServeLookup) while it runs. It adds what it counted to the ledger's daily delivery counts every
+// CountsInterval, and once more before it returns (FlushCounts).
 func (c *Consumer) Run(ctx context.Context) error {
 	var missing []string
 	if c.cfg.Stream == "" {
@@ -51,6 +52,8 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	stopCounting := c.startCounting(ctx)
+	defer stopCounting()
 	if c.cfg.Lookup != nil {
 		stopLookup, err := c.ServeLookup(ctx)
 		if err != nil {

@@ -69,7 +69,8 @@ func EffectIncidentsInsert(ctx context.Context, q Querier, inc EffectIncident) e
 
 // Warning thresholds of ledger stats (docs/ledger.md, "Lifecycle").
 const (
-	// StatsMaxReplayRate: more replayed effects than this fraction of all effects warns.
+	// StatsMaxReplayRate: more deliveries answered from the ledger (duplicates) than this fraction
+	// of all deliveries warns.
 	StatsMaxReplayRate = 0.005
 	// StatsMaxMismatchesPerDay: this many payload conflicts a day, or more, warns.
 	StatsMaxMismatchesPerDay = 10.0
@@ -104,11 +105,15 @@ type Stats struct {
 	Warnings []StatsWarning `json:"warnings"`
 }
 
-// ReplayStat compares the effects rows created in the window under a replay job with all of them.
+// ReplayStat is the idempotency replay rate: the deliveries the SDK answered from the ledger
+// without running the handler (duplicates) over all the deliveries it handled, from the daily
+// counts the SDK flushes (delivery_counts). The counts are per UTC day, so the window is
+// widened to whole days: Since is the start of the first day counted.
 type ReplayStat struct {
-	Effects  int64   `json:"effects"`
-	Replayed int64   `json:"replayed"`
-	Rate     float64 `json:"rate"`
+	Since      time.Time `json:"since"`
+	Deliveries int64     `json:"deliveries"`
+	Duplicates int64     `json:"duplicates"`
+	Rate       float64   `json:"rate"`
 	// MaxRate is the threshold: Warn is Rate > MaxRate.
 	MaxRate float64 `json:"maxRate"`
 	Warn    bool    `json:"warn"`
@@ -157,21 +162,22 @@ type StatsWarning struct {
 	Action  string `json:"action"`
 }
 
-// One statement, one snapshot. The effects counts read the consumer's rows created in the window
-// (the primary key's consumer prefix; created_at has no index, to keep the SDK's inserts cheap);
-// the uncertain ages come through effects_attention_idx; the incident counts through
-// effect_incidents_consumer_kind_at_idx.
+// One statement, one snapshot. The delivery counts read the consumer's days the window touches
+// (delivery_counts' primary key); the uncertain ages come through effects_attention_idx; the
+// incident counts through effect_incidents_consumer_kind_at_idx.
 const ledgerStats = `
 with w as (select now() as until, now() - $2::bigint * interval '1 millisecond' as since)
-select w.since, w.until, fx.effects, fx.replayed,
+select w.since, w.until, (date_trunc('day', w.since at time zone 'utc') at time zone 'utc'), dc.deliveries, dc.duplicates,
        (select count(*) from effect_incidents i
          where i.consumer = $1 and i.kind = 'payload_conflict' and i.at >= w.since and i.at <= w.until),
        (select count(*) from effect_incidents i
          where i.consumer = $1 and i.kind = 'lease_lapsed' and i.at >= w.since and i.at <= w.until),
        u.n, coalesce(u.p95, 0), coalesce(u.oldest, 0), sl.n, sl.called, coalesce(sl.oldest, 0)
   from w,
-       lateral (select count(*) as effects, count(*) filter (where e.job_id is not null) as replayed
-                  from effects e where e.consumer = $1 and e.created_at >= w.since) fx,
+       lateral (select coalesce(sum(d.deliveries), 0)::bigint as deliveries,
+                       coalesce(sum(d.duplicate_deliveries), 0)::bigint as duplicates
+                  from delivery_counts d
+                 where d.consumer = $1 and d.day >= (w.since at time zone 'utc')::date) dc,
        lateral (select count(*) as n,
                        percentile_cont(0.95) within group (order by extract(epoch from w.until - e.updated_at)) as p95,
                        max(extract(epoch from w.until - e.updated_at))::float8 as oldest
@@ -181,7 +187,8 @@ select w.since, w.until, fx.effects, fx.replayed,
                   from effects e where e.consumer = $1 and e.state = 'processing'
                    and e.lease_expires_at < w.until - $3::bigint * interval '1 millisecond') sl`
 
-// LedgerStats reports opts.Consumer's replay rate, payload conflicts and lease expiries over
+// LedgerStats reports opts.Consumer's replay rate (duplicate deliveries over deliveries), payload
+// conflicts and lease expiries over
 // opts.Window, and its uncertain rows now, each against its threshold. An unknown consumer
 // matches ErrUnknownConsumer.
 func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, error) {
@@ -195,15 +202,15 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 	var mismatches, lapses int64
 	u, sl := &st.Uncertain, &st.StuckLeases
 	err := s.Pool.QueryRow(ctx, ledgerStats, opts.Consumer, opts.Window.Milliseconds(), StuckLeaseAfter.Milliseconds()).Scan(
-		&st.Since, &st.Until, &st.Replay.Effects, &st.Replay.Replayed, &mismatches, &lapses, &u.Count, &u.P95AgeSeconds,
+		&st.Since, &st.Until, &st.Replay.Since, &st.Replay.Deliveries, &st.Replay.Duplicates, &mismatches, &lapses, &u.Count, &u.P95AgeSeconds,
 		&u.MaxAgeSeconds, &sl.Count, &sl.CallsStarted, &sl.OldestLapsedSeconds)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger stats of consumer %s: %w", opts.Consumer, err)
 	}
 	days := opts.Window.Hours() / 24
 	st.Replay.MaxRate = StatsMaxReplayRate
-	if st.Replay.Effects > 0 {
-		st.Replay.Rate = float64(st.Replay.Replayed) / float64(st.Replay.Effects)
+	if st.Replay.Deliveries > 0 {
+		st.Replay.Rate = float64(st.Replay.Duplicates) / float64(st.Replay.Deliveries)
 	}
 	st.Replay.Warn = st.Replay.Rate > StatsMaxReplayRate
 	st.Mismatches = rateStat(mismatches, days, StatsMaxMismatchesPerDay)
@@ -228,9 +235,10 @@ func (st *Stats) warnings() []StatsWarning {
 	w := []StatsWarning{}
 	if st.Replay.Warn {
 		w = append(w, StatsWarning{Metric: "replay",
-			Summary: fmt.Sprintf("%.2f%% of the effects recorded in the window were replays (%d of %d), above %.1f%%",
-				100*st.Replay.Rate, st.Replay.Replayed, st.Replay.Effects, 100*StatsMaxReplayRate),
-			Action: "replays are treating a symptom: find why events reach the DLQ (a provider, a bug) and fix that before planning more replays"})
+			Summary: fmt.Sprintf("%.2f%% of the deliveries since %s were answered from the ledger as duplicates (%d of %d), above %.1f%%",
+				100*st.Replay.Rate, st.Replay.Since.UTC().Format(time.DateOnly), st.Replay.Duplicates, st.Replay.Deliveries, 100*StatsMaxReplayRate),
+			Action: "the ledger is absorbing repeated deliveries: check for lost or late acks (handlers slower than the durable's AckWait, consumer restarts), " +
+				"producers retrying with the same Event-Id, and replays of events that were already done; nothing was charged twice, but the cause is upstream"})
 	}
 	if st.Mismatches.Warn {
 		w = append(w, StatsWarning{Metric: "payloadMismatches",

@@ -64,24 +64,49 @@ func warned(st *ledger.Stats, metric string) bool {
 	return false
 }
 
+// seedDeliveries sets billing's delivery counts of the UTC day daysAgo days before today.
+func seedDeliveries(t *testing.T, store *ledger.Store, daysAgo, deliveries, duplicates int) {
+	t.Helper()
+	execSQL(t, store, `
+insert into delivery_counts (consumer, day, deliveries, duplicate_deliveries)
+values ('billing', (now() at time zone 'utc')::date - $1::int, $2, $3)`, daysAgo, deliveries, duplicates)
+}
+
+// The replay rate is duplicate deliveries answered from the ledger over all deliveries, read from
+// the SDK's daily counts. (It used to be the share of effects rows written by replay jobs, which
+// reported 0 for 20 duplicates of 21 deliveries: issue 15.)
 func TestLedgerStatsReplayRateWarnsAboveHalfAPercent(t *testing.T) {
 	for _, tc := range []struct {
-		replayed int
-		rate     float64
-		warn     bool
+		duplicates int
+		rate       float64
+		warn       bool
 	}{{5, 0.005, false}, {6, 0.006, true}} {
 		store := pgtest.Ledger(t)
-		seedEffects(t, store, "live-", 1000-tc.replayed, "1 hour", "")
-		seedEffects(t, store, "replay-", tc.replayed, "2 hours", "job-1")
-		// Outside the 24 h window: counted by neither side of the rate.
-		seedEffects(t, store, "old-", 50, "25 hours", "job-0")
+		seedEffects(t, store, "live-", 10, "1 hour", "")
+		// Today and yesterday, which a 24 h window touches: 1000 deliveries.
+		if err := store.DeliveryCountsAdd(t.Context(), "billing", ledger.DeliveryCounts{Deliveries: 400, Duplicates: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.DeliveryCountsAdd(t.Context(), "billing", ledger.DeliveryCounts{Deliveries: 200, Duplicates: 1}); err != nil {
+			t.Fatal(err)
+		}
+		seedDeliveries(t, store, 1, 400, tc.duplicates-3)
+		// Three days ago: counted by a week's window only.
+		seedDeliveries(t, store, 3, 1000, 900)
 		st := stats(t, store, 24*time.Hour)
 		r := st.Replay
-		if r.Effects != 1000 || r.Replayed != int64(tc.replayed) || math.Abs(r.Rate-tc.rate) > 1e-12 || r.MaxRate != 0.005 {
-			t.Errorf("%d of 1000 replayed: %+v, want rate %g", tc.replayed, r, tc.rate)
+		if r.Deliveries != 1000 || r.Duplicates != int64(tc.duplicates) || math.Abs(r.Rate-tc.rate) > 1e-12 || r.MaxRate != 0.005 {
+			t.Errorf("%d duplicates of 1000 deliveries: %+v, want rate %g", tc.duplicates, r, tc.rate)
+		}
+		if day := st.Since.UTC().Truncate(24 * time.Hour); !r.Since.Equal(day) {
+			t.Errorf("counted since %s, want the start of the window's first UTC day %s", r.Since, day)
 		}
 		if r.Warn != tc.warn || warned(st, "replay") != tc.warn {
 			t.Errorf("rate %g: warn %t, warnings %+v; want warn %t", r.Rate, r.Warn, st.Warnings, tc.warn)
+		}
+		week := stats(t, store, 7*24*time.Hour).Replay
+		if week.Deliveries != 2000 || week.Duplicates != int64(900+tc.duplicates) {
+			t.Errorf("a week: %+v, want 2000 deliveries and %d duplicates", week, 900+tc.duplicates)
 		}
 	}
 }
@@ -172,7 +197,7 @@ func TestLedgerStatsOfAQuietConsumerWarnsOfNothing(t *testing.T) {
 	store := pgtest.Ledger(t)
 	seedEffects(t, store, "live-", 3, "30 minutes", "")
 	st := stats(t, store, time.Hour)
-	if st.Replay.Effects != 3 || st.Replay.Rate != 0 || st.Uncertain.Count != 0 || len(st.Warnings) != 0 ||
+	if st.Replay.Deliveries != 0 || st.Replay.Rate != 0 || st.Uncertain.Count != 0 || len(st.Warnings) != 0 ||
 		st.Until.Sub(st.Since) != time.Hour || st.Window != "1h0m0s" {
 		t.Errorf("quiet consumer: %+v", st)
 	}

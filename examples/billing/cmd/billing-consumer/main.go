@@ -1,11 +1,13 @@
 // Command billing-consumer runs the example billing consumer as a service: it answers shadow
 // requests on replay.shadow.billing and, unless -shadow-only, consumes its stream with the SDK's
 // ledger rules and answers `replayctl reconcile` look-ups on replay.reconcile.billing from the
-// provider's charges. Its payment provider is the in-memory fake, so nothing leaves the process; the
+// provider's charges. With -metrics-addr it serves the SDK's Prometheus metrics on /metrics there
+// (docs/ledger.md, "Metrics"; docs/alerts.yml). Its payment provider is the in-memory fake, so nothing leaves the process; the
 // provider's call count is printed when it stops. It is for trying replayctl shadow by hand and
 // for measuring replayctl against a responder in another process (docs/benchmarks.md).
 //
 //	go run ./examples/billing/cmd/billing-consumer -shadow-only -live-version 1
+//	go run ./examples/billing/cmd/billing-consumer -create-stream -metrics-addr 127.0.0.1:9464
 package main
 
 import (
@@ -14,6 +16,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -21,6 +25,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
@@ -28,27 +34,48 @@ import (
 	"github.com/replayctl/replayctl/ledger"
 )
 
+// options are the command's flags.
+type options struct {
+	dbURL, natsURL, stream, dlqSubject string
+	liveVersion                        int
+	shadowOnly, createStream           bool
+	concurrency, handlers              int
+	// metricsAddr is where /metrics is served; empty serves nothing.
+	metricsAddr string
+}
+
 func main() {
-	dbURL := flag.String("database-url", firstNonEmpty(os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"),
+	var o options
+	flag.StringVar(&o.dbURL, "database-url", firstNonEmpty(os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"),
 		"postgres:///test?host=/var/run/postgresql"), "PostgreSQL URL of the ledger")
-	natsURL := flag.String("nats-url", firstNonEmpty(os.Getenv("NATS_URL"), nats.DefaultURL), "NATS server URL")
-	stream := flag.String("stream", "BILLING", "stream of live and replayed charge requests")
-	dlqSubject := flag.String("dlq-subject", "dlq.billing.charge", "subject of the DLQ stream poison messages go to")
-	liveVersion := flag.Int("live-version", 1, "effect version of live messages (2 has the fee fix)")
-	shadowOnly := flag.Bool("shadow-only", false, "answer shadow requests only; do not consume the stream")
-	concurrency := flag.Int("concurrency", 32, "shadow requests handled at once")
-	handlers := flag.Int("handlers", 8, "stream messages handled at once")
-	createStream := flag.Bool("create-stream", false, "create -stream on billing.> if it does not exist")
+	flag.StringVar(&o.natsURL, "nats-url", firstNonEmpty(os.Getenv("NATS_URL"), nats.DefaultURL), "NATS server URL")
+	flag.StringVar(&o.stream, "stream", "BILLING", "stream of live and replayed charge requests")
+	flag.StringVar(&o.dlqSubject, "dlq-subject", "dlq.billing.charge", "subject of the DLQ stream poison messages go to")
+	flag.IntVar(&o.liveVersion, "live-version", 1, "effect version of live messages (2 has the fee fix)")
+	flag.BoolVar(&o.shadowOnly, "shadow-only", false, "answer shadow requests only; do not consume the stream")
+	flag.IntVar(&o.concurrency, "concurrency", 32, "shadow requests handled at once")
+	flag.IntVar(&o.handlers, "handlers", 8, "stream messages handled at once")
+	flag.BoolVar(&o.createStream, "create-stream", false, "create -stream on billing.> if it does not exist")
+	flag.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://<addr>/metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	flag.Parse()
-	if err := run(*dbURL, *natsURL, *stream, *dlqSubject, *liveVersion, *shadowOnly, *concurrency, *handlers, *createStream); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "billing-consumer:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly bool, concurrency, handlers int, createStream bool) error {
+func run(o options) error {
+	dbURL, natsURL, stream := o.dbURL, o.natsURL, o.stream
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	registry := prometheus.NewRegistry()
+	if o.metricsAddr != "" {
+		stopMetrics, err := serveMetrics(o.metricsAddr, registry)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	store, err := ledger.Open(ctx, dbURL)
 	if err != nil {
 		return err
@@ -59,7 +86,7 @@ func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly 
 		return fmt.Errorf("connect to NATS at %s: %w", natsurl.Redact(natsURL), natsurl.ScrubError(err, natsURL))
 	}
 	defer nc.Close()
-	if createStream {
+	if o.createStream {
 		js, err := jetstream.New(nc)
 		if err != nil {
 			return err
@@ -72,8 +99,8 @@ func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly 
 	provider := billing.NewProvider()
 	orders := billing.NewOrders()
 	c, err := consumer.New(consumer.Config{
-		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: dlqSubject,
-		LiveVersion: liveVersion, ShadowConcurrency: concurrency, Concurrency: handlers,
+		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: o.dlqSubject,
+		LiveVersion: o.liveVersion, ShadowConcurrency: o.concurrency, Concurrency: o.handlers, Metrics: registry,
 		Handler: orders.Record(billing.Handler(provider, time.Now)),
 		Lookup:  billing.Lookup(provider, orders),
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
@@ -86,7 +113,7 @@ func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly 
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "billing-consumer: answering shadow requests on replay.shadow.billing; Ctrl-C stops")
-	if shadowOnly {
+	if o.shadowOnly {
 		<-ctx.Done()
 	} else if err := c.Run(ctx); err != nil {
 		return err
@@ -94,6 +121,29 @@ func run(dbURL, natsURL, stream, dlqSubject string, liveVersion int, shadowOnly 
 	stopShadow()
 	fmt.Fprintf(os.Stderr, "billing-consumer: stopped; the payment provider received %d calls\n", provider.Calls(""))
 	return nil
+}
+
+// serveMetrics serves reg on http://addr/metrics until stop is called. The listener is opened
+// here, so a taken port fails the start instead of a scrape later.
+func serveMetrics(addr string, reg *prometheus.Registry) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve metrics on -metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(os.Stderr, "billing-consumer: metrics server:", err)
+		}
+	}()
+	fmt.Fprintf(os.Stderr, "billing-consumer: Prometheus metrics on http://%s/metrics\n", ln.Addr())
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }
 
 func firstNonEmpty(values ...string) string {
