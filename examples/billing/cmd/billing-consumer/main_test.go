@@ -20,7 +20,8 @@ func TestNATSPasswordNeverPrinted(t *testing.T) {
 		"nats://127.0.0.1:2,natsuser:" + secret + "@127.0.0.1:1",
 		"natsuser:pa ss" + secret + "@127.0.0.1:1",
 	} {
-		err := run(dbURL, natsURL, "BILLING", "dlq.billing.charge", 1, true, 1, 1, false)
+		err := run(options{dbURL: dbURL, natsURL: natsURL, stream: "BILLING", dlqSubject: "dlq.billing.charge", liveVersion: 1,
+			shadowOnly: true, concurrency: 1, handlers: 1})
 		if err == nil {
 			t.Fatalf("%s: connected to a closed port", natsURL)
 		}
