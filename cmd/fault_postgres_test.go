@@ -167,6 +167,41 @@ func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
 	}
 }
 
+// TestFaultPostgresSessionsKilledAroundTheFinishExecuteExits0: the executor's sessions are
+// terminated every 150 ms from mid-run until it exits, so its last polls, the transaction that
+// completes the job and the final report all meet dead connections. Before the final report was
+// read with the connection-lost retry, execute printed the job as executing and exited 1 while the
+// ledger said completed, and a rerun was refused (3, already completed).
+func TestFaultPostgresSessionsKilledAroundTheFinishExecuteExits0(t *testing.T) {
+	const n = 100
+	w, m := newShadowedWorld(t, n, "job-fault-pg-finish")
+	w.logLedgerOnFailure(t, m)
+	execTag := sessionsTag("execute")
+	p := startReplayctl(t, w.taggedExecuteArgs(execTag, "--rate", "100")...)
+	w.waitCompleted(t, p, m, n/2)
+	var killed int64
+	deadline := time.Now().Add(60 * time.Second)
+	for p.running() && time.Now().Before(deadline) {
+		killed += w.killSessions(execTag)
+		time.Sleep(150 * time.Millisecond)
+	}
+	code := p.wait(t, 10*time.Second)
+	t.Logf("terminated %d sessions of the executor", killed)
+	if code != ExitOK {
+		t.Fatalf("the executor exited %d, want 0 (the ledger says the job is %s):\n%s", code, w.JobStatus(m.ID), p.outputOf())
+	}
+	if s := w.JobStatus(m.ID); s != "completed" {
+		t.Errorf("job %s, want completed", s)
+	}
+	if want := lacking(p.stdout.String(), "completed\t100"); want != "" {
+		t.Errorf("the final report lacks %q:\n%s", want, p.outputOf())
+	}
+	if got := w.auditCount(t, m.ID, func(a ledger.AuditEntry) bool { return a.Action == "execute.completed" }); got != 1 {
+		t.Errorf("%d execute.completed audit entries, want 1", got)
+	}
+	w.assertChargedOnce(t, n)
+}
+
 // taggedExecutorRunning starts an executor of an n-target job at 50 targets/s, its sessions named
 // execTag, and returns once 20 targets completed.
 func taggedExecutorRunning(t *testing.T, n int, jobID string) (*execWorld, *manifest.Manifest, *replayctlProcess, string) {

@@ -26,7 +26,7 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 		if stop != nil {
 			details["guard"] = stop
 		}
-		err = pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+		err = s.store.InTx(ctx, s.jobIs(ledger.JobCompleted, ""), func(tx pgx.Tx) error {
 			if _, err := ledger.JobTargetsSettle(ctx, tx, m.ID, m.Consumer, m.EffectVersion.To); err != nil {
 				return err
 			}
@@ -40,7 +40,8 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 			return ledger.AuditInsert(ctx, tx, s.entry("execute.completed", details))
 		})
 	case stop.Kind == StopCancelled:
-		err = pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+		// Settling twice changes nothing; the audit entry may be written twice.
+		err = s.store.InTx(ctx, nil, func(tx pgx.Tx) error {
 			if _, err := ledger.JobTargetsSettle(ctx, tx, m.ID, m.Consumer, m.EffectVersion.To); err != nil {
 				return err
 			}
@@ -52,7 +53,7 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 		s.audit(ctx, "execute.stalled", details)
 	default:
 		details["guard"] = stop
-		err = pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+		err = s.store.InTx(ctx, s.jobIs(ledger.JobPaused, guardActor), func(tx pgx.Tx) error {
 			err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{ledger.JobExecuting, ledger.JobPaused}, To: ledger.JobPaused,
 				Reason: "guard " + stop.Kind + ": " + stop.Message, By: guardActor})
 			if err != nil {
@@ -64,7 +65,22 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 	if err != nil {
 		return fmt.Errorf("record the end of job %s's run: %w", m.ID, err)
 	}
-	return s.fillReview(ctx, r)
+	if err := s.fillReview(ctx, r); err != nil {
+		return fmt.Errorf("the end of job %s's run is recorded, but reading its final figures failed: %w; see them with `replayctl status %s`", m.ID, err, m.ID)
+	}
+	return nil
+}
+
+// jobIs is whether the job's status is now status (set by by, when by is not empty): after a
+// lost connection, whether the transaction that sets it committed.
+func (s *session) jobIs(status, by string) func(context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		job, err := s.store.JobsGet(ctx, s.m.ID)
+		if err != nil {
+			return false, err
+		}
+		return job.Status == status && (by == "" || job.StatusBy == by), nil
+	}
 }
 
 func (s *session) entry(action string, details map[string]any) ledger.AuditEntry {

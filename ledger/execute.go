@@ -223,11 +223,14 @@ select count(*) filter (where state = 'reconciled' or (state = 'completed' and o
   from effects
  where consumer = $1 and effect_version = $2 and job_id = $3`
 
-// EffectsJobCounts counts jobID's rows of consumer under version in one query.
+// EffectsJobCounts counts jobID's rows of consumer under version in one query, sent again after a
+// lost connection.
 func (s *Store) EffectsJobCounts(ctx context.Context, consumer string, version int, jobID string) (JobEffectCounts, error) {
 	var c JobEffectCounts
-	err := s.Pool.QueryRow(ctx, effectsJobCounts, consumer, version, jobID).Scan(&c.Completed, &c.BusinessFailed,
-		&c.Uncertain, &c.Processing, &c.Retrying, &c.SettledCalls, &c.InFlightCalls)
+	_, err := retryLostConnection(ctx, func() error {
+		return s.Pool.QueryRow(ctx, effectsJobCounts, consumer, version, jobID).Scan(&c.Completed, &c.BusinessFailed,
+			&c.Uncertain, &c.Processing, &c.Retrying, &c.SettledCalls, &c.InFlightCalls)
+	})
 	if err != nil {
 		return JobEffectCounts{}, fmt.Errorf("count the ledger rows of job %s (consumer %s, version %d): %w", jobID, consumer, version, err)
 	}
@@ -266,22 +269,26 @@ select event_id, state, coalesce(outcome_kind, ''), effect_count, calls_started,
 
 // EffectsJobItems lists up to limit of jobID's rows of consumer under version, by event ID (byte
 // order): kind ReviewUncertain lists uncertain rows, ReviewFailed completed rows with outcome_kind
-// business. Another kind is refused.
+// business. Another kind is refused. A read, so it is sent again after a lost connection.
 func (s *Store) EffectsJobItems(ctx context.Context, consumer string, version int, jobID, kind string, limit int) ([]ReviewItem, error) {
 	if kind != ReviewUncertain && kind != ReviewFailed {
 		return nil, fmt.Errorf("list the rows of job %s to review: kind %q is neither %s nor %s", jobID, kind, ReviewUncertain, ReviewFailed)
 	}
-	rows, err := s.Pool.Query(ctx, effectsJobItems, consumer, version, jobID, kind, max(limit, 0))
-	if err != nil {
-		return nil, fmt.Errorf("list the %s rows of job %s to review: %w", kind, jobID, err)
-	}
-	items, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReviewItem, error) {
-		var it ReviewItem
-		var refs []byte
-		err := row.Scan(&it.EventID, &it.State, &it.OutcomeKind, &it.EffectCount, &it.CallsStarted, &refs,
-			&it.LeaseOwner, &it.LastError, &it.UpdatedAt)
-		it.ExternalRefs = json.RawMessage(refs)
-		return it, err
+	var items []ReviewItem
+	_, err := retryLostConnection(ctx, func() error {
+		rows, err := s.Pool.Query(ctx, effectsJobItems, consumer, version, jobID, kind, max(limit, 0))
+		if err != nil {
+			return err
+		}
+		items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReviewItem, error) {
+			var it ReviewItem
+			var refs []byte
+			err := row.Scan(&it.EventID, &it.State, &it.OutcomeKind, &it.EffectCount, &it.CallsStarted, &refs,
+				&it.LeaseOwner, &it.LastError, &it.UpdatedAt)
+			it.ExternalRefs = json.RawMessage(refs)
+			return it, err
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the %s rows of job %s to review: %w", kind, jobID, err)

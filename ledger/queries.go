@@ -112,9 +112,14 @@ const jobColumns = `
 
 const jobsGet = `select ` + jobColumns + ` from jobs where id = $1`
 
-// JobsGet returns the job with id, or an error matching ErrJobNotFound.
+// JobsGet returns the job with id, or an error matching ErrJobNotFound. A read, so it is sent
+// again after a lost connection.
 func (s *Store) JobsGet(ctx context.Context, id string) (Job, error) {
-	j, err := jobScan(s.Pool.QueryRow(ctx, jobsGet, id))
+	var j Job
+	_, err := retryLostConnection(ctx, func() (err error) {
+		j, err = jobScan(s.Pool.QueryRow(ctx, jobsGet, id))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Job{}, fmt.Errorf("%w: the ledger has no job %q; plan and record it with `replayctl plan`", ErrJobNotFound, id)
 	}
@@ -235,18 +240,23 @@ func JobTargetsInsert(ctx context.Context, q Querier, targets []JobTarget) (int6
 const jobTargetsCount = `select status, count(*) from job_targets where job_id = $1 group by status`
 
 // JobTargetsCount returns how many targets of jobID are in each status; statuses without targets
-// are absent, and an unknown job yields an empty map.
+// are absent, and an unknown job yields an empty map. A read, so it is sent again after a lost
+// connection.
 func (s *Store) JobTargetsCount(ctx context.Context, jobID string) (map[string]int64, error) {
-	rows, err := s.Pool.Query(ctx, jobTargetsCount, jobID)
-	if err != nil {
-		return nil, fmt.Errorf("count the targets of job %s: %w", jobID, err)
-	}
-	counts := map[string]int64{}
-	var status string
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&status, &n}, func() error {
-		counts[status] = n
-		return nil
+	var counts map[string]int64
+	_, err := retryLostConnection(ctx, func() error {
+		rows, err := s.Pool.Query(ctx, jobTargetsCount, jobID)
+		if err != nil {
+			return err
+		}
+		counts = map[string]int64{}
+		var status string
+		var n int64
+		_, err = pgx.ForEachRow(rows, []any{&status, &n}, func() error {
+			counts[status] = n
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("count the targets of job %s: %w", jobID, err)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -69,4 +70,25 @@ func retryLostConnection(ctx context.Context, statement func() error) (lost bool
 		}
 		wait = min(2*wait, lostConnectionMaxWait)
 	}
+}
+
+// InTx runs fn in one transaction. When an attempt loses its connection, the transaction was
+// rolled back, or committed with its answer lost: applied (when not nil) is asked which, and
+// unless it was applied fn runs again in a new transaction on a new connection, for up to the
+// same budget as a single statement. fn must do the same thing each time it runs; with applied
+// nil it must also be safe to apply twice.
+func (s *Store) InTx(ctx context.Context, applied func(context.Context) (bool, error), fn func(pgx.Tx) error) error {
+	attempted := false
+	_, err := retryLostConnection(ctx, func() error {
+		// Only a lost connection brings this back, so a second call follows a lost attempt.
+		if attempted && applied != nil {
+			done, err := applied(ctx)
+			if err != nil || done {
+				return err
+			}
+		}
+		attempted = true
+		return pgx.BeginFunc(ctx, s.Pool, fn)
+	})
+	return err
 }
