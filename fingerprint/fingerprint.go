@@ -8,16 +8,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 )
 
-// Algorithm names the canonicalisation; it is stored beside every hash so that hashes made by
-// different algorithms are never compared.
+// Algorithm names the v1 canonicalisation, which takes no options. It is stored beside every
+// hash so that a hash is only ever compared with one recomputed under the same algorithm; rows
+// written under it stay comparable after consumers moved to v2 (Hasher).
 const Algorithm = "canonical-json-v1"
 
-// Payload returns "sha256:<hex>" over the canonical form of payload: a JSON payload is re-encoded with
-// object keys sorted, insignificant white space removed and numbers kept as written; anything that is
-// not a single JSON value is hashed as its raw bytes.
+// Payload returns the v1 fingerprint, "sha256:<hex>" over the canonical form of payload: a JSON
+// payload is re-encoded with object keys sorted, insignificant white space removed and numbers
+// kept as written; anything that is not a single JSON value is hashed as its raw bytes. Result
+// hashes use it too.
 func Payload(payload []byte) string {
 	sum := sha256.Sum256(Canonical(payload))
 	return "sha256:" + hex.EncodeToString(sum[:])
@@ -31,23 +32,17 @@ func Canonical(payload []byte) []byte {
 	return canonicalReference(payload)
 }
 
-// canonicalReference defines the canonical form: encoding/json's decoding (numbers kept as
+// canonicalReference defines the v1 canonical form: encoding/json's decoding (numbers kept as
 // written) and re-encoding (keys sorted, no HTML escaping). The fast path must agree with it.
+// v1 allows any Unicode white space after the value (bytes.TrimSpace); v2 is stricter.
 func canonicalReference(payload []byte) []byte {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, rest, ok := decodeFirst(payload)
+	if !ok || len(bytes.TrimSpace(rest)) > 0 {
 		return payload
 	}
-	if len(bytes.TrimSpace(payload[dec.InputOffset():])) > 0 {
-		return payload // trailing data: not one JSON value
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	out, err := encodeCanonical(v)
+	if err != nil {
 		return payload
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return out
 }
