@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -49,6 +50,12 @@ type Config struct {
 	// LiveVersion is the effect version of live messages; default 1.
 	LiveVersion int
 	Handler     Handler
+	// Fingerprint says which payload members the request fingerprint leaves out (a send time,
+	// trace context: "sentAt", "trace.*") and which arrays are sets whose order does not matter
+	// ("tags"). A redelivery that differs only there is the same request, not a conflict. The
+	// stored algorithm name carries a digest of these options (docs/protocol.md); changing them
+	// is safe, rows written before are compared under their own options.
+	Fingerprint fingerprint.Options
 	// Lookup, when set, answers `replayctl reconcile` on replay.reconcile.<Name> (Run serves it):
 	// whether an uncertain event's external effect exists. Without it reconcile finds no responder.
 	Lookup LookupFunc
@@ -92,11 +99,12 @@ type Config struct {
 
 // Consumer handles a consumer's messages and shadow requests against the ledger.
 type Consumer struct {
-	cfg       Config
-	js        jetstream.JetStream
-	log       *slog.Logger
-	executing executingCache
-	meters    *meters
+	cfg          Config
+	js           jetstream.JetStream
+	log          *slog.Logger
+	executing    executingCache
+	meters       *meters
+	fingerprints *fingerprints
 }
 
 // New validates cfg and fills its defaults. A bad config returns an error matching ErrBadConfig
@@ -106,6 +114,10 @@ func New(cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
+	hasher, err := fingerprint.New(cfg.Fingerprint) // withDefaults has checked the options
+	if err != nil {
+		return nil, fmt.Errorf("%w: Fingerprint: %w", ErrBadConfig, err)
+	}
 	m, err := newMeters(cfg.Name, cfg.Metrics)
 	if err != nil {
 		return nil, err
@@ -114,7 +126,8 @@ func New(cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: open JetStream: %w", cfg.Name, err)
 	}
-	return &Consumer{cfg: cfg, js: js, log: cfg.Logger, executing: newExecutingCache(), meters: m}, nil
+	return &Consumer{cfg: cfg, js: js, log: cfg.Logger, executing: newExecutingCache(), meters: m,
+		fingerprints: newFingerprints(cfg, hasher)}, nil
 }
 
 // Config returns the configuration in use, defaults filled in.
@@ -136,6 +149,9 @@ func withDefaults(cfg Config) (Config, error) {
 	}
 	if cfg.Handler == nil {
 		problem("Handler", "required")
+	}
+	if _, err := fingerprint.New(cfg.Fingerprint); err != nil {
+		problem("Fingerprint", "%v", err)
 	}
 	if cfg.Stream != "" {
 		if err := manifest.ValidateStreamName(cfg.Stream); err != nil {

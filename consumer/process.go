@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -69,18 +68,30 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) (*delivery, O
 // processEvent decides from the event's ledger rows, claims its row and runs the handler.
 func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) Outcome {
 	ev := d.ev
-	hash := fingerprint.Payload(ev.Payload)
+	if err := c.fingerprints.register(ctx); err != nil {
+		return c.retry(d, out, err)
+	}
 	rows, err := ledger.EffectsForEvent(ctx, c.cfg.Store.Pool, c.cfg.Name, ev.ID)
 	if err != nil {
 		return c.retry(d, out, err)
 	}
+	incoming, err := c.fingerprints.incoming(ctx, rows, ev.Payload)
+	if err != nil {
+		return c.retry(d, out, err)
+	}
 	key := ledger.EffectKey{Consumer: c.cfg.Name, EventID: ev.ID, EffectVersion: ev.EffectVersion}
-	if settled, done := c.settle(ctx, d, out, rows, hash); done {
+	if settled, done := c.settle(ctx, d, out, rows, incoming); done {
 		return settled
 	}
-	claimed, err := ledger.EffectsClaim(ctx, c.cfg.Store.Pool, ledger.EffectClaim{Key: key, RequestHash: hash,
-		RequestHashAlg: fingerprint.Algorithm, Owner: c.cfg.Owner, Lease: c.cfg.Lease, JobID: ev.JobID,
-		AnyVersionSettles: ev.Mode == ModeLive})
+	claim := ledger.EffectClaim{Key: key, RequestHash: c.fingerprints.current.Sum(ev.Payload),
+		RequestHashAlg: c.fingerprints.current.Algorithm(), Owner: c.cfg.Owner, Lease: c.cfg.Lease, JobID: ev.JobID,
+		AnyVersionSettles: ev.Mode == ModeLive}
+	for i, r := range rows {
+		if r.EffectVersion == ev.EffectVersion {
+			claim.TakeOverHash, claim.TakeOverHashAlg = incoming[i], r.RequestHashAlg
+		}
+	}
+	claimed, err := ledger.EffectsClaim(ctx, c.cfg.Store.Pool, claim)
 	if err != nil {
 		return c.retry(d, out, err)
 	}
@@ -103,17 +114,22 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 }
 
 // settle answers from the ledger rows alone when they already decide the message; done is false
-// when the row is free to claim.
-func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []ledger.EffectRow, hash string) (Outcome, bool) {
+// when the row is free to claim. incoming holds the payload's fingerprint under each row's
+// algorithm ("" where it cannot be computed).
+func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []ledger.EffectRow, incoming []string) (Outcome, bool) {
 	ev := d.ev
-	for _, r := range rows {
-		if r.RequestHashAlg == fingerprint.Algorithm && r.RequestHash != hash {
+	for i, r := range rows {
+		hash := incoming[i]
+		if hash == "" {
+			return c.refuseUncomparable(ctx, d, out, r), true
+		}
+		if r.RequestHash != hash {
 			c.recordIncident(ctx, ledger.EffectIncident{Consumer: c.cfg.Name, EventID: ev.ID, EffectVersion: ev.EffectVersion,
 				Kind: ledger.IncidentPayloadConflict, DedupKey: fmt.Sprintf("seq %d %s", d.seq, hash), StoredHash: r.RequestHash, IncomingHash: hash})
 			out.Kind, out.StoredHash, out.IncomingHash = OutcomeConflict, r.RequestHash, hash
-			out.Err = fmt.Errorf("event %q: payload fingerprint %s differs from %s stored under effect version %d: the same Event-Id "+
-				"carries a different request; it is never processed automatically, fix the producer or review it by hand",
-				ev.ID, hash, r.RequestHash, r.EffectVersion)
+			out.Err = fmt.Errorf("event %q: payload fingerprint %s differs from %s stored under effect version %d (algorithm %s): "+
+				"the same Event-Id carries a different request; it is never processed automatically, fix the producer or review it by hand",
+				ev.ID, hash, r.RequestHash, r.EffectVersion, r.RequestHashAlg)
 			c.term(d, out.Err)
 			return out, true
 		}

@@ -32,7 +32,8 @@ func TestProcessCompletesALiveEventAndAcksIt(t *testing.T) {
 
 	r := e.row("e1", 1)
 	wantBody := `{"charged":250,"ref":"ch_1"}`
-	if r.State != "completed" || r.RequestHash != fingerprint.Payload([]byte(payload)) || r.RequestHashAlg != fingerprint.Algorithm ||
+	// With no Fingerprint options, v2 hashes the bytes v1 does, under its own name.
+	if r.State != "completed" || r.RequestHash != fingerprint.Payload([]byte(payload)) || r.RequestHashAlg != fingerprintV2(t, fingerprint.Options{}).Algorithm() ||
 		r.ResultHash != fingerprint.Payload([]byte(wantBody)) || r.EffectCount != 1 || r.OutcomeKind != "" ||
 		r.LeaseOwner != "" || r.LeaseExpiresAt != nil || r.Attempts != 1 || r.JobID != "" || r.LastError != "" {
 		t.Fatalf("row %+v", r)

@@ -52,6 +52,11 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Registered before the first message, so a plan made while this instance runs already
+	// compares under its options.
+	if err := c.fingerprints.register(ctx); err != nil {
+		return err
+	}
 	stopCounting := c.startCounting(ctx)
 	defer stopCounting()
 	if c.cfg.Lookup != nil {

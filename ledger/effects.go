@@ -106,6 +106,21 @@ type EffectClaim struct {
 	// AnyVersionSettles makes a completed, reconciled or expired row under any version refuse the
 	// claim: a live message is done once any version did it, a replay only once its own version did.
 	AnyVersionSettles bool
+	// TakeOverHash and TakeOverHashAlg are the incoming payload's fingerprint recomputed under the
+	// algorithm of the existing row the caller read for Key; empty means RequestHash and
+	// RequestHashAlg. An existing row is taken over only while it still holds exactly that
+	// algorithm and hash, and the take-over stores RequestHash and RequestHashAlg, so a row read
+	// under an older algorithm moves to the current one.
+	TakeOverHash    string
+	TakeOverHashAlg string
+}
+
+// takeOverFingerprint is what an existing row must hold for c to take it over.
+func (c EffectClaim) takeOverFingerprint() (hash, alg string) {
+	if c.TakeOverHashAlg == "" {
+		return c.RequestHash, c.RequestHashAlg
+	}
+	return c.TakeOverHash, c.TakeOverHashAlg
 }
 
 // effectsClaimLock serialises the claims of one event across its versions until the claim's
@@ -115,8 +130,10 @@ const effectsClaimLock = `select pg_advisory_xact_lock(hashtextextended(current_
 
 // One upsert instead of an insert followed by an update: the row appears already leased, and the
 // conflict arm re-checks the take-over conditions on the latest row version under its lock, so two
-// claimants can never both win. A row whose stored fingerprint (same algorithm) differs is never
-// taken, even if the caller raced the conflict check. Run after effectsClaimLock, the not-exists
+// claimants can never both win. A row is taken over only while its stored algorithm and hash are
+// the ones the caller recomputed the payload under ($10, $11): a fingerprint that differs, or an
+// algorithm changed since the caller read the row, is never taken, even if the caller raced the
+// conflict check; hashes of different algorithms are never compared blindly. Run after effectsClaimLock, the not-exists
 // sees every other version's committed row: a live lease or an uncertain row under any version,
 // or (for live messages, $9) a settled one, refuses the claim.
 const effectsClaim = `
@@ -132,11 +149,12 @@ select $1, $2, $3, 'processing', $4, $5, $6, now() + $7::bigint * interval '1 mi
 on conflict (consumer, event_id, effect_version) do update
    set state = 'processing', lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
        heartbeat_at = excluded.heartbeat_at, attempts = e.attempts + 1, calls_started = 0,
-       job_id = coalesce(excluded.job_id, e.job_id), updated_at = now()
+       job_id = coalesce(excluded.job_id, e.job_id), request_hash = excluded.request_hash,
+       request_hash_alg = excluded.request_hash_alg, updated_at = now()
  where (e.state = 'received'
         or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now())
             and e.calls_started = 0))
-   and (e.request_hash_alg <> excluded.request_hash_alg or e.request_hash = excluded.request_hash)`
+   and e.request_hash_alg = $10 and e.request_hash = $11`
 
 // EffectsClaim takes the lease on c.Key for c.Owner: it inserts the row, or takes over one that is
 // received or whose lease lapsed before any external call started. It returns false, without
@@ -147,8 +165,9 @@ on conflict (consumer, event_id, effect_version) do update
 func EffectsClaim(ctx context.Context, q BatchQuerier, c EffectClaim) (bool, error) {
 	b := &pgx.Batch{}
 	b.Queue(effectsClaimLock, c.Key.Consumer, c.Key.EventID)
+	takeOverHash, takeOverAlg := c.takeOverFingerprint()
 	claim := b.Queue(effectsClaim, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.RequestHash,
-		c.RequestHashAlg, c.Owner, c.Lease.Milliseconds(), nullable(c.JobID), c.AnyVersionSettles)
+		c.RequestHashAlg, c.Owner, c.Lease.Milliseconds(), nullable(c.JobID), c.AnyVersionSettles, takeOverAlg, takeOverHash)
 	var claimed bool
 	claim.Exec(func(tag pgconn.CommandTag) error {
 		claimed = tag.RowsAffected() == 1

@@ -131,13 +131,38 @@ func TestEffectsClaimRefusesAChangedPayload(t *testing.T) {
 	if ok, _ := claim(t, store, claimFor("b", "sha256:2")); ok {
 		t.Fatal("a released row was claimed with a different request hash")
 	}
-	other := claimFor("b", "sha256:2")
-	other.RequestHashAlg = "canonical-json-v2"
-	if ok, _ := claim(t, store, other); !ok {
-		t.Fatal("a hash under another algorithm cannot be compared and must not block the claim")
+	if r := effectRow(t, store); r.RequestHash != "sha256:1" || r.State != "received" {
+		t.Fatalf("a refused claim changed the row: %s %s", r.State, r.RequestHash)
 	}
-	if r := effectRow(t, store); r.RequestHash != "sha256:1" || r.RequestHashAlg != "canonical-json-v1" {
-		t.Fatalf("the take-over rewrote the stored fingerprint: %s %s", r.RequestHashAlg, r.RequestHash)
+}
+
+// A row under another algorithm was taken over blindly, keeping its old hash (issue 15): now its
+// hash is compared with the payload recomputed under its own algorithm, and a take-over moves the
+// row to the current algorithm.
+func TestEffectsClaimComparesUnderTheStoredAlgorithm(t *testing.T) {
+	store := pgtest.Ledger(t)
+	hit := hitFor(t)
+	claim(t, store, claimFor("a", "sha256:v1-hash"))
+	hit(ledger.EffectsRelease(t.Context(), store.Pool, effectKey, "a", "timeout"))
+	v2 := func(owner, storedAlg, storedHash string) ledger.EffectClaim {
+		c := claimFor(owner, "sha256:v2-hash")
+		c.RequestHashAlg, c.TakeOverHashAlg, c.TakeOverHash = "sha256-canon-v2+0badcafe", storedAlg, storedHash
+		return c
+	}
+	for name, c := range map[string]ledger.EffectClaim{
+		"a v2 claim without the v1 recomputation": v2("b", "", ""),
+		"a different payload under v1":            v2("b", "canonical-json-v1", "sha256:other"),
+		"a recomputation under another algorithm": v2("b", "sha256-canon-v2+12345678", "sha256:v1-hash"),
+	} {
+		if ok, _ := claim(t, store, c); ok {
+			t.Fatalf("%s took over the v1 row", name)
+		}
+	}
+	if ok, _ := claim(t, store, v2("c", "canonical-json-v1", "sha256:v1-hash")); !ok {
+		t.Fatal("the same payload recomputed under the row's v1 algorithm could not take the row over")
+	}
+	if r := effectRow(t, store); r.RequestHash != "sha256:v2-hash" || r.RequestHashAlg != "sha256-canon-v2+0badcafe" || r.LeaseOwner != "c" {
+		t.Fatalf("the take-over kept the old fingerprint: %s %s (owner %s)", r.RequestHashAlg, r.RequestHash, r.LeaseOwner)
 	}
 }
 

@@ -25,7 +25,10 @@ const (
 )
 
 // PlanScanColumns are the columns, in order, of each row a plan copies in with PlanSession.ScanCopy.
-var PlanScanColumns = []string{"seq", "event_id", "payload_hash", "failure_reason", "original_subject"}
+// payload_hash is the canonical-json-v1 fingerprint, which shadow and execute check the DLQ message
+// against; fingerprints holds the payload's fingerprint under each algorithm passed to Classify, in
+// that order, the consumer's current algorithm first.
+var PlanScanColumns = []string{"seq", "event_id", "payload_hash", "fingerprints", "failure_reason", "original_subject"}
 
 // planSessionSettings apply to the plan transaction only. Bulk statements grow with the DLQ, so the
 // pool's interactive statement timeout is too short for a million events; sorts of a million rows
@@ -42,21 +45,24 @@ create temp table plan_scan (
     seq              bigint not null,
     event_id         text   collate "C" not null,
     payload_hash     text   not null,
+    fingerprints     text[] not null,
     failure_reason   text   not null,
     original_subject text   not null
 ) on commit drop`
 
 // planFirstCreate keeps each event ID's first message by stream sequence, with how many messages
-// carried the ID and whether their payloads disagree, in a single sort of the scan.
+// carried the ID and whether their payloads disagree, in a single sort of the scan. Payloads are
+// compared under the consumer's current algorithm (fingerprints[1]), so copies that differ only in
+// the fields it leaves out, or in the order of its set arrays, are one intent.
 const planFirstCreate = `
 create temp table plan_first on commit drop as
-select event_id, seq, payload_hash, failure_reason, original_subject, messages,
+select event_id, seq, payload_hash, fingerprints, failure_reason, original_subject, messages,
        case when min_hash <> max_hash then 2 else 1 end as hashes
   from (select *,
                row_number() over (partition by event_id order by seq) as rn,
                count(*) over (partition by event_id)                  as messages,
-               min(payload_hash) over (partition by event_id)         as min_hash,
-               max(payload_hash) over (partition by event_id)         as max_hash
+               min(fingerprints[1]) over (partition by event_id)      as min_hash,
+               max(fingerprints[1]) over (partition by event_id)      as max_hash
           from plan_scan) s
  where rn = 1`
 
@@ -64,6 +70,14 @@ select event_id, seq, payload_hash, failure_reason, original_subject, messages,
 // version: the plan digest, job_targets.planned_states and execute's drift check all use this one
 // expression, so an unchanged target renders equal.
 const ledgerStatesAgg = `string_agg(e.effect_version::text || ':' || e.state || ':' || e.request_hash, ',' order by e.effect_version)`
+
+// planIncomingHash is the DLQ payload's fingerprint (alias p) under the algorithm of ledger row
+// e, from the algorithms $3; NULL when the row's algorithm is not among them.
+const planIncomingHash = `p.fingerprints[array_position($3::text[], e.request_hash_alg)]`
+
+// planRowMismatch: row e's hash differs from the payload recomputed under its algorithm. A row
+// whose algorithm cannot be computed is a mismatch: its hash is never skipped.
+const planRowMismatch = `e.request_hash is distinct from ` + planIncomingHash
 
 // planEventsClassify joins the consumer's ledger rows once and classifies every event ID; the
 // order of the case is the precedence documented in docs/manifest.md.
@@ -77,10 +91,12 @@ with ledger_rows as (
                    or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now())))
                                                                                     as uncertain,
            bool_or(e.state = 'processing' and e.lease_expires_at > now())            as in_flight,
-           bool_or(e.request_hash_alg = $3 and e.request_hash <> p.payload_hash)     as mismatch,
+           bool_or(` + planRowMismatch + `)                                         as mismatch,
            (array_agg(e.request_hash order by e.effect_version desc)
-                filter (where e.request_hash_alg = $3 and e.request_hash <> p.payload_hash))[1]
-                                                                                    as ledger_hash,
+                filter (where ` + planRowMismatch + `))[1]                          as ledger_hash,
+           (array_agg(coalesce(` + planIncomingHash + `, 'not computable: ' || e.request_hash_alg)
+                      order by e.effect_version desc)
+                filter (where ` + planRowMismatch + `))[1]                          as incoming_hash,
            (array_agg(e.effect_count order by e.effect_version desc)
                 filter (where e.state in ('completed', 'reconciled')))[1]           as known_effect_count,
            ` + ledgerStatesAgg + ` as ledger_states
@@ -91,7 +107,7 @@ with ledger_rows as (
 )
 select p.event_id, p.seq, p.payload_hash, p.failure_reason, p.original_subject, p.messages, p.hashes,
        coalesce(l.done_older, false) as done_older,
-       l.ledger_hash, l.known_effect_count,
+       l.ledger_hash, l.incoming_hash, l.known_effect_count,
        coalesce(l.ledger_states, '') as ledger_states,
        case when p.hashes > 1                   then 'conflict_source'
             when coalesce(l.done_target, false) then 'done'
@@ -127,12 +143,13 @@ const planEventsFailureReasons = `
 select failure_reason, count(*) from plan_events where class = 'target' group by failure_reason`
 
 // planEventsConflicts lists conflicts with their payload hashes: every distinct hash the scan saw
-// for a source conflict, the scan's and the ledger's for a ledger conflict.
+// (under the current algorithm) for a source conflict; for a ledger conflict, the DLQ payload's
+// hash under the conflicting row's algorithm and the row's.
 const planEventsConflicts = `
 select p.event_id, p.class,
        case when p.class = 'conflict_source'
-            then (select array_agg(distinct s.payload_hash order by s.payload_hash) from plan_scan s where s.event_id = p.event_id)
-            else array[p.payload_hash, p.ledger_hash] end
+            then (select array_agg(distinct s.fingerprints[1] order by s.fingerprints[1]) from plan_scan s where s.event_id = p.event_id)
+            else array[p.incoming_hash, p.ledger_hash] end
   from plan_events p
  where p.class in ('conflict_source', 'conflict_ledger')
  order by p.event_id collate "C"`
@@ -237,8 +254,10 @@ func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (in
 }
 
 // Classify joins the scan against the consumer's ledger rows and classifies each event ID for a
-// replay to targetVersion; maxTargets > 0 keeps only the oldest maxTargets targets.
-func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersion int, hashAlgorithm string, maxTargets int) error {
+// replay to targetVersion; maxTargets > 0 keeps only the oldest maxTargets targets. hashAlgorithms
+// name the scan rows' fingerprints, in order: a ledger row is compared with the fingerprint under
+// its own algorithm, and a row under any other algorithm is a conflict.
+func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersion int, hashAlgorithms []string, maxTargets int) error {
 	if _, err := p.tx.Exec(ctx, planFirstCreate); err != nil {
 		return fmt.Errorf("plan: collapse the scan to one row per event ID: %w", err)
 	}
@@ -246,7 +265,7 @@ func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersi
 	if _, err := p.tx.Exec(ctx, "analyze plan_first"); err != nil {
 		return fmt.Errorf("plan: analyze scan: %w", err)
 	}
-	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithm); err != nil {
+	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithms); err != nil {
 		return fmt.Errorf("plan: join scan with the ledger of consumer %q: %w", consumer, err)
 	}
 	if maxTargets > 0 {

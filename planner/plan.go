@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/dlq"
-	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -64,6 +63,10 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 			ErrStreamUnsupported, opts.Stream)
 	}
 
+	hashers, err := loadHashers(ctx, store, opts.Consumer)
+	if err != nil {
+		return nil, err
+	}
 	if opts.JobID == "" {
 		opts.JobID = newJobID(opts.Now)
 	}
@@ -76,12 +79,12 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	}
 	defer session.Rollback(context.WithoutCancel(ctx))
 
-	counts, err := scanInto(ctx, js, session, &opts, info, replay)
+	counts, err := scanInto(ctx, js, session, &opts, info, replay, hashers)
 	if err != nil {
 		return nil, err
 	}
 	opts.stage("joining %d scanned messages against the ledger of consumer %s", counts.Scanned, opts.Consumer)
-	if err := session.Classify(ctx, opts.Consumer, target, fingerprint.Algorithm, opts.Max); err != nil {
+	if err := session.Classify(ctx, opts.Consumer, target, hashers.algorithms(), opts.Max); err != nil {
 		return nil, err
 	}
 	m, stateDigest, err := buildManifest(ctx, session, &opts, info, counts, known, target)
@@ -116,7 +119,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		os.Remove(opts.OutputPath)
 		return nil, fmt.Errorf("job %s not recorded, manifest %s removed: %w", m.ID, opts.OutputPath, err)
 	}
-	return &Result{Manifest: m, Warnings: warnings(m, counts)}, nil
+	return &Result{Manifest: m, Warnings: append(warnings(m, counts), hashers.warnings(opts.Consumer)...)}, nil
 }
 
 func (o *Options) stage(format string, args ...any) {
@@ -126,8 +129,8 @@ func (o *Options) stage(format string, args ...any) {
 }
 
 func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanSession, opts *Options, info *jetstream.StreamInfo,
-	replay dlq.Replay) (scanCounts, error) {
-	s, err := startScan(ctx, js, opts, info, replay)
+	replay dlq.Replay, hashers planHashers) (scanCounts, error) {
+	s, err := startScan(ctx, js, opts, info, replay, hashers)
 	if err != nil || s == nil {
 		return scanCounts{}, err
 	}

@@ -45,6 +45,7 @@ type scanner struct {
 	unwatch   func() bool
 	headers   manifest.Headers
 	replay    dlq.Replay
+	hashers   planHashers
 	failure   *regexp.Regexp
 	until     *time.Time
 	lastSeq   uint64
@@ -59,7 +60,8 @@ type scanner struct {
 
 // startScan opens the ordered consumer over the boundary of opts. It returns a nil scanner when the
 // boundary holds no message.
-func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info *jetstream.StreamInfo, replay dlq.Replay) (*scanner, error) {
+func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info *jetstream.StreamInfo, replay dlq.Replay,
+	hashers planHashers) (*scanner, error) {
 	if info.State.Msgs == 0 {
 		return nil, nil
 	}
@@ -94,6 +96,7 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 		headers:   opts.Headers,
 		replay:    replay,
 		counts:    scanCounts{MaxPayload: js.Conn().MaxPayload()},
+		hashers:   hashers,
 		until:     opts.Until,
 		lastSeq:   info.State.LastSeq,
 		total:     int64(ci.NumPending),
@@ -186,7 +189,8 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64) bool {
 		c.OverMaxPayloadSeqs = appendListed(c.OverMaxPayloadSeqs, seq)
 		return false
 	}
-	s.row = []any{int64(seq), d.EventID, fingerprint.Payload(msg.Data()), d.Reason, d.OriginalSubject}
+	v1Hash := fingerprint.Payload(msg.Data())
+	s.row = []any{int64(seq), d.EventID, v1Hash, s.hashers.fingerprints(msg.Data(), v1Hash), d.Reason, d.OriginalSubject}
 	return true
 }
 
