@@ -58,7 +58,15 @@ type Config struct {
 	Fingerprint fingerprint.Options
 	// Lookup, when set, answers `replayctl reconcile` on replay.reconcile.<Name> (Run serves it):
 	// whether an uncertain event's external effect exists. Without it reconcile finds no responder.
+	// With it, Run also runs the reconcile worker (ReconcileUncertain) on the consumer's own
+	// uncertain rows.
 	Lookup LookupFunc
+	// ReconcileAfter is how long a row must have been uncertain before the reconcile worker asks
+	// Lookup about it, so a provider call still settling is not judged; default 15m.
+	ReconcileAfter time.Duration
+	// ReconcileInterval is how often the reconcile worker looks for due rows; default 1m, doubled
+	// after each failed pass up to 30m.
+	ReconcileInterval time.Duration
 	// Lease is how long a claimed row stays ours without a heartbeat; default 2m (suits a 20 s
 	// provider timeout with retries).
 	Lease time.Duration
@@ -177,6 +185,8 @@ func withDefaults(cfg Config) (Config, error) {
 	defaultDuration(&cfg.ShadowTimeout, defaultShadowTimeout, "ShadowTimeout", problem)
 	defaultDuration(&cfg.RetryBackoff, defaultRetryBackoff, "RetryBackoff", problem)
 	defaultDuration(&cfg.CountsInterval, defaultCountsInterval, "CountsInterval", problem)
+	defaultDuration(&cfg.ReconcileAfter, defaultReconcileAfter, "ReconcileAfter", problem)
+	defaultDuration(&cfg.ReconcileInterval, defaultReconcileInterval, "ReconcileInterval", problem)
 	if cfg.Lease > 0 && cfg.Lease < time.Millisecond {
 		problem("Lease", "%s is below the ledger's millisecond resolution", cfg.Lease)
 	}

@@ -35,7 +35,8 @@ func (c *Consumer) EnsureDurable(ctx context.Context) (jetstream.Consumer, error
 // Concurrency at once, until ctx is done; it returns nil on cancellation. Messages already being
 // handled finish first, under a context that is not cancelled: cutting an external call short
 // would leave its event uncertain. With Config.Lookup set, Run also answers look-ups
-// (ServeLookup) while it runs. It adds what it counted to the ledger's daily delivery counts every
+// (ServeLookup) and runs the reconcile worker (ReconcileUncertain every ReconcileInterval) while
+// it runs. It adds what it counted to the ledger's daily delivery counts every
 // CountsInterval, and once more before it returns (FlushCounts).
 func (c *Consumer) Run(ctx context.Context) error {
 	var missing []string
@@ -65,6 +66,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 			return err
 		}
 		defer stopLookup()
+		defer c.startReconcileWorker(ctx)()
 	}
 	// A small pull keeps messages from waiting in this client, unacked, while others handle them.
 	iter, err := cons.Messages(jetstream.PullMaxMessages(c.cfg.Concurrency))

@@ -79,7 +79,15 @@ type UncertainFilter struct {
 	// Stuck lists the stuck leases with a call started (UncertainRow.Stuck) instead of the
 	// uncertain rows.
 	Stuck bool
+	// Due keeps only rows due for a look-up: never asked, or asked at least as long ago as they
+	// had been uncertain when asked (so a row the look-up cannot settle is asked at doubling
+	// ages), and at least OlderThan ago, at most MaxLookupBackoff ago. The consumer's reconcile
+	// worker lists with it; a person running reconcile asks about every row.
+	Due bool
 }
+
+// MaxLookupBackoff is the longest a due row (UncertainFilter.Due) waits between look-ups.
+const MaxLookupBackoff = 24 * time.Hour
 
 // UncertainCursor is the last row of a page: the next page starts after it.
 type UncertainCursor struct {
@@ -96,11 +104,15 @@ select event_id, effect_version, coalesce(job_id, ''), request_hash, request_has
        coalesce(reviewed_by, '')
   from effects`
 
-// uncertainPageOf filters and orders a page: one job's or all ($2), older than $3, after the
-// cursor ($4, $5), at most $6 rows.
+// uncertainPageOf filters and orders a page: one job's or all ($2), older than $3, due for a
+// look-up when $7 (UncertainFilter.Due, with $8 = MaxLookupBackoff), after the cursor ($4, $5), at
+// most $6 rows.
 const uncertainPageOf = `
    and ($2 = '' or job_id = $2)
    and updated_at <= now() - $3::bigint * interval '1 millisecond'
+   and (not $7::boolean or reviewed_at is null
+        or now() - reviewed_at >= least(greatest(reviewed_at - updated_at, $3::bigint * interval '1 millisecond'),
+                                        $8::bigint * interval '1 millisecond'))
    and (event_id collate "C", effect_version) > ($4::text collate "C", $5::integer)
  order by event_id collate "C", effect_version
  limit $6`
@@ -114,7 +126,7 @@ const effectsUncertainPage = uncertainRowFrom + `
 // OlderThan applies to updated_at, the row's last heartbeat or call.
 const effectsStuckPage = uncertainRowFrom + `
  where consumer = $1 and state = 'processing' and calls_started > 0
-   and lease_expires_at < now() - $7::bigint * interval '1 millisecond'` + uncertainPageOf
+   and lease_expires_at < now() - $9::bigint * interval '1 millisecond'` + uncertainPageOf
 
 // EffectsUncertainPage returns up to limit uncertain rows of f.Consumer after cursor (nil: from
 // the start), in (event ID byte order, effect version) order, filtered by f.
@@ -124,7 +136,7 @@ func (s *Store) EffectsUncertainPage(ctx context.Context, f UncertainFilter, aft
 		cur = *after
 	}
 	query, args, what := effectsUncertainPage, []any{f.Consumer, f.JobID, f.OlderThan.Milliseconds(),
-		cur.EventID, cur.EffectVersion, max(limit, 0)}, "uncertain ledger rows"
+		cur.EventID, cur.EffectVersion, max(limit, 0), f.Due, MaxLookupBackoff.Milliseconds()}, "uncertain ledger rows"
 	if f.Stuck {
 		query, args, what = effectsStuckPage, append(args, StuckLeaseAfter.Milliseconds()), "stuck leases"
 	}

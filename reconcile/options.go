@@ -16,6 +16,10 @@ type Options struct {
 	// OlderThan keeps only rows uncertain for at least this long; 0 keeps all. A row that became
 	// uncertain a moment ago may belong to a provider call still settling.
 	OlderThan time.Duration
+	// Due keeps only rows due for a look-up (ledger.UncertainFilter.Due): never asked, or asked
+	// long enough ago, the wait doubling with the row's age. The consumer SDK's reconcile worker
+	// sets it, so a row the look-up cannot settle is not asked about on every pass.
+	Due bool
 	// DryRun asks the look-ups and reports their verdicts, and changes nothing.
 	DryRun bool
 	// Timeout bounds each look-up request; 0 means 5s.

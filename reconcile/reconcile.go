@@ -90,7 +90,7 @@ func Run(ctx context.Context, nc *nats.Conn, store *ledger.Store, o Options) (*R
 func list(ctx context.Context, store *ledger.Store, o Options, r *Report) ([]ledger.UncertainRow, error) {
 	var out []ledger.UncertainRow
 	for _, stuck := range []bool{false, true} {
-		f := ledger.UncertainFilter{Consumer: o.Consumer, JobID: o.JobID, OlderThan: o.OlderThan, Stuck: stuck}
+		f := ledger.UncertainFilter{Consumer: o.Consumer, JobID: o.JobID, OlderThan: o.OlderThan, Stuck: stuck, Due: o.Due}
 		var after *ledger.UncertainCursor
 		for len(out) <= o.Max {
 			page, err := store.EffectsUncertainPage(ctx, f, after, min(listPage, o.Max+1-len(out)))

@@ -155,8 +155,10 @@ func (e *Env) NewConsumer(handler consumer.Handler, mod func(*consumer.Config)) 
 	if handler == nil {
 		handler = billing.Handler(e.Provider, time.Now)
 	}
+	// The reconcile worker (with a Lookup) waits an hour between passes: tests of replayctl
+	// reconcile age rows by hand and must be the only ones settling them.
 	cfg := consumer.Config{Name: Consumer, Store: e.Store, Conn: e.NATS.Conn, Stream: Stream, DLQSubject: DLQSubject,
-		Handler: handler, Concurrency: 4, Lease: 10 * time.Second}
+		Handler: handler, Concurrency: 4, Lease: 10 * time.Second, ReconcileInterval: time.Hour}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -1,0 +1,104 @@
+package consumer_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/protocol"
+)
+
+// A running consumer with a Lookup settles its own uncertain rows with no operator: the row the
+// provider knows is reconciled, the others are left for review, each asked once until the wait,
+// which grows with the row's age, has passed; a row uncertain for less than ReconcileAfter is not
+// asked about at all.
+func TestTheReconcileWorkerSettlesUncertainRowsWithNoOperator(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	asked := map[string]int{}
+	c := e.newConsumer(func(cfg *consumer.Config) {
+		cfg.ReconcileInterval = 20 * time.Millisecond
+		cfg.Lookup = func(ctx context.Context, req consumer.LookupRequest) (consumer.LookupResult, error) {
+			mu.Lock()
+			asked[req.EventID]++
+			mu.Unlock()
+			switch req.EventID {
+			case "evt-charged":
+				return consumer.LookupResult{Verdict: protocol.VerdictHappened, Detail: "charge ch_7 found",
+					ExternalRefs: []protocol.Effect{{Kind: "charge", Target: "acct-1", Ref: "ch_7"}}}, nil
+			case "evt-gone":
+				return consumer.LookupResult{Verdict: protocol.VerdictNotHappened, Detail: "no charge"}, nil
+			}
+			return consumer.LookupResult{Verdict: protocol.VerdictUnknown, Detail: "provider cannot tell"}, nil
+		}
+	})
+	timesAsked := func(event string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return asked[event]
+	}
+	e.exec(`insert into effects (consumer, event_id, effect_version, state, request_hash, calls_started, last_error, updated_at)
+select 'billing', id, 1, 'uncertain', 'sha256:' || id, 1, 'charge timed out', now() - age
+  from (values ('evt-charged', interval '20 minutes'), ('evt-gone', interval '20 minutes'),
+               ('evt-maybe', interval '20 minutes'), ('evt-young', interval '1 minute')) v(id, age)`)
+
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	pgtest.WaitFor(t, 10*time.Second, func() (bool, error) {
+		return e.count(`select count(*) from effects where reviewed_at is not null`) == 3, nil
+	})
+	// Several more passes: nothing is asked again yet.
+	time.Sleep(200 * time.Millisecond)
+
+	got := map[string]string{}
+	rows, err := e.store.Pool.Query(e.ctx, `select event_id, state || coalesce(':' || review_state, '') || coalesce(':' || review_verdict, '')
+  from effects where consumer = 'billing'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id, s string
+		if err := rows.Scan(&id, &s); err != nil {
+			t.Fatal(err)
+		}
+		got[id] = s
+	}
+	want := map[string]string{"evt-charged": "reconciled:happened", "evt-gone": "uncertain:manual_review:not_happened",
+		"evt-maybe": "uncertain:manual_review:unknown", "evt-young": "uncertain"}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: %q, want %q", id, got[id], w)
+		}
+	}
+	for id, n := range map[string]int{"evt-charged": 1, "evt-gone": 1, "evt-maybe": 1, "evt-young": 0} {
+		if timesAsked(id) != n {
+			t.Errorf("%s asked %d times, want %d", id, timesAsked(id), n)
+		}
+	}
+	if n := e.count(`select count(*) from effects where event_id = 'evt-charged' and external_refs @> '[{"ref":"ch_7"}]'
+		and reviewed_by = 'reconcile-worker instance-a'`); n != 1 {
+		t.Error("the reconciled row lacks the reference found or the worker's name")
+	}
+	if n := e.count(`select count(*) from audit where actor = 'reconcile-worker instance-a' and action = 'reconcile.reconciled'
+		and details->>'eventId' = 'evt-charged'`); n != 1 {
+		t.Errorf("%d audit entries for the worker's reconcile of evt-charged, want 1", n)
+	}
+	if n := e.p.calls.Load(); n != 0 {
+		t.Errorf("%d provider calls: the worker only looks up, it never runs a handler", n)
+	}
+
+	// Asked 21 minutes ago when it had been uncertain for 20: due again, and asked again.
+	e.exec(`update effects set reviewed_at = now() - interval '21 minutes' where event_id = 'evt-maybe'`)
+	pgtest.WaitFor(t, 10*time.Second, func() (bool, error) { return timesAsked("evt-maybe") == 2, nil })
+	if timesAsked("evt-gone") != 1 {
+		t.Errorf("evt-gone asked %d times, want once: its wait has not passed", timesAsked("evt-gone"))
+	}
+}
