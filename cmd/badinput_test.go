@@ -351,6 +351,8 @@ func TestBadInputFlags(t *testing.T) {
 		usage("max-error-ratio 2", "execute --yes --max-error-ratio 2 "+job, "--max-error-ratio 2", "between 0 and 1"),
 		usage("max-drift 2", "execute --yes --max-drift 2 "+job, "--max-drift 2", "between 0 and 1"),
 		usage("settle-timeout 0", "execute --yes --settle-timeout 0s "+job, "--settle-timeout", "must be positive"),
+		usage("durable with a terminal escape", "execute --yes --durable 'billing\x1b[2J' "+job, `--durable "billing\x1b[2J"`, "control character"),
+		usage("durable with a dot", "execute --yes --durable billing.eu "+job, `--durable "billing.eu"`, "not a JetStream consumer name"),
 
 		usage("concurrency 0", "shadow --concurrency 0 "+job, "--concurrency 0", "between 1 and 1024"),
 		usage("concurrency 1e9", "shadow --concurrency 1e9 "+job, "--concurrency", `invalid argument "1e9"`),
@@ -366,6 +368,71 @@ func TestBadInputFlags(t *testing.T) {
 			"pause refused", "control character U+001B"),
 	}
 	refuseAll(t, w, []string{w.Dir, outDir}, cases)
+}
+
+// TestBadInputActor gives every command that records its operator an --actor that is not a plain
+// name: each is refused before anything is read or written, like --reason, and the refusal
+// quotes it escaped, so the terminal showing the error does not obey it either.
+func TestBadInputActor(t *testing.T) {
+	w := newExecWorld(t)
+	w.Shadowed(3, "job-bad-actor")
+	job := w.ManifestPath()
+	out := filepath.Join(t.TempDir(), "new.json")
+	commands := map[string]string{
+		"plan":    "plan --stream " + exectest.DLQStream + " -o " + out + " --consumer billing --reason '" + planReason + "'",
+		"shadow":  "shadow " + job,
+		"execute": "execute --yes " + job,
+		"pause":   "pause --reason 'error rate rising' job-bad-actor",
+		"prune":   "ledger prune --consumer billing --yes",
+	}
+	for _, a := range []struct {
+		name, actor string
+		wants       []string
+	}{
+		{"OSC title sequence", "eve\x1b]0;PWNED\x1b\\", []string{`--actor "eve\x1b]0;PWNED\x1b\\"`, "control character U+001B", "retype it as plain text"}},
+		{"C1 CSI", "eve\u009b2J", []string{`--actor "eve\u009b2J"`, "control character U+009B"}},
+		{"newline", "eve\nmallory", []string{`--actor "eve\nmallory"`, "control character U+000A"}},
+		{"300 characters", strings.Repeat("e", 300), []string{"--actor", "is 300 characters; the limit is 200"}},
+	} {
+		actorWorld := &execWorld{Env: w.Env, flags: strings.Replace(w.flags, "--actor alice", "--actor '"+a.actor+"'", 1)}
+		var cases []badInput
+		for verb, args := range commands {
+			cases = append(cases, usage(a.name+"/"+verb, args, a.wants...))
+		}
+		refuseAll(t, actorWorld, []string{w.Dir, filepath.Dir(out)}, cases)
+		if _, stderr, _ := actorWorld.replayctl(t, commands["pause"]); strings.ContainsAny(stderr, "\x1b\u009b") {
+			t.Errorf("%s: the refusal prints the control character raw: %q", a.name, stderr)
+		}
+	}
+}
+
+// TestStatusEscapesLedgerText writes control characters straight into the ledger rows status
+// reads (a job's reason, who paused it and why), as a writer that
+// bypassed replayctl's checks could, and checks status shows them escaped, not obeyed.
+func TestStatusEscapesLedgerText(t *testing.T) {
+	w := newExecWorld(t)
+	w.Shadowed(3, "job-escapes")
+	const osc = "\x1b]0;PWNED\x1b\\"
+	if _, err := w.Store.Pool.Exec(w.Ctx, `update jobs set reason = $1, status_reason = $2, status_by = $3 where id = $4`,
+		"outage fixed"+osc, "paused\nexecutor: none attached", "eve"+osc, "job-escapes"); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := w.replayctl(t, "status job-escapes")
+	if code != ExitOK {
+		t.Fatalf("status: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	if strings.ContainsAny(stdout+stderr, "\x1b\u009b") {
+		t.Errorf("status printed a control character raw:\n%q", stdout)
+	}
+	for _, want := range []string{`reason: outage fixed\x1b]0;PWNED\x1b\`, ` by eve\x1b]0;PWNED\x1b\`, `because: paused\nexecutor: none attached`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("status does not show %s escaped:\n%s", want, stdout)
+		}
+	}
+	// --json carries the values as they are: JSON escapes them, and a script needs the real text.
+	if got := w.statusJSON(t, "job-escapes"); got.StatusBy != "eve"+osc {
+		t.Errorf("status --json statusBy = %q, want the stored value", got.StatusBy)
+	}
 }
 
 // TestPlanCountsUnusableDLQMessages plans a DLQ holding messages a foreign producer could write:

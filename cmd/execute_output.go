@@ -35,7 +35,7 @@ func (p *executeProgress) update(pr executor.Progress) {
 		p.bar.Describe(label)
 	}
 	if pr.Reason != "" && p.ios.ShowsProgress() && label != p.label {
-		fmt.Fprintf(p.ios.ErrOut, "\n%s\n", pr.Reason)
+		fmt.Fprintf(p.ios.ErrOut, "\n%s\n", clip.Line(pr.Reason))
 	}
 	p.label = label
 	p.bar.Set(pr.Targets - pr.Remaining)
@@ -69,12 +69,12 @@ func printExecuteResult(ios *iostreams.IOStreams, r *executor.Result) error {
 		fmt.Fprintf(out, "execute of job %s: %s\n", pre.JobID, r.JobStatus)
 	}
 	fmt.Fprintf(out, "consumer %s, effect version %d -> %d, write-forbidden %t\n", pre.Consumer, pre.EffectVersion.From, pre.EffectVersion.To, pre.WriteForbidden)
-	fmt.Fprintf(out, "manifest %s, shadow verdict #%d (%s by %s)\n", pre.ManifestDigest, pre.Verdict.ID, pre.Verdict.At.UTC().Format(time.RFC3339), pre.Verdict.Actor)
+	fmt.Fprintf(out, "manifest %s, shadow verdict #%d (%s by %s)\n", pre.ManifestDigest, pre.Verdict.ID, pre.Verdict.At.UTC().Format(time.RFC3339), clip.Line(pre.Verdict.Actor))
 	if pre.Drift.Drifted > 0 {
 		fmt.Fprintf(out, "drift since plan: %d of %d targets skipped (%s)\n", pre.Drift.Drifted, pre.Drift.Checked, driftKinds(pre.Drift.ByKind))
 	}
 	if !pre.DurableFound && !r.DryRun {
-		fmt.Fprintf(ios.ErrOut, "note: durable consumer %s was not found; only the ledger's in-flight count throttled publishing\n", pre.Durable)
+		fmt.Fprintf(ios.ErrOut, "note: durable consumer %s was not found; only the ledger's in-flight count throttled publishing\n", clip.Line(pre.Durable))
 	}
 	fmt.Fprintln(out)
 	if err := printProgressTable(ios, progressRows(r.Final, r.DryRun, pre, r)); err != nil {
@@ -99,9 +99,9 @@ func printExecuteResult(ios *iostreams.IOStreams, r *executor.Result) error {
 	}
 	switch {
 	case r.Stop != nil && r.Stop.Completed:
-		fmt.Fprintf(out, "\nguard %s passed: %s\n", r.Stop.Kind, r.Stop.Message)
+		fmt.Fprintf(out, "\nguard %s passed: %s\n", clip.Line(r.Stop.Kind), clip.Line(r.Stop.Message))
 	case r.Stop != nil:
-		fmt.Fprintf(out, "\nstopped (%s): %s\n", r.Stop.Kind, r.Stop.Message)
+		fmt.Fprintf(out, "\nstopped (%s): %s\n", clip.Line(r.Stop.Kind), clip.Line(r.Stop.Message))
 	}
 	if err := printReview(ios, "uncertain: review by hand, never retried automatically", r.Uncertain, r.Final.Uncertain); err != nil {
 		return err

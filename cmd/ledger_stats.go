@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -121,7 +122,7 @@ func ledgerStatsRun(ctx context.Context, opts *LedgerStatsOptions) error {
 
 func printStats(ios *iostreams.IOStreams, st *ledger.Stats) error {
 	out := ios.Out
-	fmt.Fprintf(out, "ledger stats of consumer %s, last %s (%s to %s)\n", st.Consumer, spanString(time.Duration(st.WindowSeconds*float64(time.Second))),
+	fmt.Fprintf(out, "ledger stats of consumer %s, last %s (%s to %s)\n", clip.Line(st.Consumer), spanString(time.Duration(st.WindowSeconds*float64(time.Second))),
 		st.Since.UTC().Format(time.RFC3339), st.Until.UTC().Format(time.RFC3339))
 	u := st.Uncertain
 	uncertain := count(u.Count)
@@ -155,7 +156,7 @@ func printStats(ios *iostreams.IOStreams, st *ledger.Stats) error {
 		return nil
 	}
 	for _, w := range st.Warnings {
-		fmt.Fprintf(out, "\nWARN %s: %s\n  what to do: %s\n", w.Metric, w.Summary, w.Action)
+		fmt.Fprintf(out, "\nWARN %s: %s\n  what to do: %s\n", clip.Line(w.Metric), clip.Line(w.Summary), clip.Line(w.Action))
 	}
 	return nil
 }

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode"
 
 	"github.com/olekukonko/ll"
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/replayctl/replayctl/internal/clip"
 )
 
 // printJSON writes v as the one --json document of a command: indented for people reading CI
@@ -33,8 +34,9 @@ func newTable(w io.Writer, isTTY bool) *tablewriter.Table {
 		tablewriter.WithHeaderAutoFormat(tw.Off),
 		tablewriter.WithHeaderAlignment(tw.AlignLeft),
 		tablewriter.WithRowAlignment(tw.AlignLeft),
-		// Cells hold producer-controlled text (failure reasons): control characters could move
-		// the cursor or recolour a terminal, and a tab or newline would break a plain row.
+		// Cells hold producer- and ledger-sourced text (failure reasons, event IDs, last errors):
+		// control characters could move the cursor or recolour a terminal, and a tab or newline
+		// would break a plain row, so they are shown escaped.
 		tablewriter.WithRowFilter(tw.CellFilter{Global: sanitizeCells}),
 	}
 	if isTTY {
@@ -55,12 +57,7 @@ func newTable(w io.Writer, isTTY bool) *tablewriter.Table {
 
 func sanitizeCells(cells []string) []string {
 	for i, c := range cells {
-		cells[i] = strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) {
-				return ' '
-			}
-			return r
-		}, c)
+		cells[i] = clip.Line(c)
 	}
 	return cells
 }

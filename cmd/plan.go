@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/dlq"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -149,7 +150,7 @@ func printPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 	}
 	fmt.Fprintf(io.Out, "\nplanned job %s: %d targets, manifest %s (%s)\n", m.ID, m.Stats.Targets, path, m.Digest)
 	for _, w := range warnings {
-		fmt.Fprintf(io.ErrOut, "warning: %s\n", w)
+		fmt.Fprintf(io.ErrOut, "warning: %s\n", clip.Line(w))
 	}
 	fmt.Fprintf(io.ErrOut, "next: review with `replayctl show %s` and `replayctl validate --ledger %s`\n", path, path)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
@@ -209,14 +210,14 @@ func printReconcileReport(ios *iostreams.IOStreams, r *reconcile.Report) error {
 	}
 	switch {
 	case r.DryRun:
-		fmt.Fprintf(out, "DRY RUN: nothing was changed. Look-up verdicts on %s for %s:\n", r.Subject, scope)
+		fmt.Fprintf(out, "DRY RUN: nothing was changed. Look-up verdicts on %s for %s:\n", clip.Line(r.Subject), clip.Line(scope))
 	case len(r.Rows) == 0:
-		fmt.Fprintf(out, "no uncertain ledger rows for %s: nothing to reconcile\n", scope)
+		fmt.Fprintf(out, "no uncertain ledger rows for %s: nothing to reconcile\n", clip.Line(scope))
 		return nil
 	case !r.Applied:
-		fmt.Fprintf(out, "NOT APPLIED: nothing was changed. Look-up verdicts on %s for %s:\n", r.Subject, scope)
+		fmt.Fprintf(out, "NOT APPLIED: nothing was changed. Look-up verdicts on %s for %s:\n", clip.Line(r.Subject), clip.Line(scope))
 	default:
-		fmt.Fprintf(out, "reconcile of %s (run %s):\n", scope, r.RunID)
+		fmt.Fprintf(out, "reconcile of %s (run %s):\n", clip.Line(scope), clip.Line(r.RunID))
 	}
 	if len(r.Rows) > 0 {
 		t := newTable(out, ios.IsStdoutTTY())

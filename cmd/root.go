@@ -13,9 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/internal/natsurl"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
 )
 
 const rootLong = `replayctl replays a consumer's dead-letter queue (NATS JetStream) as a reviewed, gated job,
@@ -107,6 +109,15 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 			if err := cmd.ValidateFlagGroups(); err != nil {
 				return usageErrorf("%s", err)
 			}
+			// Every command that records who ran it takes the actor from here; checking it once
+			// refuses it before anything is read or written.
+			if err := manifest.ValidateActor(f.Actor()); err != nil {
+				source := "--actor"
+				if f.flags.actor == "" {
+					source = "$USER (the default of --actor)"
+				}
+				return usageErrorf("%s %q %v", source, clip.Runes(f.Actor(), 80), err)
+			}
 			return nil
 		},
 	}
@@ -173,7 +184,8 @@ func reportError(f *Factory, cmd *cobra.Command, args []string, err error, code 
 	msg := redact(err.Error(), f.DatabaseURL(), ledger.RedactURL)
 	msg = redactCredentials(natsurl.Scrub(msg, f.NATSURL()))
 	ios := f.IOStreams
-	fmt.Fprintf(ios.ErrOut, "replayctl: %s\n", msg)
+	// Messages quote ledger rows, manifests and flags: no terminal escape in them is obeyed.
+	fmt.Fprintf(ios.ErrOut, "replayctl: %s\n", clip.Text(msg))
 	if errors.Is(err, ErrUsage) {
 		fmt.Fprintf(ios.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}

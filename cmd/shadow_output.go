@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/shadow"
 )
@@ -51,7 +52,7 @@ func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 		return err
 	}
 	if t.Aborted {
-		fmt.Fprintf(out, "the full pass stopped early: %s\n", t.AbortReason)
+		fmt.Fprintf(out, "the full pass stopped early: %s\n", clip.Line(t.AbortReason))
 	}
 
 	s := r.Sample
@@ -74,8 +75,8 @@ func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 		outcomes[it.Outcome]++
 		baselines[it.Baseline]++
 	}
-	fmt.Fprintf(out, "sample outcomes: %s\n", joinCounts(outcomes))
-	fmt.Fprintf(out, "compared against: %s\n", joinCounts(baselines))
+	fmt.Fprintf(out, "sample outcomes: %s\n", clip.Line(joinCounts(outcomes)))
+	fmt.Fprintf(out, "compared against: %s\n", clip.Line(joinCounts(baselines)))
 
 	fmt.Fprintln(out)
 	if r.Verdict.Pass {
@@ -83,7 +84,7 @@ func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 	} else {
 		fmt.Fprintln(out, "verdict: FAIL")
 		for _, reason := range r.Verdict.Reasons {
-			fmt.Fprintf(out, "  - %s\n", reason)
+			fmt.Fprintf(out, "  - %s\n", clip.Line(reason))
 		}
 	}
 	fmt.Fprintf(out, "report: %s\n", reportPath)

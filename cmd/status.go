@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -71,35 +72,35 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 
 func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	out := ios.Out
-	fmt.Fprintf(out, "job %s of consumer %s: %s", r.JobID, r.Consumer, r.Status)
+	fmt.Fprintf(out, "job %s of consumer %s: %s", clip.Line(r.JobID), clip.Line(r.Consumer), clip.Line(r.Status))
 	if r.StatusBy != "" {
-		fmt.Fprintf(out, " by %s", r.StatusBy)
+		fmt.Fprintf(out, " by %s", clip.Line(r.StatusBy))
 	}
 	if r.StatusAt != nil {
 		fmt.Fprintf(out, " at %s", r.StatusAt.Format(time.RFC3339))
 	}
 	fmt.Fprintln(out)
 	if r.StatusReason != "" {
-		fmt.Fprintf(out, "  because: %s\n", r.StatusReason)
+		fmt.Fprintf(out, "  because: %s\n", clip.Line(r.StatusReason))
 	}
-	fmt.Fprintf(out, "effect version %d -> %d, write-forbidden %t, manifest %s\n", r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, r.ManifestDigest)
-	fmt.Fprintf(out, "reason: %s\n", r.Reason)
+	fmt.Fprintf(out, "effect version %d -> %d, write-forbidden %t, manifest %s\n", r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, clip.Line(r.ManifestDigest))
+	fmt.Fprintf(out, "reason: %s\n", clip.Line(r.Reason))
 	switch {
 	case r.ExecutorAttached && r.Executor != nil:
-		fmt.Fprintf(out, "executor: %s (%s), %s", r.Executor.Owner, r.Executor.Actor, r.Counts.State)
+		fmt.Fprintf(out, "executor: %s (%s), %s", clip.Line(r.Executor.Owner), clip.Line(r.Executor.Actor), clip.Line(r.Counts.State))
 		if r.Counts.Rate > 0 {
 			fmt.Fprintf(out, ", %.1f targets/s, ETA %s", r.Counts.Rate, r.Counts.ETA)
 		}
 		fmt.Fprintln(out)
 		if r.Counts.Reason != "" {
-			fmt.Fprintf(out, "  %s\n", r.Counts.Reason)
+			fmt.Fprintf(out, "  %s\n", clip.Line(r.Counts.Reason))
 		}
 	case r.ExecutorAttached:
 		fmt.Fprintln(out, "executor: attached, no progress reported yet")
 	case r.Status == "executing" || r.Status == "paused":
 		fmt.Fprint(out, "executor: none attached")
 		if r.Executor != nil {
-			fmt.Fprintf(out, " (last: %s, %s at %s)", r.Executor.Owner, r.Executor.State, r.Executor.At.Format(time.RFC3339))
+			fmt.Fprintf(out, " (last: %s, %s at %s)", clip.Line(r.Executor.Owner), clip.Line(r.Executor.State), r.Executor.At.Format(time.RFC3339))
 		}
 		fmt.Fprintln(out, "; run `replayctl execute job.json` to continue publishing")
 	}

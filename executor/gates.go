@@ -259,7 +259,7 @@ func (s *session) checkSubject(ctx context.Context, subject string, p *Preflight
 	if _, err := s.js.Consumer(ctx, stream, s.opts.Durable); err == nil {
 		p.DurableFound = true
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("read durable consumer %s of stream %s: %w", s.opts.Durable, stream, err)
+		return fmt.Errorf("read durable consumer %q of stream %s: %w", s.opts.Durable, stream, err)
 	}
 	return nil
 }

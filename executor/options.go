@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -134,6 +138,9 @@ func (o *Options) Normalise() error {
 	if o.Durable == "" && o.Manifest != nil {
 		o.Durable = o.Manifest.Consumer
 	}
+	if err := validateDurable(o.Durable); err != nil {
+		add("--durable %q: %v", clip.Runes(o.Durable, 64), err)
+	}
 	if o.Actor == "" {
 		o.Actor = "unknown"
 	}
@@ -146,6 +153,20 @@ func (o *Options) Normalise() error {
 	}
 	if len(problems) > 0 {
 		return &OptionsError{Problems: problems}
+	}
+	return nil
+}
+
+// validateDurable refuses what JetStream refuses in a consumer name (nats.go's own check), and any
+// control character or invalid UTF-8, so the name can be quoted back safely; empty means unset.
+func validateDurable(name string) error {
+	switch {
+	case !utf8.ValidString(name):
+		return fmt.Errorf("is not valid UTF-8")
+	case strings.ContainsAny(name, ">*. /\\"):
+		return fmt.Errorf("is not a JetStream consumer name: it may not contain white space or any of > * . / \\")
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return fmt.Errorf("contains a control character; give the durable's name as plain text")
 	}
 	return nil
 }

@@ -14,6 +14,10 @@ const (
 	MaxTicketRunes = 200
 )
 
+// MaxActorRunes bounds an operator's name (--actor, else $USER): it is stored on every audit
+// entry, job transition and shadow verdict, and shown by status and execute.
+const MaxActorRunes = 200
+
 // ValidateText refuses operator text that cannot be stored or shown as typed: over maxRunes
 // characters, not UTF-8, or with control characters other than newline and tab (PostgreSQL
 // refuses NUL, and terminal escapes would rewrite the screen of whoever runs show or status).
@@ -27,6 +31,23 @@ func ValidateText(s string, maxRunes int) error {
 	if i := strings.IndexFunc(s, func(r rune) bool { return unicode.IsControl(r) && r != '\n' && r != '\t' }); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(s[i:])
 		return fmt.Errorf("contains the control character %U at byte %d; retype it as plain text", r, i)
+	}
+	return nil
+}
+
+// ValidateActor refuses an operator name that cannot be recorded and shown as typed: empty, over
+// MaxActorRunes characters, not UTF-8, or with any control character, newline and tab included (a
+// name is one line of status, and an escape sequence in it would rewrite the terminal of whoever
+// reads it).
+func ValidateActor(actor string) error {
+	if strings.TrimSpace(actor) == "" {
+		return fmt.Errorf("is empty; give the operator's name")
+	}
+	if err := ValidateText(actor, MaxActorRunes); err != nil {
+		return err
+	}
+	if i := strings.IndexAny(actor, "\n\t"); i >= 0 {
+		return fmt.Errorf("contains the control character %U at byte %d; retype it as plain text", rune(actor[i]), i)
 	}
 	return nil
 }

@@ -1,4 +1,5 @@
-// Package clip shortens text quoted in messages, reports and tables.
+// Package clip makes text quoted in messages, reports and tables fit a terminal: short, and
+// with nothing in it a terminal would obey.
 package clip
 
 // Runes returns s cut to at most n runes, the last one an ellipsis when it was cut.
