@@ -131,6 +131,14 @@ func printPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 		warnings = []string{}
 	}
 	if asJSON {
+		// Only the largest reasons are printed, in stats as in the manifest and in order beside
+		// them with what was left out; the manifest keeps every reason.
+		reasons := topReasons(m.Stats.FailureReasons, shownReasons)
+		stats := m.Stats
+		stats.FailureReasons = make(map[string]int64, len(reasons.Top))
+		for _, r := range reasons.Top {
+			stats.FailureReasons[r.Reason] = r.Targets
+		}
 		return printJSON(io.Out, struct {
 			JobID                 string                 `json:"jobId"`
 			Manifest              string                 `json:"manifest"`
@@ -139,11 +147,12 @@ func printPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 			EffectVersion         manifest.EffectVersion `json:"effectVersion"`
 			WriteForbidden        bool                   `json:"writeForbidden"`
 			Stats                 manifest.Stats         `json:"stats"`
+			FailureReasonSummary  reasonTop              `json:"failureReasonSummary"`
 			ExpectedExternalCalls int64                  `json:"expectedExternalCalls"`
 			ExternalCallsEstimate manifest.CallsEstimate `json:"externalCallsEstimate"`
 			Warnings              []string               `json:"warnings"`
-		}{m.ID, path, m.Digest, m.Consumer, m.EffectVersion, m.WriteForbidden, m.Stats,
-			m.ExpectedExternalCalls, m.ExternalCallsEstimate, warnings})
+		}{m.ID, path, m.Digest, m.Consumer, m.EffectVersion, m.WriteForbidden, stats,
+			reasons, m.ExpectedExternalCalls, m.ExternalCallsEstimate, warnings})
 	}
 	if err := printSummary(io.Out, io.IsStdoutTTY(), m); err != nil {
 		return err

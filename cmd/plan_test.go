@@ -26,6 +26,7 @@ const planReason = "payments provider outage INC-4521 fixed; re-run failed charg
 type planEnv struct {
 	flags string
 	dir   string
+	nats  *natstest.Env
 }
 
 // newLedgerAndDLQ migrates a fresh ledger schema with the migrate verb and starts a listening
@@ -63,6 +64,7 @@ func newPlanEnv(t *testing.T) *planEnv {
 	return &planEnv{
 		flags: "--database-url '" + dbURL + "' --nats-url " + env.Server.ClientURL() + " --actor alice",
 		dir:   t.TempDir(),
+		nats:  env,
 	}
 }
 

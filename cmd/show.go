@@ -1,12 +1,9 @@
 package cmd
 
 import (
-	"cmp"
 	"fmt"
 	"io"
-	"maps"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -153,18 +150,6 @@ func statsRows(st *manifest.Stats) [][]string {
 		case reflect.Float64:
 			rows = append(rows, []string{name, fmt.Sprintf("%.4f (%.1f%%)", f.Float(), f.Float()*100)})
 		}
-	}
-	return rows
-}
-
-// reasonRows sorts the histogram by count, largest first, then by reason so ties print stably.
-func reasonRows(reasons map[string]int64) [][]string {
-	keys := slices.SortedFunc(maps.Keys(reasons), func(a, b string) int {
-		return cmp.Or(cmp.Compare(reasons[b], reasons[a]), strings.Compare(a, b))
-	})
-	rows := make([][]string, len(keys))
-	for i, k := range keys {
-		rows[i] = []string{k, strconv.FormatInt(reasons[k], 10)}
 	}
 	return rows
 }
