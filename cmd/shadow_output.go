@@ -41,6 +41,7 @@ func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 		{"timeouts", count(t.Timeouts)},
 		{"no responder", count(t.NoResponder)},
 		{"missing from the DLQ", count(t.SourceMissing)},
+		{"refused by NATS (over max_payload)", count(t.Refused)},
 		{"external calls in shadow", count(t.ShadowExternalCalls)},
 		{"external calls expected by the plan", count(t.ExpectedExternalCalls)},
 	} {

@@ -154,7 +154,7 @@ func (s *Store) EffectsOriginals(ctx context.Context, consumer string, eventIDs 
 // no result body.
 type ShadowOutcome struct {
 	EventID string
-	// Status is ok, error, timeout, no_responder or source_missing.
+	// Status is ok, error, timeout, no_responder, source_missing or refused.
 	Status string
 	// Comparison is identical, changed or no_original for an ok reply, failed or failed_again for
 	// an ok reply that is a terminal business failure, empty otherwise.

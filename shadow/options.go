@@ -13,7 +13,8 @@ import (
 // Thresholds decide the verdict; each is a documented flag of `replayctl shadow`. They are used as
 // given: start from DefaultThresholds, since a zero field is a strict threshold, not "default".
 type Thresholds struct {
-	// MaxErrorRatio (--max-error-ratio) bounds (shadow errors + targets missing from the DLQ) / targets.
+	// MaxErrorRatio (--max-error-ratio) bounds (shadow errors + targets missing from the DLQ +
+	// requests NATS refused) / targets.
 	MaxErrorRatio float64 `json:"maxErrorRatio"`
 	// MaxUnansweredRatio (--max-unanswered-ratio) bounds (timeouts + no responder) / targets.
 	MaxUnansweredRatio float64 `json:"maxUnansweredRatio"`

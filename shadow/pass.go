@@ -155,6 +155,8 @@ func (sh *runner) count(r *targetResult) {
 		t.NoResponder++
 	case statusSourceMissing:
 		t.SourceMissing++
+	case statusRefused:
+		t.Refused++
 	}
 	for _, e := range r.effects {
 		t.ShadowExternalCalls++

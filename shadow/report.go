@@ -56,7 +56,9 @@ type Totals struct {
 	Timeouts           int64 `json:"timeouts"`
 	NoResponder        int64 `json:"noResponder"`
 	// SourceMissing counts targets whose DLQ message was deleted or no longer matches the plan.
-	SourceMissing         int64 `json:"sourceMissing"`
+	SourceMissing int64 `json:"sourceMissing"`
+	// Refused counts targets whose request NATS would not send (over the server's max_payload).
+	Refused               int64 `json:"refused"`
 	ShadowExternalCalls   int64 `json:"shadowExternalCalls"`
 	ExpectedExternalCalls int64 `json:"expectedExternalCalls"`
 	// EffectKinds counts the shadow's external calls by kind.
@@ -96,6 +98,8 @@ const (
 	OutcomeError         = "error"
 	OutcomeUnanswered    = "unanswered"
 	OutcomeSourceMissing = "source_missing"
+	// OutcomeRefused is a request NATS would not send (over the server's max_payload).
+	OutcomeRefused = "refused"
 	// OutcomeNoOriginal is a shadow result with nothing to compare it with (BaselineNone).
 	OutcomeNoOriginal = "no_original"
 	// OutcomeFailed is a terminal business failure under the new version; FailedBefore says
@@ -112,8 +116,8 @@ type SampleItem struct {
 	Baseline        string `json:"baseline,omitempty"`
 	BaselineVersion int    `json:"baselineVersion"`
 	// Outcome is identical, changed, failed (a terminal business failure under the new
-	// version), error (an error on one side or both), unanswered, source_missing, or no_original
-	// (BaselineNone).
+	// version), error (an error on one side or both), unanswered, source_missing, refused (NATS
+	// would not send the request), or no_original (BaselineNone).
 	Outcome string `json:"outcome"`
 	// FailedBefore says, for a failed outcome, that the baseline was a business failure too.
 	FailedBefore bool `json:"failedBefore,omitempty"`

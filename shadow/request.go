@@ -22,6 +22,8 @@ const (
 	statusTimeout       = "timeout"
 	statusNoResponder   = "no_responder"
 	statusSourceMissing = "source_missing"
+	// statusRefused: NATS would not send the request (it exceeds the server's max_payload).
+	statusRefused = "refused"
 )
 
 // maxStoredError bounds a responder's error message as stored and reported: it is the
@@ -30,7 +32,7 @@ const maxStoredError = 300
 
 // answer is what one shadow request came back with.
 type answer struct {
-	// status is ok, error, timeout or no_responder.
+	// status is ok, error, timeout, no_responder or refused.
 	status string
 	// result is the reply's result body (nil when the reply gave only a hash); resultHash is
 	// fingerprint.Payload(result), or the reply's hash when it sent no body.
@@ -38,6 +40,12 @@ type answer struct {
 	resultHash string
 	effects    []protocol.Effect
 	err        string
+}
+
+// refused reports whether NATS would not send the request at all. Only that request fails: it is
+// not a broken connection, and another target's request still goes.
+func refused(err error) bool {
+	return errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadHeaderMsg)
 }
 
 func (a *answer) replied() bool { return a.status == statusOK || a.status == statusError }
@@ -70,6 +78,9 @@ func (r *requester) ask(ctx context.Context, eventID string, version int, payloa
 		return parseReply(eventID, reply.Data), nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
+	case refused(err):
+		return &answer{status: statusRefused, err: fmt.Sprintf("NATS refused to send the request (%d bytes of payload, max_payload %d): %v; "+
+			"raise the server's max_payload or plan again, which keeps such messages out (overMaxPayload)", len(payload), r.nc.MaxPayload(), err)}, nil
 	case errors.Is(err, nats.ErrNoResponders):
 		return &answer{status: statusNoResponder, err: "no shadow responder is subscribed to " + r.subject}, nil
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):

@@ -249,6 +249,9 @@ func (c *comparer) describe(s *sampled, m *manifest.Manifest) SampleItem {
 	var problems []string
 	note := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	switch {
+	case s.first.status == statusRefused:
+		item.Outcome = OutcomeRefused
+		note("shadow under version %d: %s", m.EffectVersion.To, s.first.err)
 	case !s.first.replied():
 		item.Outcome = OutcomeUnanswered
 		note("shadow under version %d: %s", m.EffectVersion.To, s.first.err)

@@ -14,9 +14,13 @@ func judgeVerdict(t Totals, th Thresholds) Verdict {
 	if t.Aborted {
 		fail("%s", t.AbortReason)
 	}
-	if bad := t.ShadowErrors + t.SourceMissing; exceeds(bad, t.Targets, th.MaxErrorRatio) {
-		fail("%s of %s targets (%s) failed in shadow (%s shadow errors, %s missing from the DLQ), above --max-error-ratio %s",
-			count(bad), count(t.Targets), percent(bad, t.Targets, 2), count(t.ShadowErrors), count(t.SourceMissing), number(th.MaxErrorRatio))
+	if bad := t.ShadowErrors + t.SourceMissing + t.Refused; exceeds(bad, t.Targets, th.MaxErrorRatio) {
+		refusedNote := ""
+		if t.Refused > 0 {
+			refusedNote = fmt.Sprintf(", %s refused by NATS as over max_payload", count(t.Refused))
+		}
+		fail("%s of %s targets (%s) failed in shadow (%s shadow errors, %s missing from the DLQ%s), above --max-error-ratio %s",
+			count(bad), count(t.Targets), percent(bad, t.Targets, 2), count(t.ShadowErrors), count(t.SourceMissing), refusedNote, number(th.MaxErrorRatio))
 	}
 	if none := t.Timeouts + t.NoResponder; exceeds(none, t.Targets, th.MaxUnansweredRatio) {
 		fail("%s of %s targets (%s) went unanswered (%s timeouts, %s with no responder), above --max-unanswered-ratio %s",
