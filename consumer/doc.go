@@ -18,6 +18,11 @@
 // Config.MaxDeliver deliveries the message goes to the dead-letter subject with its payload
 // unchanged, ready for `replayctl plan`.
 //
+// The same event ID with a different request is a conflict, refused and never processed. The
+// request is the payload's fingerprint (package fingerprint, v2): Config.Fingerprint leaves out
+// volatile members such as a send time and sorts set-like arrays, so a producer's retry is a
+// duplicate; a stored row is always compared under the algorithm it was written with.
+//
 // Replayed messages carry Replay-Job and Replay-Effect-Version and are accepted only while that
 // (job, version) is registered as executing, so bumping the version by hand cannot bypass dedup.
 // Shadow requests (ServeShadow) run the handler with every call recorded and none made, and write
