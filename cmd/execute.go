@@ -53,7 +53,9 @@ Each target is published with Event-Id, Replay-Job, Replay-Mode: execute, Replay
 Replay-Write-Forbidden and Nats-Msg-Id <job>:<event>, at most --rate per second and with at most
 --max-in-flight published targets (and durable pending messages) without an outcome. Outcomes are
 read from the ledger, never from acks; a target already done under the new version is never
-published again.
+published again. A run starts with a canary (--canary, default 1% of the targets, at least 10, at
+most 500): it publishes those, waits until they settle and judges every guard on them, and only
+then opens --rate and --max-in-flight; 0 skips it.
 
 Guards stop the run with exit 4 and pause the job: external calls over the budget
 (--max-calls-over), failures over --max-error-ratio, more than --max-uncertain uncertain targets,
@@ -76,6 +78,15 @@ guard stopped the run, 3 when a gate refused, 2 on bad input.`,
 			opts.ManifestPath = args[0]
 			opts.JSON = f.JSON()
 			req.Actor = f.Actor()
+			// The domain package reads 0 as "the default canary"; on the command line 0 skips it.
+			if cmd.Flags().Changed("canary") {
+				if req.Canary < 0 {
+					return usageErrorf("--canary %d: must be 0 (no canary) or a number of targets", req.Canary)
+				}
+				if req.Canary == 0 {
+					req.Canary = executor.NoCanary
+				}
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -85,6 +96,7 @@ guard stopped the run, 3 when a gate refused, 2 on bad input.`,
 	fl := cmd.Flags()
 	fl.Float64Var(&req.Rate, "rate", 0, "most targets published per second (0: no limit)")
 	fl.IntVar(&req.MaxInFlight, "max-in-flight", 1000, "most published targets without an outcome in the ledger, and most pending messages on the durable")
+	fl.IntVar(&req.Canary, "canary", 0, "targets published first, let settle and judged by every guard before --rate and --max-in-flight open (default: 1% of the targets, at least 10, at most 500; 0: none)")
 	fl.BoolVar(&req.DryRun, "dry-run", false, "run every gate and print what would be published; publish nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
 	fl.StringVar(&req.Durable, "durable", "", "durable consumer whose pending count throttles publishing (default: the consumer's name)")
@@ -165,6 +177,9 @@ func confirmExecute(ios *iostreams.IOStreams) func(executor.Preflight) (bool, er
 		fmt.Fprintf(w, "  to publish now          %d\n", p.ToPublish)
 		fmt.Fprintf(w, "  expected external calls %d (budget %d)\n", p.ExpectedExternalCalls, p.CallBudget)
 		fmt.Fprintf(w, "  write-forbidden         %t\n", p.WriteForbidden)
+		if p.Canary > 0 {
+			fmt.Fprintf(w, "  canary                  %d targets first, judged by every guard before the rest\n", p.Canary)
+		}
 		if p.Drift.Drifted > 0 {
 			fmt.Fprintf(w, "  skipped as drifted      %d\n", p.Drift.Drifted)
 		}

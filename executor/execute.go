@@ -206,6 +206,6 @@ func preflightDetails(p Preflight) map[string]any {
 		"uncertain": p.Counts.Uncertain, "skipped": p.Counts.Skipped, "drifted": p.Drift.Drifted, "driftByKind": p.Drift.ByKind,
 		"expectedExternalCalls": p.ExpectedExternalCalls, "callBudget": p.CallBudget, "guards": p.Guards,
 		"effectVersion": p.EffectVersion.To, "writeForbidden": p.WriteForbidden, "verdict": p.Verdict.ID,
-		"rate": p.Rate, "maxInFlight": p.MaxInFlight, "resume": p.Resume,
+		"rate": p.Rate, "maxInFlight": p.MaxInFlight, "resume": p.Resume, "canary": p.Canary,
 	}
 }

@@ -228,6 +228,7 @@ func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift
 	p.Counts.CallBudget = p.CallBudget
 	rowsUnderVersion := e.Settled() + e.Processing + e.Retrying
 	p.ToPublish = max(0, unsettled(ts)-drift.Drifted-rowsUnderVersion)
+	p.Canary = canarySize(s.opts.Canary, job.Targets, p.ToPublish)
 	s.noRowsAhead = job.Status == ledger.JobShadowed && rowsUnderVersion == 0
 	first, err := s.store.JobTargetsPageToPublish(ctx, s.publishPage(0, firstTargetsShown))
 	if err != nil {

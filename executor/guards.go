@@ -20,12 +20,12 @@ type guardFinding struct {
 	kind, found, advice string
 }
 
-// guardStop returns the guard that stops the run, or nil. At the end of a run (finished) every
-// settled target counts however few; the uncertain guard, which exists to stop publishing, is
+// guardStop returns the guard that stops the run, or nil. At the end of a run (finished) and when
+// the canary settled (canaryOver) every settled target counts however few; the uncertain guard, which exists to stop publishing, is
 // left to the end's exit code then. A guard passed when no target remains stops nothing: the job
 // completes, and the stop says so instead of offering a resume the job cannot take.
-func (s *session) guardStop(p Progress, e ledger.JobEffectCounts, finished bool) *Stop {
-	f := s.guardFinding(p, e, finished)
+func (s *session) guardStop(p Progress, e ledger.JobEffectCounts, finished, canaryOver bool) *Stop {
+	f := s.guardFinding(p, e, finished, canaryOver)
 	if f == nil {
 		return nil
 	}
@@ -37,7 +37,7 @@ func (s *session) guardStop(p Progress, e ledger.JobEffectCounts, finished bool)
 	return &Stop{Kind: f.kind, Message: f.found + "; " + f.advice}
 }
 
-func (s *session) guardFinding(p Progress, e ledger.JobEffectCounts, finished bool) *guardFinding {
+func (s *session) guardFinding(p Progress, e ledger.JobEffectCounts, finished, canaryOver bool) *guardFinding {
 	g, m := s.opts.Guards, s.m
 	if budget := s.callBudget(); p.ExternalCalls > budget {
 		return &guardFinding{kind: StopCallBudget, found: fmt.Sprintf(
@@ -46,7 +46,7 @@ func (s *session) guardFinding(p Progress, e ledger.JobEffectCounts, finished bo
 			advice: "it is paused: review the consumer, then resume"}
 	}
 	settled := e.Settled() + p.SourceFailed
-	if settled >= minGuardSample || (finished && settled > 0) {
+	if settled >= minGuardSample || ((finished || canaryOver) && settled > 0) {
 		if e.Settled() > 0 && m.Stats.Targets > 0 {
 			perTarget := float64(m.ExpectedExternalCalls) / float64(m.Stats.Targets)
 			allowed := perTarget * float64(e.Settled()) * (1 + g.MaxCallsOver)

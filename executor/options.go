@@ -42,6 +42,10 @@ type Options struct {
 	// MaxInFlight bounds the targets published but without an outcome in the ledger, and the
 	// durable consumer's pending messages; 0 means 1000.
 	MaxInFlight int
+	// Canary is how many targets the run publishes, lets settle and judges by every guard before
+	// it opens Rate and MaxInFlight (canary.go); 0 means 1% of the targets, at least 10, at most
+	// 500; NoCanary opens them at once.
+	Canary int
 	// DryRun runs every gate and reports what would be published, and publishes nothing.
 	DryRun bool
 	// Confirm is asked, once every gate passed, whether to go ahead; false refuses (gate
@@ -119,6 +123,9 @@ func (o *Options) Normalise() error {
 				add("%s %v: must be 0 or more", r.flag, r.value)
 			}
 		}
+	}
+	if o.Canary < NoCanary {
+		add("--canary %d: must be 0 (no canary) or a number of targets", o.Canary)
 	}
 	if o.Guards.MaxUncertain < 0 {
 		add("--max-uncertain %d: must be 0 or more", o.Guards.MaxUncertain)

@@ -64,6 +64,7 @@ type runState struct {
 	durable         string
 	durablePending  int64
 	maxInFlight     int64
+	canary          canary
 }
 
 // inFlight is how many published targets have no outcome yet, as of the last poll.
@@ -76,6 +77,8 @@ func (st *runState) blockedBy() string {
 	switch {
 	case st.pauseReason != "":
 		return st.pauseReason
+	case st.canary.holds(st.sent.Load()) != "":
+		return st.canary.holds(st.sent.Load())
 	case st.inFlight() >= st.maxInFlight:
 		return fmt.Sprintf("throttled: %d published targets have no outcome in the ledger yet (--max-in-flight %d); is the consumer running?",
 			st.inFlight(), st.maxInFlight)

@@ -39,6 +39,9 @@ type Preflight struct {
 	DurableFound bool    `json:"durableFound"`
 	Rate         float64 `json:"rate"`
 	MaxInFlight  int     `json:"maxInFlight"`
+	// Canary is how many targets this run publishes and lets settle, judged by every guard,
+	// before it opens Rate and MaxInFlight; 0 when it opens them at once.
+	Canary int64 `json:"canary"`
 }
 
 // VerdictRef names a shadow verdict.
@@ -114,6 +117,8 @@ type Stop struct {
 	// Completed says a guard's threshold was passed on the job's last targets: the job completed
 	// (it cannot be resumed), and the run still exits as a guard stop.
 	Completed bool `json:"completed,omitempty"`
+	// Canary says the guard stopped the run during its canary, before the rest was published.
+	Canary bool `json:"canary,omitempty"`
 }
 
 // Result is one execute run.
@@ -131,6 +136,9 @@ type Result struct {
 	// rest of the run waits for the consumer's outcomes.
 	PublishStartedAt  time.Time `json:"publishStartedAt,omitzero"`
 	PublishFinishedAt time.Time `json:"publishFinishedAt,omitzero"`
+	// CanaryPassedAt is when the canary settled and passed every guard (zero when the run had
+	// none, or stopped before).
+	CanaryPassedAt time.Time `json:"canaryPassedAt,omitzero"`
 	// Final is where the targets stand at the end.
 	Final Progress `json:"final"`
 	// JobStatus is the job's status at the end.

@@ -40,7 +40,8 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &runState{publishedBefore: ts[ledger.TargetPublished], maxInFlight: int64(s.opts.MaxInFlight), durable: s.opts.Durable}
+	st := &runState{publishedBefore: ts[ledger.TargetPublished], maxInFlight: int64(s.opts.MaxInFlight), durable: s.opts.Durable,
+		canary: canary{size: r.Preflight.Canary, open: r.Preflight.Canary == 0}}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	acks := make(chan pendingAck, min(s.opts.MaxInFlight, 4096))
@@ -157,10 +158,14 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 		w.st.pauseReason = "paused" + statusBecause(job) + "; `replayctl resume " + job.ID + "` continues"
 	}
 	blocked := w.st.blockedBy()
+	inCanary := !w.st.canary.open
+	canaryOver := w.st.canary.settled(w.st.sent.Load(), w.st.inFlight(), publishing)
 	w.st.mu.Unlock()
 
 	w.rate(&p, e.Settled())
 	switch {
+	case blocked != "" && inCanary:
+		p.State, p.Reason = stateOf(job.Status, "canary"), blocked
 	case blocked != "":
 		p.State, p.Reason = stateOf(job.Status, "throttled"), blocked
 	case publishing:
@@ -179,8 +184,15 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 			"job %s was cancelled%s; publishing stopped, and what was already replayed stays replayed (cancel never reverts)", job.ID, statusBecause(job))}, false, nil
 	}
 	finished := !publishing && p.Remaining == 0
-	if stop := s.guardStop(p, e, finished); stop != nil {
+	if stop := s.guardStop(p, e, finished, canaryOver); stop != nil {
+		if inCanary && !stop.Completed {
+			stop.Canary = true
+			stop.Message = fmt.Sprintf("the canary of %d targets stopped the run before the rest was published: %s", w.st.canary.size, stop.Message)
+		}
 		return stop, finished, nil
+	}
+	if canaryOver {
+		w.openCanary(ctx, p)
 	}
 	if finished {
 		return nil, true, nil
