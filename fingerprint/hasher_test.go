@@ -92,3 +92,23 @@ func FuzzV2FastPathAgreesWithReference(f *testing.F) {
 		}
 	})
 }
+
+// FuzzV2WithOptionsIsIdempotent: the canonical form is a fixed point (canonicalising it again under
+// the same options changes nothing), or the same request could hash two ways depending on whether
+// a producer had already normalised it.
+func FuzzV2WithOptionsIsIdempotent(f *testing.F) {
+	for _, s := range agreementSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"tags":["b","a"],"trace":{"id":"x"},"lines":[{"sentAt":1,"tags":[2,1]},{"k":"v"}]}`))
+	h, err := fingerprint.New(fingerprint.Options{Exclude: []string{"sentAt", "trace.*", "lines.sentAt"}, Sets: []string{"tags", "lines", "lines.tags"}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		once := h.Canonical(in)
+		if twice := h.Canonical(once); string(twice) != string(once) {
+			t.Fatalf("Canonical(%q) = %q, but Canonical of that = %q", in, once, twice)
+		}
+	})
+}
