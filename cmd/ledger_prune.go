@@ -27,10 +27,11 @@ type LedgerPruneOptions struct {
 
 	DryRun bool
 	Yes    bool
-	// AsOf and IncidentRetention are the flags as typed; the run parses them.
-	AsOf              string
-	IncidentRetention string
-	Request           ledger.PruneOptions
+	// AsOf, IncidentRetention and TombstoneRetention are the flags as typed; the run parses them.
+	AsOf               string
+	IncidentRetention  string
+	TombstoneRetention string
+	Request            ledger.PruneOptions
 }
 
 // NewCmdLedgerPrune returns the ledger prune command. runF, when not nil, replaces the run
@@ -40,12 +41,16 @@ func NewCmdLedgerPrune(f *Factory, runF func(*LedgerPruneOptions) error) *cobra.
 	req := &opts.Request
 	cmd := &cobra.Command{
 		Use:   "prune (--consumer C | --all-consumers)",
-		Short: "Drop expired result bodies and rows from the ledger, in resumable batches",
+		Short: "Drop expired result bodies, turn expired rows into tombstones, in resumable batches",
 		Long: `Remove what the ledger no longer has to keep, judged by the dates the consumer SDK wrote on each
 row when its effect completed:
 
-  - rows whose evidence_until has passed are deleted: the event is no longer deduplicated, so
-    a copy arriving after that is processed as new (that is what the retention promised)
+  - rows whose evidence_until has passed become expired tombstones: the request and result
+    hashes, the final state, the external refs and the dates stay; the body and every error
+    text go. A copy of the event arriving later is not processed as new: the consumer's look-up
+    is asked whether it happened, and without a clear answer it goes to manual review
+  - tombstones whose evidence_until is more than --tombstone-retention (5 years by default)
+    behind are deleted; after that only the message's age sends an old copy to the look-up
   - result bodies whose replay_until has passed are dropped (set to NULL); the row, its state
     and its result_hash stay, so the event still counts as done and shadow compares on the hash
   - effect_incidents (the conflicts and lapsed leases "ledger stats" counts) older than
@@ -96,6 +101,7 @@ failed (run it again), 2 on bad flags or an unknown consumer, 3 when not confirm
 	fl.IntVar(&req.BatchSize, "batch-size", ledger.DefaultPruneBatchSize, "most rows changed per transaction")
 	fl.StringVar(&opts.AsOf, "as-of", "", "judge expiry at this time instead of the database's now(): an RFC 3339 time, a date, or a duration before now (36h); after now only with --dry-run")
 	fl.StringVar(&opts.IncidentRetention, "incident-retention", "90d", "keep effect_incidents younger than this (days as 30d, or as in 36h)")
+	fl.StringVar(&opts.TombstoneRetention, "tombstone-retention", spanString(ledger.DefaultTombstoneRetention), "keep an expired tombstone until its evidence_until is this far behind (days as 1825d, or as in 36h)")
 	return cmd
 }
 
@@ -166,14 +172,18 @@ func pruneFlags(opts *LedgerPruneOptions, req *ledger.PruneOptions) error {
 	if asOf != nil {
 		req.AsOf = *asOf
 	}
-	req.IncidentRetention, err = parseSpan("incident-retention", opts.IncidentRetention)
+	if req.IncidentRetention, err = parseSpan("incident-retention", opts.IncidentRetention); err != nil {
+		return err
+	}
+	req.TombstoneRetention, err = parseSpan("tombstone-retention", opts.TombstoneRetention)
 	return err
 }
 
 func canPrompt(ios *iostreams.IOStreams) bool { return ios.IsStdinTTY() && ios.IsStderrTTY() }
 
 func pruneSummary(r *ledger.PruneReport) string {
-	return fmt.Sprintf("%d rows, %d result bodies and %d incidents", r.Total.Rows, r.Total.Bodies, r.Incidents)
+	return fmt.Sprintf("%d rows to tombstones, %d tombstones, %d result bodies and %d incidents",
+		r.Total.Tombstoned, r.Total.Rows, r.Total.Bodies, r.Incidents)
 }
 
 // confirmPrune asks on a terminal for the consumer's name ("all" for every consumer); another
@@ -186,7 +196,7 @@ func confirmPrune(ios *iostreams.IOStreams, r *ledger.PruneReport) error {
 	w := ios.ErrOut
 	fmt.Fprintf(w, "\nledger prune as of %s would remove %s:\n", r.AsOf.UTC().Format(time.RFC3339), pruneSummary(r))
 	for _, c := range r.Consumers {
-		fmt.Fprintf(w, "  %-24s %d rows, %d bodies\n", c.Consumer, c.Rows, c.Bodies)
+		fmt.Fprintf(w, "  %-24s %d rows to tombstones, %d tombstones, %d bodies\n", c.Consumer, c.Tombstoned, c.Rows, c.Bodies)
 	}
 	fmt.Fprintf(w, "Type %q to confirm: ", want)
 	line, err := bufio.NewReader(ios.In).ReadString('\n')
@@ -218,19 +228,20 @@ func printPrune(opts *LedgerPruneOptions, r *ledger.PruneReport) error {
 		fmt.Fprintf(out, "ledger prune of %s as of %s removed, in %d batches of at most %d rows:\n", scope, asOf, r.Batches, r.BatchSize)
 	}
 	t := newTable(out, opts.IO.IsStdoutTTY())
-	t.Header("CONSUMER", "ROWS (evidence_until passed)", "BODIES (replay_until passed)")
+	t.Header("CONSUMER", "TOMBSTONED (evidence_until passed)", "TOMBSTONES DELETED (retention passed)", "BODIES (replay_until passed)")
 	for _, c := range r.Consumers {
-		if err := t.Append(c.Consumer, count(c.Rows), count(c.Bodies)); err != nil {
+		if err := t.Append(c.Consumer, count(c.Tombstoned), count(c.Rows), count(c.Bodies)); err != nil {
 			return err
 		}
 	}
-	if err := t.Append("total", count(r.Total.Rows), count(r.Total.Bodies)); err != nil {
+	if err := t.Append("total", count(r.Total.Tombstoned), count(r.Total.Rows), count(r.Total.Bodies)); err != nil {
 		return err
 	}
 	if err := t.Render(); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "incidents recorded before %s: %d\n", r.IncidentsBefore.UTC().Format(time.RFC3339), r.Incidents)
+	fmt.Fprintf(out, "tombstones deleted: those whose evidence_until is before %s\n", r.TombstonesBefore.UTC().Format(time.RFC3339))
 	if !r.DryRun {
 		fmt.Fprintln(out, "result hashes of pruned bodies are kept; the run is recorded in the audit log (action ledger.prune)")
 	}

@@ -67,17 +67,17 @@ select 'billing', 'evt-' || i, 1, 'completed', 'sha256:' || i, 'sha256:r' || i, 
   from generate_series(1, 6) i`)
 }
 
-// remaining counts billing's rows and result bodies.
+// remaining counts billing's rows that are not tombstones, and its result bodies.
 func (w *ledgerWorld) remaining(t *testing.T) (rows, bodies int) {
 	t.Helper()
-	return w.count(t, `select count(*) from effects where consumer = 'billing'`),
+	return w.count(t, `select count(*) from effects where consumer = 'billing' and state <> 'expired'`),
 		w.count(t, `select count(result_body) from effects where consumer = 'billing'`)
 }
 
 func TestLedgerPruneAndStatsFlags(t *testing.T) {
 	var prune *LedgerPruneOptions
 	_, stderr, code := execCommand(t, false,
-		"ledger prune --consumer billing --dry-run --yes --batch-size 500 --as-of 2026-12-01 --incident-retention 30d --actor bob --json",
+		"ledger prune --consumer billing --dry-run --yes --batch-size 500 --as-of 2026-12-01 --incident-retention 30d --tombstone-retention 3650d --actor bob --json",
 		replaceLedgerVerb(func(f *Factory) *cobra.Command {
 			return NewCmdLedgerPrune(f, func(o *LedgerPruneOptions) error { prune = o; return nil })
 		}))
@@ -85,7 +85,7 @@ func TestLedgerPruneAndStatsFlags(t *testing.T) {
 		t.Fatalf("prune: exit %d: %s", code, stderr)
 	}
 	if r := prune.Request; r.Consumer != "billing" || r.AllConsumers || r.BatchSize != 500 || r.Actor != "bob" ||
-		!prune.DryRun || !prune.Yes || !prune.JSON || prune.AsOf != "2026-12-01" || prune.IncidentRetention != "30d" {
+		!prune.DryRun || !prune.Yes || !prune.JSON || prune.AsOf != "2026-12-01" || prune.IncidentRetention != "30d" || prune.TombstoneRetention != "3650d" {
 		t.Errorf("prune options %+v", *prune)
 	}
 
@@ -135,7 +135,7 @@ func TestLedgerPruneNeedsYesWithoutATerminalAndTheConsumersNameOnOne(t *testing.
 	w.seedPrunable(t)
 
 	stdout, stderr, code := runCommand(t, false, "ledger prune --consumer billing "+w.flags)
-	if code != ExitGateRefused || !strings.Contains(stderr, "not confirmed: ledger prune would remove 3 rows, 2 result bodies and 0 incidents; without a terminal pass --yes") {
+	if code != ExitGateRefused || !strings.Contains(stderr, "not confirmed: ledger prune would remove 3 rows to tombstones, 0 tombstones, 2 result bodies and 0 incidents; without a terminal pass --yes") {
 		t.Errorf("prune without a terminal or --yes: exit %d, stderr %q; want 3 asking for --yes", code, stderr)
 	}
 	if stdout != "" {
@@ -150,14 +150,14 @@ func TestLedgerPruneNeedsYesWithoutATerminalAndTheConsumersNameOnOne(t *testing.
 	}
 
 	stdout, stderr, code = execCommandWithStdin(t, true, "billing\n", "ledger prune --consumer billing "+w.flags)
-	if code != ExitOK || !strings.Contains(stderr, "would remove 3 rows, 2 result bodies and 0 incidents") {
+	if code != ExitOK || !strings.Contains(stderr, "would remove 3 rows to tombstones, 0 tombstones, 2 result bodies and 0 incidents") {
 		t.Fatalf("confirmed prune: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stdout, "ledger prune of consumer billing as of") || !strings.Contains(stdout, "recorded in the audit log") {
 		t.Errorf("confirmed prune output:\n%s", stdout)
 	}
 	if rows, bodies := w.remaining(t); rows != 3 || bodies != 1 {
-		t.Errorf("after the prune %d rows and %d bodies, want 3 rows of which 1 keeps its body", rows, bodies)
+		t.Errorf("after the prune %d rows and %d bodies, want 3 rows of which 1 keeps its body (and 3 tombstones)", rows, bodies)
 	}
 	if n := w.count(t, `select count(*) from audit where action = 'ledger.prune' and actor = 'alice'`); n != 1 {
 		t.Errorf("%d audit entries by alice, want 1", n)
@@ -172,7 +172,7 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 	if code != ExitOK || !strings.HasPrefix(stdout, "DRY RUN: nothing was pruned.") {
 		t.Fatalf("dry run: exit %d, want 0 and a first line saying nothing was pruned:\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"would remove:", "billing\t3\t2", "total\t3\t2", "incidents recorded before"} {
+	for _, want := range []string{"would remove:", "billing\t3\t0\t2", "total\t3\t0\t2", "incidents recorded before"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("dry run lacks %q:\n%s", want, stdout)
 		}
@@ -190,13 +190,15 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 		AsOf         time.Time `json:"asOf"`
 		AllConsumers bool      `json:"allConsumers"`
 		Consumers    []struct {
-			Consumer string `json:"consumer"`
-			Rows     int64  `json:"rows"`
-			Bodies   int64  `json:"bodies"`
+			Consumer   string `json:"consumer"`
+			Tombstoned int64  `json:"tombstoned"`
+			Rows       int64  `json:"rows"`
+			Bodies     int64  `json:"bodies"`
 		} `json:"consumers"`
 		Total struct {
-			Rows   int64 `json:"rows"`
-			Bodies int64 `json:"bodies"`
+			Tombstoned int64 `json:"tombstoned"`
+			Rows       int64 `json:"rows"`
+			Bodies     int64 `json:"bodies"`
 		} `json:"total"`
 		Incidents   *int64 `json:"incidents"`
 		Batches     int    `json:"batches"`
@@ -207,9 +209,9 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 		t.Fatalf("--json: stdout is not one JSON document: %v\n%s", err, stdout)
 	}
 	if r.DryRun || !r.AllConsumers || r.AsOf.IsZero() || len(r.Consumers) != 1 || r.Consumers[0].Consumer != "billing" ||
-		r.Consumers[0].Rows != 3 || r.Consumers[0].Bodies != 2 || r.Total.Rows != 3 || r.Total.Bodies != 2 ||
+		r.Consumers[0].Tombstoned != 3 || r.Consumers[0].Bodies != 2 || r.Total.Tombstoned != 3 || r.Total.Rows != 0 || r.Total.Bodies != 2 ||
 		r.Incidents == nil || r.Interrupted == nil || *r.Interrupted || r.BatchSize != 2 || r.Batches != 3 {
-		t.Errorf("--json: %s; want billing 3 rows and 2 bodies in 2 + 1 batches of 2", stdout)
+		t.Errorf("--json: %s; want billing 3 rows tombstoned and 2 bodies in 2 + 1 batches of 2", stdout)
 	}
 
 	stdout, _, code = runCommand(t, false, "ledger prune --all-consumers --yes "+w.flags)
@@ -217,7 +219,7 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 		t.Errorf("prune with nothing left: exit %d, stdout %q; want 0 and nothing to prune", code, stdout)
 	}
 	if _, stderr, code := runCommand(t, false, "ledger prune --all-consumers "+w.flags); code != ExitGateRefused ||
-		!strings.Contains(stderr, "would remove 0 rows, 0 result bodies and 0 incidents; without a terminal pass --yes") {
+		!strings.Contains(stderr, "would remove 0 rows to tombstones, 0 tombstones, 0 result bodies and 0 incidents; without a terminal pass --yes") {
 		t.Errorf("prune with nothing left, without a terminal or --yes: exit %d, stderr %q; want 3 as on any night", code, stderr)
 	}
 	if stdout, stderr, code := execCommandWithStdin(t, true, "", "ledger prune --all-consumers "+w.flags); code != ExitOK ||
@@ -376,7 +378,7 @@ values ('billing', 'evt-b', 1, 'processing', $1, 'billing-dead', now() - interva
 func TestLedgerHelpTeachesWithoutConnecting(t *testing.T) {
 	for args, wants := range map[string][]string{
 		"ledger --help": {"prune", "stats", "replayctl ledger stats --consumer billing"},
-		"ledger prune --help": {"evidence_until has passed are deleted", "result_hash stay", "never by a storage TTL",
+		"ledger prune --help": {"evidence_until has passed become expired tombstones", "--tombstone-retention (5 years by default)", "result_hash stay", "never by a storage TTL",
 			"Never pruned: rows in processing or uncertain", "run the same command again and it continues",
 			"without a terminal pass --yes", "Exits 0 when pruned", "replayctl ledger prune --all-consumers --dry-run", "--batch-size"},
 		"ledger stats --help": {"warns above 0.5%", "warns at 10 a day", "older than 15m", "It exits 0 even with warnings",

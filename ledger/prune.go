@@ -16,6 +16,10 @@ var ErrPruneAsOfFuture = errors.New("prune as of a future time")
 // DefaultPruneBatchSize is how many rows one prune transaction changes at most.
 const DefaultPruneBatchSize = 10_000
 
+// DefaultTombstoneRetention is how long past its evidence_until an expired tombstone is kept: five
+// years, longer than any stream or backup a copy of the event could come back from.
+const DefaultTombstoneRetention = 5 * 365 * 24 * time.Hour
+
 // PruneOptions says what to prune. Expiry is judged by comparing the rows' timestamps with AsOf in
 // SQL, never by a storage TTL.
 type PruneOptions struct {
@@ -28,6 +32,9 @@ type PruneOptions struct {
 	BatchSize int
 	// IncidentRetention keeps effect_incidents rows younger than AsOf minus it.
 	IncidentRetention time.Duration
+	// TombstoneRetention keeps an expired tombstone until its evidence_until is this far behind
+	// AsOf; 0 means DefaultTombstoneRetention.
+	TombstoneRetention time.Duration
 	// Actor is recorded in the audit entry.
 	Actor string
 	// Expected is the dry run's total, for Progress; 0 when unknown.
@@ -39,7 +46,10 @@ type PruneOptions struct {
 // PruneCounts is what a prune removes from one consumer's rows (or from all of them, as a total).
 type PruneCounts struct {
 	Consumer string `json:"consumer,omitempty"`
-	// Rows are effects rows deleted because evidence_until passed.
+	// Tombstoned are rows turned into expired tombstones because evidence_until passed.
+	Tombstoned int64 `json:"tombstoned"`
+	// Rows are expired tombstones deleted because evidence_until is more than the tombstone
+	// retention behind as-of.
 	Rows int64 `json:"rows"`
 	// Bodies are result bodies dropped because replay_until passed; their rows and result hashes stay.
 	Bodies int64 `json:"bodies"`
@@ -58,7 +68,10 @@ type PruneReport struct {
 	// Incidents are effect_incidents rows recorded before IncidentsBefore.
 	Incidents       int64     `json:"incidents"`
 	IncidentsBefore time.Time `json:"incidentsBefore"`
-	BatchSize       int       `json:"batchSize"`
+	// TombstonesBefore is as-of minus the tombstone retention: tombstones whose evidence_until is
+	// before it are deleted.
+	TombstonesBefore time.Time `json:"tombstonesBefore"`
+	BatchSize        int       `json:"batchSize"`
 	// Batches counts the transactions a real run committed.
 	Batches int `json:"batches"`
 	// Interrupted means the run stopped before its end; what it committed stays pruned.
@@ -66,20 +79,25 @@ type PruneReport struct {
 }
 
 // Changes is the number of rows the report deletes or updates.
-func (r *PruneReport) Changes() int64 { return r.Total.Rows + r.Total.Bodies + r.Incidents }
+func (r *PruneReport) Changes() int64 {
+	return r.Total.Tombstoned + r.Total.Rows + r.Total.Bodies + r.Incidents
+}
 
-// Shared conditions, over effects aliased e; $1 is the consumer (NULL: all), $2 the as-of time. A
-// row in processing or uncertain is never pruned: the first is being worked on, the second waits
+// Shared conditions, over effects aliased e; $1 is the consumer (NULL: all), $2 the as-of time
+// (for pruneTombstoneOld: the tombstone horizon, as-of minus the retention). A row in processing
+// or uncertain is never pruned: the first is being worked on, the second waits
 // for a person. A row of a job that is executing or paused (its own row under the job's version,
 // or any row of one of its targets, which execute's drift check reads) is kept until the job
 // ends. The active jobs are read once per statement (pruneActive); the two anti-joins then probe
 // the job_targets primary key per candidate, or hash the active jobs' targets once, where an OR
 // of both made the planner hash every target of every job ever planned.
 const (
-	pruneActive       = `prune_active as (select id, consumer from jobs where status in ('executing', 'paused') and ($1::text is null or consumer = $1))`
-	pruneStateAllowed = `e.state not in ('processing', 'uncertain')`
-	pruneRowExpired   = `e.evidence_until < $2`
-	// A row whose evidence expired is deleted whole, so its body is not counted twice.
+	pruneActive          = `prune_active as (select id, consumer from jobs where status in ('executing', 'paused') and ($1::text is null or consumer = $1))`
+	pruneStateAllowed    = `e.state not in ('processing', 'uncertain')`
+	pruneEvidenceExpired = `e.state <> 'expired' and e.evidence_until < $2`
+	pruneTombstoneOld    = `e.state = 'expired' and e.evidence_until < $2`
+	// A row whose evidence expired loses its body as it becomes a tombstone, so the body is not
+	// counted twice.
 	pruneBodyExpired = `e.result_body is not null and e.replay_until < $2 and coalesce(e.evidence_until >= $2, true)`
 	pruneUnprotected = `not exists (select 1 from prune_active a where a.consumer = e.consumer and a.id = e.job_id)
        and not exists (select 1 from prune_active a join job_targets t on t.job_id = a.id
@@ -88,17 +106,21 @@ const (
 
 const pruneResolveAsOf = `select coalesce($1::timestamptz, now()), now()`
 
-// $1 is the consumer or NULL for all.
+// $1 is the consumer or NULL for all, $3 the tombstone horizon.
 const pruneCountEffects = `
 with ` + pruneActive + `
 select e.consumer,
-       count(*) filter (where ` + pruneRowExpired + `),
+       count(*) filter (where ` + pruneEvidenceExpired + `),
+       count(*) filter (where ` + pruneTombstoneOldAt3 + `),
        count(*) filter (where ` + pruneBodyExpired + `)
   from effects e
  where ($1::text is null or e.consumer = $1) and ` + pruneStateAllowed + `
-   and ((` + pruneRowExpired + `) or (` + pruneBodyExpired + `)) and ` + pruneUnprotected + `
+   and ((` + pruneEvidenceExpired + `) or (` + pruneTombstoneOldAt3 + `) or (` + pruneBodyExpired + `))
+   and ` + pruneUnprotected + `
  group by e.consumer
  order by e.consumer`
+
+const pruneTombstoneOldAt3 = `e.state = 'expired' and e.evidence_until < $3`
 
 const pruneCountIncidents = `select count(*) from effect_incidents where at < $2 and ($1::text is null or consumer = $1)`
 
@@ -120,12 +142,27 @@ select (select count(*) from pruned), (select count(*) from batch),
 
 const pruneBatchKey = `e.consumer = b.consumer and e.event_id = b.event_id and e.effect_version = b.effect_version`
 
-const pruneRowsBatch = pruneBatchHead + pruneRowExpired + ` and ` + pruneUnprotected + `
+// The tombstone keeps what proves the event was handled (request and result hashes, final state,
+// outcome kind, effect count, external refs, job, dates) and drops what it no longer may keep:
+// the body and every free text (last_error, review_note). In SET, e.state is the row's old state.
+const pruneTombstonesBatch = pruneBatchHead + pruneEvidenceExpired + ` and ` + pruneUnprotected + `
+     order by e.consumer, e.event_id, e.effect_version
+     limit $5),
+pruned as (
+    update effects e
+       set state = 'expired', final_state = e.state, result_body = null, last_error = null, review_note = null,
+           lease_owner = null, lease_expires_at = null
+      from batch b
+     where ` + pruneBatchKey + ` and ` + pruneStateAllowed + ` and ` + pruneEvidenceExpired + `
+    returning 1)` + pruneBatchTail
+
+// $2 is the tombstone horizon here.
+const pruneOldTombstonesBatch = pruneBatchHead + pruneTombstoneOld + ` and ` + pruneUnprotected + `
      order by e.consumer, e.event_id, e.effect_version
      limit $5),
 pruned as (
     delete from effects e using batch b
-     where ` + pruneBatchKey + ` and ` + pruneStateAllowed + ` and ` + pruneRowExpired + `
+     where ` + pruneBatchKey + ` and ` + pruneTombstoneOld + `
     returning 1)` + pruneBatchTail
 
 // result_hash stays: it is the evidence a later replay or shadow compares with. updated_at is the
@@ -158,13 +195,13 @@ func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport
 		if _, err := tx.Exec(ctx, "set local statement_timeout = 0"); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, pruneCountEffects, consumer, r.AsOf)
+		rows, err := tx.Query(ctx, pruneCountEffects, consumer, r.AsOf, r.TombstonesBefore)
 		if err != nil {
 			return err
 		}
 		r.Consumers, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (PruneCounts, error) {
 			var c PruneCounts
-			err := row.Scan(&c.Consumer, &c.Rows, &c.Bodies)
+			err := row.Scan(&c.Consumer, &c.Tombstoned, &c.Rows, &c.Bodies)
 			return c, err
 		})
 		if err != nil {
@@ -176,14 +213,15 @@ func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport
 		return nil, fmt.Errorf("count what ledger prune would remove for %s: %w", r.scope(), err)
 	}
 	for _, c := range r.Consumers {
-		r.Total.Rows += c.Rows
-		r.Total.Bodies += c.Bodies
+		r.Total.add(c)
 	}
 	return r, nil
 }
 
-// Prune deletes the effects rows whose evidence_until passed, then drops the result bodies whose
-// replay_until passed, then deletes effect_incidents older than IncidentRetention, in batches of
+// Prune deletes the expired tombstones whose evidence_until is more than TombstoneRetention behind
+// AsOf, then turns the rows whose evidence_until passed into expired tombstones, then drops the
+// result bodies whose replay_until passed, then deletes effect_incidents older than
+// IncidentRetention, in batches of
 // BatchSize rows, each its own short transaction under the consumer's execute lock (so no job
 // starts executing half-way through a batch that might touch its targets). A kill or ctx ending
 // mid-way loses nothing: committed batches stay pruned, the batch in flight rolls back, and
@@ -204,9 +242,9 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (*PruneReport, err
 	err = p.run(ctx, consumers)
 	if err != nil {
 		r.Interrupted = true
-		err = fmt.Errorf("ledger prune of %s stopped after %d batches (%d rows, %d bodies, %d incidents pruned): %w; "+
+		err = fmt.Errorf("ledger prune of %s stopped after %d batches (%d rows tombstoned, %d tombstones, %d bodies, %d incidents pruned): %w; "+
 			"every committed batch stays pruned and the one in flight was rolled back: run the same command again to continue",
-			r.scope(), r.Batches, r.Total.Rows, r.Total.Bodies, r.Incidents, err)
+			r.scope(), r.Batches, r.Total.Tombstoned, r.Total.Rows, r.Total.Bodies, r.Incidents, err)
 	}
 	if r.Batches > 0 {
 		// The audit entry must be written even when ctx ended the run, so it gets its own deadline.
@@ -228,6 +266,9 @@ func (s *Store) pruneStart(ctx context.Context, opts *PruneOptions, dryRun bool)
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultPruneBatchSize
 	}
+	if opts.TombstoneRetention <= 0 {
+		opts.TombstoneRetention = DefaultTombstoneRetention
+	}
 	if err := s.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
@@ -247,7 +288,7 @@ func (s *Store) pruneStart(ctx context.Context, opts *PruneOptions, dryRun bool)
 	}
 	opts.AsOf = asOf
 	r := &PruneReport{DryRun: dryRun, AsOf: asOf, Consumer: opts.Consumer, AllConsumers: opts.AllConsumers, Consumers: []PruneCounts{},
-		IncidentsBefore: asOf.Add(-opts.IncidentRetention), BatchSize: opts.BatchSize}
+		IncidentsBefore: asOf.Add(-opts.IncidentRetention), TombstonesBefore: asOf.Add(-opts.TombstoneRetention), BatchSize: opts.BatchSize}
 	return r, nil
 }
 
@@ -261,12 +302,13 @@ func (r *PruneReport) scope() string {
 func (r *PruneReport) auditDetails() map[string]any {
 	perConsumer := map[string]any{}
 	for _, c := range r.Consumers {
-		perConsumer[c.Consumer] = map[string]int64{"rows": c.Rows, "bodies": c.Bodies}
+		perConsumer[c.Consumer] = map[string]int64{"tombstoned": c.Tombstoned, "rows": c.Rows, "bodies": c.Bodies}
 	}
 	return map[string]any{
 		"scope": r.scope(), "asOf": r.AsOf.UTC().Format(time.RFC3339Nano), "batchSize": r.BatchSize,
-		"batches": r.Batches, "rows": r.Total.Rows, "bodies": r.Total.Bodies, "incidents": r.Incidents,
-		"incidentsBefore": r.IncidentsBefore.UTC().Format(time.RFC3339Nano), "consumers": perConsumer,
+		"batches": r.Batches, "tombstoned": r.Total.Tombstoned, "rows": r.Total.Rows, "bodies": r.Total.Bodies,
+		"incidents": r.Incidents, "incidentsBefore": r.IncidentsBefore.UTC().Format(time.RFC3339Nano),
+		"tombstonesBefore": r.TombstonesBefore.UTC().Format(time.RFC3339Nano), "consumers": perConsumer,
 		"interrupted": r.Interrupted,
 	}
 }
@@ -283,22 +325,27 @@ func (p *pruner) run(ctx context.Context, consumers []string) error {
 		counts := PruneCounts{Consumer: consumer}
 		p.report.Consumers = append(p.report.Consumers, counts)
 		c := &p.report.Consumers[len(p.report.Consumers)-1]
-		if err := p.effects(ctx, consumer, pruneRowsBatch, &c.Rows, &p.report.Total.Rows); err != nil {
+		// Old tombstones go before new ones are made, so a row past both horizons is tombstoned by
+		// this run and deleted by a later one, as the dry run counted.
+		if err := p.effects(ctx, consumer, pruneOldTombstonesBatch, p.report.TombstonesBefore, &c.Rows, &p.report.Total.Rows); err != nil {
 			return err
 		}
-		if err := p.effects(ctx, consumer, pruneBodiesBatch, &c.Bodies, &p.report.Total.Bodies); err != nil {
+		if err := p.effects(ctx, consumer, pruneTombstonesBatch, p.opts.AsOf, &c.Tombstoned, &p.report.Total.Tombstoned); err != nil {
 			return err
 		}
-		if c.Rows == 0 && c.Bodies == 0 {
+		if err := p.effects(ctx, consumer, pruneBodiesBatch, p.opts.AsOf, &c.Bodies, &p.report.Total.Bodies); err != nil {
+			return err
+		}
+		if *c == (PruneCounts{Consumer: consumer}) {
 			p.report.Consumers = p.report.Consumers[:len(p.report.Consumers)-1]
 		}
 	}
 	return p.incidents(ctx)
 }
 
-// effects runs batches of query over consumer's rows until one comes back short, adding what each
-// changed to both counters.
-func (p *pruner) effects(ctx context.Context, consumer, query string, perConsumer, total *int64) error {
+// effects runs batches of query, judged at horizon, over consumer's rows until one comes back
+// short, adding what each changed to both counters.
+func (p *pruner) effects(ctx context.Context, consumer, query string, horizon time.Time, perConsumer, total *int64) error {
 	lastEvent, lastVersion := "", -1
 	for {
 		if err := ctx.Err(); err != nil {
@@ -311,7 +358,7 @@ func (p *pruner) effects(ctx context.Context, consumer, query string, perConsume
 			if err := LockConsumerExecutions(ctx, tx, consumer); err != nil {
 				return err
 			}
-			return tx.QueryRow(ctx, query, consumer, p.opts.AsOf, lastEvent, lastVersion, p.opts.BatchSize).
+			return tx.QueryRow(ctx, query, consumer, horizon, lastEvent, lastVersion, p.opts.BatchSize).
 				Scan(&changed, &read, &event, &version)
 		})
 		if err != nil {
@@ -357,4 +404,10 @@ func (p *pruner) committed(changed int64, counters ...*int64) {
 	if p.opts.Progress != nil {
 		p.opts.Progress(p.report.Changes(), p.opts.Expected)
 	}
+}
+
+func (c *PruneCounts) add(o PruneCounts) {
+	c.Tombstoned += o.Tombstoned
+	c.Rows += o.Rows
+	c.Bodies += o.Bodies
 }

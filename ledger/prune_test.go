@@ -98,7 +98,8 @@ func setJobStatus(t *testing.T, store *ledger.Store, id, status string, targets 
 }
 
 // seedBilling is a billing ledger with every kind of row prune must tell apart; shipping has rows
-// past every date too. Pruned for billing: 8 rows (old, recon, donerow) and 7 bodies (warm).
+// past every date too. Pruned for billing: 8 rows tombstoned (old, recon, donerow) and 7 bodies
+// (warm).
 func seedBilling(t *testing.T, store *ledger.Store) {
 	t.Helper()
 	seedRows(t, store,
@@ -136,9 +137,9 @@ func TestPruneDryRunCountsWhatTheRunThenDoes(t *testing.T) {
 	if after := ledgerSnapshot(t, store); after != before {
 		t.Fatal("a dry run changed the ledger")
 	}
-	want := []ledger.PruneCounts{{Consumer: "billing", Rows: 8, Bodies: 7}}
-	if !dry.DryRun || !slices.Equal(dry.Consumers, want) || dry.Total.Rows != 8 || dry.Total.Bodies != 7 || dry.Incidents != 0 {
-		t.Fatalf("dry run %+v, want billing 8 rows and 7 bodies", dry)
+	want := []ledger.PruneCounts{{Consumer: "billing", Tombstoned: 8, Bodies: 7}}
+	if !dry.DryRun || !slices.Equal(dry.Consumers, want) || dry.Total.Tombstoned != 8 || dry.Total.Rows != 0 || dry.Total.Bodies != 7 || dry.Incidents != 0 {
+		t.Fatalf("dry run %+v, want billing 8 rows tombstoned and 7 bodies", dry)
 	}
 
 	got, err := store.Prune(t.Context(), opts)
@@ -152,9 +153,14 @@ func TestPruneDryRunCountsWhatTheRunThenDoes(t *testing.T) {
 		t.Errorf("%d batches, want 2 (one of rows, one of bodies)", got.Batches)
 	}
 
-	for _, gone := range []string{"old-", "recon-", "donerow-"} {
-		if n, _, _ := countRows(t, store, "billing", gone); n != 0 {
-			t.Errorf("%d %s rows past evidence_until survived", n, gone)
+	// Expiry is a state, not a deletion (issue 15): the rows past evidence_until stay as
+	// tombstones, so a copy of the event arriving later is not taken for a new one.
+	for _, expired := range []struct{ prefix, finalState string }{{"old-", "completed"}, {"recon-", "reconciled"}, {"donerow-", "completed"}} {
+		n := queryInt(t, store, `select count(*) from effects where consumer = 'billing' and starts_with(event_id, $1)
+   and state = 'expired' and final_state = $2 and result_body is null and last_error is null
+   and result_hash like 'sha256:res-%' and request_hash like 'sha256:req-%' and evidence_until is not null`, expired.prefix, expired.finalState)
+		if total, _, _ := countRows(t, store, "billing", expired.prefix); n != total || n == 0 {
+			t.Errorf("%s: %d of %d rows past evidence_until are tombstones keeping their hashes and dates, final state %s", expired.prefix, n, total, expired.finalState)
 		}
 	}
 	if n, bodies, hashes := countRows(t, store, "billing", "warm-"); n != 7 || bodies != 0 || hashes != 7 {
@@ -177,7 +183,8 @@ func TestPruneDryRunCountsWhatTheRunThenDoes(t *testing.T) {
 	if err := store.Pool.QueryRow(t.Context(), `select actor, details::text from audit where action = 'ledger.prune'`).Scan(&actor, &details); err != nil {
 		t.Fatalf("one audit entry of the prune: %v", err)
 	}
-	for _, want := range []string{`"rows": 8`, `"bodies": 7`, `"scope": "consumer billing"`, `"interrupted": false`, `"billing": {"rows": 8, "bodies": 7}`} {
+	for _, want := range []string{`"tombstoned": 8`, `"rows": 0`, `"bodies": 7`, `"scope": "consumer billing"`, `"interrupted": false`,
+		`"billing": {"rows": 0, "bodies": 7, "tombstoned": 8}`} {
 		if actor != "alice" || !strings.Contains(details, want) {
 			t.Errorf("audit by %s lacks %s: %s", actor, want, details)
 		}
@@ -211,15 +218,15 @@ func TestPruneInterruptedAfterOneBatchThenRerunEndsInTheSameState(t *testing.T) 
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "run the same command again to continue") {
 		t.Fatalf("prune cancelled after its first batch: %v, want context.Canceled saying to run it again", err)
 	}
-	if !r.Interrupted || r.Batches != 1 || r.Total.Rows != 3 || r.Total.Bodies != 0 {
-		t.Fatalf("interrupted report %+v, want one batch of 3 rows", r)
+	if !r.Interrupted || r.Batches != 1 || r.Total.Tombstoned != 3 || r.Total.Bodies != 0 {
+		t.Fatalf("interrupted report %+v, want one batch of 3 rows tombstoned", r)
 	}
-	if n, _, _ := countRows(t, interrupted, "billing", "old-"); n != 7 {
-		t.Fatalf("%d old rows after one committed batch of 3, want 7", n)
+	if n := queryInt(t, interrupted, `select count(*) from effects where starts_with(event_id, 'old-') and state <> 'expired'`); n != 7 {
+		t.Fatalf("%d old rows not yet tombstones after one committed batch of 3, want 7", n)
 	}
 	var details string
 	if err := interrupted.Pool.QueryRow(t.Context(), `select details::text from audit where action = 'ledger.prune'`).Scan(&details); err != nil ||
-		!strings.Contains(details, `"interrupted": true`) || !strings.Contains(details, `"rows": 3`) {
+		!strings.Contains(details, `"interrupted": true`) || !strings.Contains(details, `"tombstoned": 3`) {
 		t.Fatalf("audit of the interrupted prune: %q, %v", details, err)
 	}
 
@@ -227,7 +234,7 @@ func TestPruneInterruptedAfterOneBatchThenRerunEndsInTheSameState(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rerun.Total.Rows != 7 || rerun.Total.Bodies != 10 {
+	if rerun.Total.Tombstoned != 7 || rerun.Total.Bodies != 10 {
 		t.Errorf("the rerun pruned %+v, want the 7 rows and 10 bodies left", rerun.Total)
 	}
 
@@ -237,7 +244,7 @@ func TestPruneInterruptedAfterOneBatchThenRerunEndsInTheSameState(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if once.Total.Rows != 10 || once.Total.Bodies != 10 || once.Batches != 8 {
+	if once.Total.Tombstoned != 10 || once.Total.Bodies != 10 || once.Batches != 8 {
 		t.Errorf("one uninterrupted prune: %+v in %d batches, want 10 rows and 10 bodies in 4 + 4 batches of at most 3", once.Total, once.Batches)
 	}
 	if a, b := ledgerOutcome(t, interrupted), ledgerOutcome(t, whole); a != b {
@@ -270,7 +277,7 @@ select now(), 'billing', 'evt-' || i, 1, 'payload_conflict', 'k' || i from gener
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ledger.PruneCounts{{Consumer: "billing", Rows: 2}, {Consumer: "shipping", Rows: 7}}
+	want := []ledger.PruneCounts{{Consumer: "billing", Tombstoned: 2}, {Consumer: "shipping", Tombstoned: 7}}
 	if !slices.Equal(dry.Consumers, want) || dry.Incidents != 3 {
 		t.Errorf("dry run three days ahead: %+v, want %v and the 3 incidents older than 87 days", dry, want)
 	}
@@ -287,12 +294,49 @@ select now(), 'billing', 'evt-' || i, 1, 'payload_conflict', 'k' || i from gener
 	if err != nil {
 		t.Fatal(err)
 	}
-	want = []ledger.PruneCounts{{Consumer: "billing", Rows: 2}, {Consumer: "shipping", Rows: 3, Bodies: 4}}
+	want = []ledger.PruneCounts{{Consumer: "billing", Tombstoned: 2}, {Consumer: "shipping", Tombstoned: 3, Bodies: 4}}
 	if !slices.Equal(got.Consumers, want) || got.Incidents != 3 {
 		t.Errorf("prune of all consumers: %+v, want %v and 3 incidents", got, want)
 	}
 	if n := queryInt(t, store, `select count(*) from effect_incidents`); n != 2 {
 		t.Errorf("%d incidents left, want the 2 younger than 90 days", n)
+	}
+}
+
+// A tombstone outlives the evidence window by the retention the operator sets, and only then goes.
+func TestPruneDeletesTombstonesOnlyPastTheirRetention(t *testing.T) {
+	store := pgtest.Ledger(t)
+	seedRows(t, store,
+		lifecycleRows{consumer: "billing", prefix: "ancient-", state: "completed", n: 3, replayIn: "-40 days", evidenceIn: "-10 days"},
+		lifecycleRows{consumer: "billing", prefix: "recent-", state: "completed", n: 2, replayIn: "-40 days", evidenceIn: "-1 day"})
+	week := ledger.PruneOptions{Consumer: "billing", Actor: "alice", TombstoneRetention: 7 * 24 * time.Hour}
+
+	first, err := store.Prune(t.Context(), week)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Total != (ledger.PruneCounts{Tombstoned: 5}) {
+		t.Fatalf("first prune %+v, want the 5 rows past evidence_until tombstoned and none deleted", first.Total)
+	}
+	byDefault, err := store.PruneCount(t.Context(), ledger.PruneOptions{Consumer: "billing"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byDefault.Changes() != 0 || !byDefault.TombstonesBefore.Before(byDefault.AsOf.Add(-4*365*24*time.Hour)) {
+		t.Fatalf("with the default retention %+v (tombstones before %s), want nothing due for years", byDefault.Total, byDefault.TombstonesBefore)
+	}
+	second, err := store.Prune(t.Context(), week)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Total != (ledger.PruneCounts{Rows: 3}) {
+		t.Fatalf("second prune %+v, want the 3 tombstones whose evidence ended over a week ago deleted", second.Total)
+	}
+	if n, _, _ := countRows(t, store, "billing", "ancient-"); n != 0 {
+		t.Errorf("%d tombstones past their retention survived", n)
+	}
+	if n := queryInt(t, store, `select count(*) from effects where starts_with(event_id, 'recent-') and state = 'expired'`); n != 2 {
+		t.Errorf("%d recent tombstones left, want 2", n)
 	}
 }
 
