@@ -60,6 +60,10 @@ type Config struct {
 	// whether an uncertain event's external effect exists. Without it reconcile finds no responder.
 	// With it, Run also runs the reconcile worker (ReconcileUncertain) on the consumer's own
 	// uncertain rows.
+	// Process asks it too, in process and once per event, when a delivery meets expired evidence
+	// (a tombstone, or no row for a message older than EvidenceRetention): happened is recorded
+	// as reconciled, not_happened is processed, anything else goes to manual review. Without it
+	// such a delivery goes to manual review.
 	Lookup LookupFunc
 	// ReconcileAfter is how long a row must have been uncertain before the reconcile worker asks
 	// Lookup about it, so a provider call still settling is not judged; default 15m.

@@ -15,6 +15,7 @@ const (
 	OutcomeCompleted       OutcomeKind = "completed"        // handler succeeded, row completed, acked
 	OutcomeBusinessFailure OutcomeKind = "business_failure" // completed with outcome_kind business, acked
 	OutcomeDuplicate       OutcomeKind = "duplicate"        // already completed: handler not run, acked
+	OutcomeReconciled      OutcomeKind = "reconciled"       // evidence expired, the look-up says it happened: row reconciled, handler not run, acked
 	OutcomeRetrying        OutcomeKind = "retrying"         // transient failure: row released, nak with backoff
 	OutcomeDeadLettered    OutcomeKind = "dead_lettered"    // MaxDeliver reached: published to DLQSubject, acked
 	OutcomeUncertain       OutcomeKind = "uncertain"        // unknown external outcome: row uncertain, term; never retried

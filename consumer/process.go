@@ -20,6 +20,9 @@ type delivery struct {
 	msg jetstream.Msg
 	ev  Event
 	seq uint64 // stream sequence, part of the dead-letter's Nats-Msg-Id
+	// storedAt is when the stream stored the message: an event without a ledger row whose message
+	// is older than the evidence retention may have had its row pruned.
+	storedAt time.Time
 }
 
 // Process handles one message end to end (ledger, handler, ack/nak/term, dead-letter) and says what
@@ -38,7 +41,7 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) (*delivery, O
 	if err != nil {
 		return d, Outcome{Kind: OutcomeInvalid, Err: fmt.Errorf("%w: not a JetStream delivery: %w", ErrInvalidMessage, err)}
 	}
-	d.seq = meta.Sequence.Stream
+	d.seq, d.storedAt = meta.Sequence.Stream, meta.Timestamp
 	d.ev, err = streamEvent(msg.Subject(), msg.Data(), msg.Headers(), c.cfg.LiveVersion, int(meta.NumDelivered))
 	out := Outcome{EventID: d.ev.ID, EffectVersion: d.ev.EffectVersion}
 	if c.cfg.DLQSubject == "" {
@@ -83,8 +86,14 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 	if settled, done := c.settle(ctx, d, out, rows, incoming); done {
 		return settled
 	}
-	claim := ledger.EffectClaim{Key: key, RequestHash: c.fingerprints.current.Sum(ev.Payload),
-		RequestHashAlg: c.fingerprints.current.Algorithm(), Owner: c.cfg.Owner, Lease: c.cfg.Lease, JobID: ev.JobID,
+	hash, alg := c.fingerprints.current.Sum(ev.Payload), c.fingerprints.current.Algorithm()
+	if ex, expired := c.evidenceExpired(d, rows); expired {
+		if met, done := c.meetExpired(ctx, d, out, key, ex, hash, alg); done {
+			return met
+		}
+	}
+	claim := ledger.EffectClaim{Key: key, RequestHash: hash,
+		RequestHashAlg: alg, Owner: c.cfg.Owner, Lease: c.cfg.Lease, JobID: ev.JobID,
 		AnyVersionSettles: ev.Mode == ModeLive}
 	for i, r := range rows {
 		if r.EffectVersion == ev.EffectVersion {
@@ -191,10 +200,10 @@ func (c *Consumer) recordIncident(ctx context.Context, inc ledger.EffectIncident
 	}
 }
 
-// settledState: reconciled rows were settled by hand, and expired ones keep evidence of an outcome
-// whose body was pruned; neither may run again.
+// settledState: reconciled rows were settled by a look-up or a person and may not run again. An
+// expired tombstone is not settled on its own word: meetExpired asks the look-up.
 func settledState(state string) bool {
-	return state == "completed" || state == "reconciled" || state == "expired"
+	return state == "completed" || state == "reconciled"
 }
 
 // handle runs the handler under a heartbeated lease and records its outcome.

@@ -42,7 +42,8 @@ type LookupRequest struct {
 type LookupResult struct {
 	// Verdict is protocol.VerdictHappened only when the event needs nothing more (the row is then
 	// reconciled and never replayed); protocol.VerdictNotHappened when the provider has no trace of
-	// it; protocol.VerdictUnknown otherwise. The last two leave the row for manual review.
+	// it; protocol.VerdictUnknown otherwise. For an uncertain row the last two leave it for manual
+	// review; for a delivery whose evidence expired, not_happened lets it be processed.
 	Verdict string
 	// ExternalRefs are the provider's references found (charge IDs), stored on a reconciled row.
 	ExternalRefs []protocol.Effect

@@ -1,0 +1,114 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// EffectExpired is the state of a tombstone: a row whose evidence_until passed (docs/ledger.md,
+// "Expired evidence").
+const EffectExpired = "expired"
+
+// AuditEvidenceExpired is the audit action of a look-up's verdict applied to an event whose
+// evidence expired (a tombstone, or no row for an old message).
+const AuditEvidenceExpired = "consumer.evidence_expired"
+
+// ExpiredVerdict is a look-up's answer about an event whose ledger evidence expired, to be
+// recorded on its row Key: reconciled when it happened, uncertain for manual review otherwise.
+type ExpiredVerdict struct {
+	Key            EffectKey
+	RequestHash    string
+	RequestHashAlg string
+	// Verdict is VerdictHappened (the row becomes reconciled) or VerdictUnknown (uncertain, marked
+	// manual_review). VerdictNotHappened is recorded by EffectsReopenExpired instead.
+	Verdict string
+	// Note is the look-up's detail, or why there was none: IDs and counts, no payload.
+	Note string
+	// ExternalRefs are the references the look-up found (a JSON array of effects); for a
+	// tombstone they are appended to those it kept.
+	ExternalRefs json.RawMessage
+	// JobID is the replay job of the delivery; empty for a live message.
+	JobID string
+	// Actor names who applied the verdict (the SDK instance) in reviewed_by and the audit log.
+	Actor string
+	// EvidenceRetention dates a reconciled row's new evidence_until from now(): the look-up is
+	// fresh evidence.
+	EvidenceRetention time.Duration
+}
+
+// The upsert writes a row that was not there (its tombstone was deleted too) or turns the
+// tombstone at Key into the verdict's row; any other row at Key (someone settled or claimed it
+// since it was read) is left alone. The audit entry is written with it, in one statement.
+const effectsApplyExpiredVerdict = `
+with settled as (
+    insert into effects as e (consumer, event_id, effect_version, state, request_hash, request_hash_alg,
+                              external_refs, effect_count, job_id, last_error, review_state, review_verdict,
+                              review_note, reviewed_at, reviewed_by, replay_until, evidence_until)
+    values ($1, $2, $3, $4::text, $5, $6, $7::jsonb, jsonb_array_length($7::jsonb), $8, $9, $10, $11, $12, now(), $13,
+            case when $4::text = 'reconciled' then now() end,
+            case when $4::text = 'reconciled' then now() + $14::bigint * interval '1 millisecond' end)
+    on conflict (consumer, event_id, effect_version) do update
+       set state = excluded.state,
+           external_refs = e.external_refs || coalesce((select jsonb_agg(distinct f) from jsonb_array_elements(excluded.external_refs) f
+                                                          where not e.external_refs @> jsonb_build_array(f)), '[]'::jsonb),
+           last_error = excluded.last_error, review_state = excluded.review_state,
+           review_verdict = excluded.review_verdict, review_note = excluded.review_note,
+           reviewed_at = excluded.reviewed_at, reviewed_by = excluded.reviewed_by,
+           replay_until = excluded.replay_until, evidence_until = excluded.evidence_until, updated_at = now()
+     where e.state = 'expired'
+    returning e.event_id)
+insert into audit (actor, job_id, action, details)
+select $13, $8, '` + AuditEvidenceExpired + `',
+       jsonb_build_object('consumer', $1::text, 'eventId', $2::text, 'effectVersion', $3::int,
+                          'verdict', $11::text, 'state', $4::text, 'detail', $12::text)
+  from settled
+returning 1`
+
+// EffectsApplyExpiredVerdict records v on its row: reconciled for happened (the handler is not
+// run), uncertain with review_state manual_review for anything else (never run automatically).
+// False means the row at v.Key is neither missing nor a tombstone any more: another instance
+// wrote it since it was read, and the caller reads it again.
+func EffectsApplyExpiredVerdict(ctx context.Context, q Querier, v ExpiredVerdict) (bool, error) {
+	state, review, lastError := EffectReconciled, any(nil), any(nil)
+	if v.Verdict != VerdictHappened {
+		state, review = "uncertain", ReviewManual
+		lastError = "the ledger's evidence of this event expired and the look-up did not prove what happened (" + v.Verdict +
+			"): review it by hand"
+	}
+	tag, err := q.Exec(ctx, effectsApplyExpiredVerdict, v.Key.Consumer, v.Key.EventID, v.Key.EffectVersion, state,
+		v.RequestHash, v.RequestHashAlg, effectsRefs(v.ExternalRefs), nullable(v.JobID), lastError, review, v.Verdict,
+		nullable(v.Note), v.Actor, v.EvidenceRetention.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("record look-up verdict %s for %s, whose evidence expired: %w", v.Verdict, v.Key, translate(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Reopened tombstones lose their dates, so the next prune does not take them for expired again,
+// and keep final_state and the verdict as their history.
+const effectsReopenExpired = `
+with reopened as (
+    update effects
+       set state = 'received', replay_until = null, evidence_until = null, review_verdict = 'not_happened',
+           review_note = $4, reviewed_at = now(), reviewed_by = $5, updated_at = now()
+     where consumer = $1 and event_id = $2 and effect_version = any($3::int[]) and state = 'expired'
+    returning effect_version, job_id)
+insert into audit (actor, job_id, action, details)
+select $5, job_id, '` + AuditEvidenceExpired + `',
+       jsonb_build_object('consumer', $1::text, 'eventId', $2::text, 'effectVersion', effect_version,
+                          'verdict', 'not_happened', 'state', 'received', 'detail', $4::text)
+  from reopened
+returning 1`
+
+// EffectsReopenExpired turns the tombstones of eventID under versions back into received rows,
+// after the look-up said the event's effect did not happen: the event is then claimed and
+// processed like a new one. It returns how many tombstones it reopened.
+func EffectsReopenExpired(ctx context.Context, q Querier, consumer, eventID string, versions []int, note, actor string) (int64, error) {
+	tag, err := q.Exec(ctx, effectsReopenExpired, consumer, eventID, versions, nullable(note), actor)
+	if err != nil {
+		return 0, fmt.Errorf("reopen the expired rows of consumer %s event %q: %w", consumer, eventID, translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
