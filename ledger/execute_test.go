@@ -249,7 +249,7 @@ func TestJobTargetsDriftReportsEachKind(t *testing.T) {
 		ledger.Effect{Consumer: "refunds", EventID: "unchanged", EffectVersion: 1, State: "completed", RequestHash: "x", RequestHashAlg: execAlg},
 	)
 	execSQL(t, store, `update effects set state = 'uncertain' where event_id = 'uncertain'`)
-	execSQL(t, store, `update effects set state = 'expired' where event_id = 'expired'`)
+	execSQL(t, store, `update effects set state = 'expired', final_state = state where event_id = 'expired'`)
 	execSQL(t, store, `update effects set updated_at = now() - interval '1 hour' where event_id = 'latest-wins' and effect_version = 1`)
 	execSQL(t, store, `delete from effects where event_id = 'gone'`)
 	execSetStatus(t, store, "job-d", "completed", "settled")
