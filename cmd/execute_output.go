@@ -127,6 +127,10 @@ func progressRows(p executor.Progress, dryRun bool, pre executor.Preflight, r *e
 		rows = append(rows, [2]string{"would publish now", count(pre.ToPublish)})
 	} else {
 		rows = append(rows, [2]string{"published by this run", count(r.Published)}, [2]string{"  of which deduplicated by JetStream", count(r.Deduplicated)})
+		if retried := r.LandedUnacknowledged + r.Republished; retried > 0 {
+			rows = append(rows, [2]string{"  of which retried after a failed publish", count(retried)},
+				[2]string{"    found in the ledger, not sent again", count(r.LandedUnacknowledged)})
+		}
 		if rate := r.PublishRate(); rate > 0 {
 			took := r.PublishFinishedAt.Sub(r.PublishStartedAt).Round(time.Millisecond)
 			rows = append(rows, [2]string{"  publishing took", fmt.Sprintf("%s (%.0f targets/s)", took, rate)})

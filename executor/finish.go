@@ -19,7 +19,8 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 	ctx = context.WithoutCancel(ctx)
 	m := s.m
 	final := r.Final
-	details := map[string]any{"published": r.Published, "deduplicated": r.Deduplicated, "progress": final}
+	details := map[string]any{"published": r.Published, "deduplicated": r.Deduplicated,
+		"landedUnacknowledged": r.LandedUnacknowledged, "republished": r.Republished, "progress": final}
 	var err error
 	switch {
 	case stop == nil || (stop.Kind != StopCancelled && stop.Kind != StopStalled && final.Remaining == 0):

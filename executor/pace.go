@@ -53,6 +53,9 @@ func (p *pacer) wait(ctx context.Context) error {
 type runState struct {
 	// sent counts this run's publishes; acked and deduplicated their acknowledgements.
 	sent, acked, deduplicated atomic.Int64
+	// Of the publishes that failed and were retried: landedUnacked were found in the ledger and
+	// not sent again, republished were sent again and acknowledged.
+	landedUnacked, republished atomic.Int64
 
 	mu          sync.Mutex
 	stop        bool

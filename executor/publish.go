@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,18 +21,18 @@ const (
 	markEvery = 500 * time.Millisecond
 	// publishAckTimeout makes every async publish resolve, acknowledged or failed.
 	publishAckTimeout = 10 * time.Second
-	// publishRetries is how often a failed publish is tried again, with the same Nats-Msg-Id,
-	// before the run stops.
-	publishRetries = 3
 	// writeTimeout bounds a ledger write that must outlive a cancelled run.
 	writeTimeout = 10 * time.Second
 )
 
-// pendingAck is one publish waiting for JetStream's acknowledgement.
+// pendingAck is one publish waiting for JetStream's acknowledgement. A publish the client could
+// not send has no future: err says why, and refusal is set when NATS refused the message itself.
 type pendingAck struct {
-	target ledger.ExecTarget
-	msg    *nats.Msg
-	future jetstream.PubAckFuture
+	target  ledger.ExecTarget
+	msg     *nats.Msg
+	future  jetstream.PubAckFuture
+	err     error
+	refusal string
 }
 
 // sourced is a target with its DLQ message, checked and ready to publish.
@@ -148,15 +147,21 @@ func (s *session) publishReady(ctx context.Context, st *runState, pub jetstream.
 			}
 			return err
 		}
-		t := r.target
-		msg := s.replayMsg(t, r.src)
-		future, err := pub.PublishMsgAsync(msg)
-		if err != nil {
-			return fmt.Errorf("publish event %s of job %s to %s: %w; nothing is lost: run execute again to continue", t.EventID, s.job.ID, t.OriginalSubject, err)
+		if err := s.waitConnected(ctx); err != nil {
+			return err
 		}
-		st.sent.Add(1)
+		a := pendingAck{target: r.target, msg: s.replayMsg(r.target, r.src)}
+		a.future, a.err = pub.PublishMsgAsync(a.msg)
+		if a.err != nil {
+			a.refusal = publishRefusal(a.err, a.msg, s.js.Conn().MaxPayload())
+		}
+		// A refused message never reaches the consumer, so it is never in flight; one the client
+		// could not send is retried like a failed acknowledgement.
+		if a.refusal == "" {
+			st.sent.Add(1)
+		}
 		select {
-		case acks <- pendingAck{target: t, msg: msg, future: future}:
+		case acks <- a:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -182,28 +187,72 @@ func (s *session) replayMsg(t ledger.ExecTarget, src dlqsource.Message) *nats.Ms
 }
 
 // collectAcks waits for each publish's acknowledgement in order and records the acknowledged
-// targets as published, in batches. A failed publish is tried again with the same Nats-Msg-Id,
-// which JetStream deduplicates; one that keeps failing stops the run (rerunning it continues).
+// targets as published, in batches. A failed publish is queued and retried with the others in
+// rounds (publish_retry.go); a message NATS refused is its target's failure, recorded as failed.
 func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks <-chan pendingAck, st *runState) error {
 	marks := s.startMarking(ctx)
 	batch := make([]string, 0, markBatch)
+	var refused []ledger.TargetOutcome
 	lastMark := time.Now()
-	for a := range acks {
-		ack, err := s.awaitAck(ctx, pub, a)
-		if err != nil {
-			return errors.Join(marks.finish(batch), err)
+	// flush records the refused targets and hands the acknowledged ones to the marker.
+	flush := func() error {
+		if err := s.recordSourceFailures(ctx, refused, nil); err != nil {
+			return err
 		}
-		st.acked.Add(1)
-		if ack.Duplicate {
-			st.deduplicated.Add(1)
-		}
-		batch = append(batch, a.target.EventID)
-		if len(batch) >= markBatch || time.Since(lastMark) >= markEvery {
-			if err := marks.send(batch); err != nil {
-				return err
+		err := marks.send(batch)
+		batch, refused, lastMark = make([]string, 0, markBatch), nil, time.Now()
+		return err
+	}
+	stop := func(err error) error {
+		return errors.Join(s.recordSourceFailures(ctx, refused, nil), marks.finish(batch), err)
+	}
+	retries := &retryQueue{}
+	tick := time.NewTicker(retryTick)
+	defer tick.Stop()
+	for acks != nil || len(retries.failed) > 0 {
+		select {
+		case a, open := <-acks:
+			if !open {
+				acks = nil
+				break
 			}
-			batch, lastMark = make([]string, 0, markBatch), time.Now()
+			ack, err := s.awaitAck(ctx, a)
+			if ctx.Err() != nil {
+				return stop(ctx.Err())
+			}
+			if err == nil {
+				st.acked.Add(1)
+				if ack.Duplicate {
+					st.deduplicated.Add(1)
+				}
+				batch = append(batch, a.target.EventID)
+			} else if why := s.refusal(a, err, st); why != "" {
+				refused = append(refused, ledger.TargetOutcome{EventID: a.target.EventID, Detail: "not published: " + why})
+			} else {
+				retries.add(a, err)
+			}
+		case <-tick.C:
+		case <-ctx.Done():
+			return stop(ctx.Err())
 		}
+		if retries.due(s.js.Conn()) {
+			published, failed, err := s.retryRound(ctx, pub, retries, st)
+			batch, refused = append(batch, published...), append(refused, failed...)
+			if err != nil {
+				return stop(err)
+			}
+		}
+		if err := s.retriesExpired(retries); err != nil {
+			return stop(err)
+		}
+		if n := len(batch) + len(refused); n >= markBatch || (n > 0 && time.Since(lastMark) >= markEvery) {
+			if err := flush(); err != nil {
+				return stop(err)
+			}
+		}
+	}
+	if err := s.recordSourceFailures(ctx, refused, nil); err != nil {
+		return errors.Join(marks.finish(batch), err)
 	}
 	return marks.finish(batch)
 }
@@ -262,29 +311,17 @@ func (m *marker) finish(batch []string) error {
 	return m.err
 }
 
-func (s *session) awaitAck(ctx context.Context, pub jetstream.JetStream, a pendingAck) (*jetstream.PubAck, error) {
-	var err error
+// awaitAck waits for a's acknowledgement, which the async publish timeout bounds.
+func (s *session) awaitAck(ctx context.Context, a pendingAck) (*jetstream.PubAck, error) {
+	if a.future == nil {
+		return nil, a.err
+	}
 	select {
 	case ack := <-a.future.Ok():
 		return ack, nil
-	case err = <-a.future.Err():
+	case err := <-a.future.Err():
+		return nil, err
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	for attempt := 1; attempt <= publishRetries; attempt++ {
-		select {
-		case <-time.After(time.Duration(attempt) * time.Second):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		pctx, cancel := context.WithTimeout(ctx, publishAckTimeout)
-		var ack *jetstream.PubAck
-		ack, err = pub.PublishMsg(pctx, a.msg)
-		cancel()
-		if err == nil {
-			return ack, nil
-		}
-	}
-	return nil, fmt.Errorf("publish event %s of job %s to %s failed %d times, last: %w; nothing is lost: run execute again to continue",
-		a.target.EventID, s.job.ID, a.target.OriginalSubject, publishRetries+1, err)
 }

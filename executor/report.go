@@ -131,6 +131,10 @@ type Result struct {
 	// reported as duplicates of an earlier publish (the Nats-Msg-Id window).
 	Published    int64 `json:"published"`
 	Deduplicated int64 `json:"deduplicated"`
+	// Of the publishes that failed (a NATS outage, a restart), LandedUnacknowledged were found in
+	// the ledger when retried and not sent again; Republished were sent again and acknowledged.
+	LandedUnacknowledged int64 `json:"landedUnacknowledged"`
+	Republished          int64 `json:"republished"`
 	// PublishStartedAt and PublishFinishedAt bound this run's publishing: from its first publish
 	// to the acknowledgement of its last, when every target was published (zero otherwise). The
 	// rest of the run waits for the consumer's outcomes.

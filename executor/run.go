@@ -105,6 +105,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 		}
 	}
 	r.Published, r.Deduplicated = st.acked.Load(), st.deduplicated.Load()
+	r.LandedUnacknowledged, r.Republished = st.landedUnacked.Load(), st.republished.Load()
 	w.writeRunState(ctx, "stopped", "")
 	return stop, loopErr
 }

@@ -120,6 +120,32 @@ func (s *Store) JobTargetsPageToPublish(ctx context.Context, p PublishPage) ([]E
 	return targets, nil
 }
 
+// One primary-key probe per event.
+const effectsEventsUnderVersion = `
+select event_id from effects where consumer = $1 and effect_version = $2 and event_id = any($3)`
+
+// EffectsEventsUnderVersion returns those of eventIDs that have a row of consumer under version,
+// in any state: their replay reached the consumer. One query for the whole slice, sent again
+// after a lost connection.
+func (s *Store) EffectsEventsUnderVersion(ctx context.Context, consumer string, version int, eventIDs []string) ([]string, error) {
+	if len(eventIDs) == 0 {
+		return nil, nil
+	}
+	var found []string
+	_, err := retryLostConnection(ctx, func() error {
+		rows, err := s.Pool.Query(ctx, effectsEventsUnderVersion, consumer, version, eventIDs)
+		if err != nil {
+			return err
+		}
+		found, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look up which of %d events of consumer %s have a ledger row under version %d: %w", len(eventIDs), consumer, version, err)
+	}
+	return found, nil
+}
+
 // Only pending and shadowed targets change, so a published target keeps its first published_at;
 // the coalesce keeps it even for a target that went back to pending by hand.
 const jobTargetsMarkPublished = `
