@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // ErrFingerprintOptionsClash means a consumer registered a fingerprint algorithm name the ledger
@@ -35,6 +36,10 @@ on conflict (consumer, algorithm) do update set last_registered_at = now()
 // when the name is already registered with other options.
 func (s *Store) FingerprintAlgorithmRegister(ctx context.Context, consumer, algorithm, options string) error {
 	tag, err := s.Pool.Exec(ctx, fingerprintAlgorithmsRegister, consumer, algorithm, options)
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == pgUndefinedTable {
+		return fmt.Errorf("%w: register fingerprint algorithm %s of consumer %s: the ledger has no fingerprint_algorithms table (migration 0008): run `replayctl migrate`",
+			ErrSchemaOutdated, algorithm, consumer)
+	}
 	if err != nil {
 		return fmt.Errorf("register fingerprint algorithm %s of consumer %s: %w", algorithm, consumer, err)
 	}

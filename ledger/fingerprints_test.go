@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/replayctl/replayctl/internal/pgtest"
@@ -41,5 +42,16 @@ func TestFingerprintAlgorithmsListTheCurrentFirstAndRefuseAClash(t *testing.T) {
 	}
 	if got, err := store.FingerprintAlgorithms(ctx, "nobody"); err != nil || len(got) != 0 {
 		t.Fatalf("a consumer that never registered: %+v, %v", got, err)
+	}
+}
+
+func TestFingerprintAlgorithmRegisterOnAnOldSchemaSaysToMigrate(t *testing.T) {
+	store := pgtest.Ledger(t)
+	if _, err := store.Pool.Exec(t.Context(), "drop table fingerprint_algorithms"); err != nil {
+		t.Fatal(err)
+	}
+	err := store.FingerprintAlgorithmRegister(t.Context(), "billing", "sha256-canon-v2+aaaaaaaa", `{"exclude":[],"sets":[]}`)
+	if !errors.Is(err, ledger.ErrSchemaOutdated) || !strings.Contains(err.Error(), "replayctl migrate") {
+		t.Fatalf("register without the table: %v, want ErrSchemaOutdated saying to run replayctl migrate", err)
 	}
 }
