@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,6 +42,11 @@ func TestFaultNATSOutageLongerThanTheAckTimeoutRecoversInSeconds(t *testing.T) {
 	// retries of the publishes the outage failed must fit beside it, not add a second per target.
 	bound := time.Duration(n-completedAtOutage)*time.Second/rate + 20*time.Second
 	t.Logf("restart to exit: %s (bound %s); %d messages on the stream for %d targets", recovery.Round(100*time.Millisecond), bound, w.StreamMessages(), n)
+	for _, line := range strings.Split(p.stdout.String(), "\n") {
+		if strings.Contains(line, "retried") || strings.Contains(line, "not sent again") || strings.Contains(line, "deduplicated") {
+			t.Logf("report: %s", strings.TrimSpace(line))
+		}
+	}
 	if code != ExitOK {
 		t.Fatalf("execute exited %d, want 0:\n%s", code, p.outputOf())
 	}
