@@ -68,6 +68,8 @@ var exitCodes = []struct {
 	{reconcile.ErrBadOptions, ExitUsage},
 	// Applying look-up verdicts unconfirmed is refused like execute's confirmation gate.
 	{reconcile.ErrNotConfirmed, ExitGateRefused},
+	// Resolving an event that has no uncertain row (or several, without --effect-version) is bad input.
+	{reconcile.ErrNothingToResolve, ExitUsage},
 }
 
 // ExitError ends a command with an explicit exit code, for outcomes no sentinel describes (a

@@ -95,6 +95,7 @@ unreachable, 3 when not confirmed, 2 on bad flags. A dry run exits as the real r
 	fl.IntVar(&req.Concurrency, "concurrency", 4, "look-ups in flight at once (1-64)")
 	fl.IntVar(&req.Max, "max", 1000, "most rows asked about in one run; the rest wait for the next run")
 	_ = cmd.MarkFlagRequired("consumer")
+	cmd.AddCommand(NewCmdReconcileResolve(f, nil))
 	return cmd
 }
 

@@ -32,7 +32,13 @@ const (
 	AuditReconciled   = "reconcile.reconciled"
 	AuditManualReview = "reconcile.manual_review"
 	AuditReconcileRun = "reconcile.run"
+	// AuditResolved is a person's resolution of an uncertain row (reconcile resolve).
+	AuditResolved = "reconcile.resolved"
 )
+
+// EffectReceived is the state of a row free to be claimed: a transient failure released it, or a
+// person resolved it not happened, which makes its event a target of the next plan.
+const EffectReceived = "received"
 
 // StuckLeaseAfter is how long ago a processing row's lease must have lapsed, with nobody taking it
 // over, for it to count as stuck: ledger stats warns of it, and reconcile lists one with a call
@@ -43,8 +49,11 @@ const StuckLeaseAfter = 15 * time.Minute
 // UncertainRow is an uncertain effects row as reconcile lists it. It holds no payload and no
 // result body. UpdatedAt and ReviewedAt are the row's version for the compare-and-set at apply.
 type UncertainRow struct {
-	EventID        string
-	EffectVersion  int
+	EventID       string
+	EffectVersion int
+	// State is the row's state: uncertain, or processing for a stuck lease; any state when read
+	// by EffectsOfEventForReview.
+	State          string
 	JobID          string
 	RequestHash    string
 	RequestHashAlg string
@@ -97,7 +106,7 @@ type UncertainCursor struct {
 
 // uncertainRowFrom reads the columns of an UncertainRow; the pages add which rows and in what order.
 const uncertainRowFrom = `
-select event_id, effect_version, coalesce(job_id, ''), request_hash, request_hash_alg, effect_count, calls_started,
+select event_id, effect_version, state, coalesce(job_id, ''), request_hash, request_hash_alg, effect_count, calls_started,
        external_refs, coalesce(lease_owner, ''), coalesce(last_error, ''), updated_at,
        greatest(extract(epoch from now() - updated_at) * 1000, 0)::bigint,
        coalesce(review_state, ''), coalesce(review_verdict, ''), coalesce(review_note, ''), reviewed_at,
@@ -145,19 +154,43 @@ func (s *Store) EffectsUncertainPage(ctx context.Context, f UncertainFilter, aft
 		return nil, fmt.Errorf("list the %s of consumer %s: %w", what, f.Consumer, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (UncertainRow, error) {
-		var r UncertainRow
-		var refs []byte
-		var ageMS int64
-		err := row.Scan(&r.EventID, &r.EffectVersion, &r.JobID, &r.RequestHash, &r.RequestHashAlg, &r.EffectCount,
-			&r.CallsStarted, &refs, &r.LeaseOwner, &r.LastError, &r.UpdatedAt, &ageMS, &r.ReviewState,
-			&r.ReviewVerdict, &r.ReviewNote, &r.ReviewedAt, &r.ReviewedBy)
-		r.ExternalRefs = json.RawMessage(refs)
-		r.Age = time.Duration(ageMS) * time.Millisecond
+		r, err := scanUncertainRow(row)
 		r.Stuck = f.Stuck
 		return r, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the %s of consumer %s: %w", what, f.Consumer, err)
+	}
+	return out, nil
+}
+
+func scanUncertainRow(row pgx.CollectableRow) (UncertainRow, error) {
+	var r UncertainRow
+	var refs []byte
+	var ageMS int64
+	err := row.Scan(&r.EventID, &r.EffectVersion, &r.State, &r.JobID, &r.RequestHash, &r.RequestHashAlg, &r.EffectCount,
+		&r.CallsStarted, &refs, &r.LeaseOwner, &r.LastError, &r.UpdatedAt, &ageMS, &r.ReviewState,
+		&r.ReviewVerdict, &r.ReviewNote, &r.ReviewedAt, &r.ReviewedBy)
+	r.ExternalRefs = json.RawMessage(refs)
+	r.Age = time.Duration(ageMS) * time.Millisecond
+	return r, err
+}
+
+const effectsOfEventForReview = uncertainRowFrom + `
+ where consumer = $1 and event_id = $2
+ order by effect_version`
+
+// EffectsOfEventForReview returns every row of consumer's event, any state, by version, with the
+// columns reconcile reads (Age counts from updated_at whatever the state): what a person resolving
+// it is shown, and the version for the compare-and-set.
+func (s *Store) EffectsOfEventForReview(ctx context.Context, consumer, eventID string) ([]UncertainRow, error) {
+	rows, err := s.Pool.Query(ctx, effectsOfEventForReview, consumer, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
+	}
+	out, err := pgx.CollectRows(rows, scanUncertainRow)
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
 	}
 	return out, nil
 }
@@ -182,13 +215,19 @@ type ReconcileVerdict struct {
 	// Stuck says the row was listed as a stuck lease (UncertainRow.Stuck): it is settled only if it
 	// still is one, and becomes uncertain (manual review) or reconciled like any other.
 	Stuck bool
+	// Resolved says a person decided, after checking the provider (reconcile resolve): happened
+	// reconciles the row as a look-up's would; not_happened releases it to received, with no call
+	// started, so the next plan targets its event (nothing is replayed until a job executes); its
+	// job target becomes failed. Only an uncertain row is resolved; unknown is refused.
+	Resolved bool
 }
 
 // ReconcileApplied is a row a batch changed.
 type ReconcileApplied struct {
 	EventID       string
 	EffectVersion int
-	// State is reconciled, or uncertain for a row marked ReviewManual.
+	// State is reconciled, uncertain for a row marked ReviewManual, or received for a row resolved
+	// not happened.
 	State string
 	// JobID is the row's replay job; TargetUpdated says its job target was changed too.
 	JobID         string
@@ -215,40 +254,46 @@ type ReconcileBatch struct {
 const effectsReconcileApply = `
 with v as (
     select * from unnest($2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[],
-                         $11::boolean[])
-           as v(event_id, effect_version, verdict, refs, note, seen_updated_at, seen_reviewed_at, stuck)
+                         $11::boolean[], $13::boolean[])
+           as v(event_id, effect_version, verdict, refs, note, seen_updated_at, seen_reviewed_at, stuck, resolved)
 ),
 changed as (
     update effects e
-       set state          = case when v.verdict = 'happened' then 'reconciled' else 'uncertain' end,
+       set state          = case when v.verdict = 'happened' then 'reconciled'
+                                 when v.resolved then 'received' else 'uncertain' end,
            external_refs  = case when v.verdict = 'happened'
                                  then e.external_refs || coalesce((select jsonb_agg(distinct f) from jsonb_array_elements(v.refs::jsonb) f
                                                                     where not e.external_refs @> jsonb_build_array(f)), '[]'::jsonb)
                                  else e.external_refs end,
            effect_count   = case when v.verdict = 'happened' then greatest(e.effect_count, e.calls_started)
                                  else e.effect_count end,
-           review_state   = case when v.verdict = 'happened' then null else 'manual_review' end,
+           calls_started  = case when v.resolved and v.verdict <> 'happened' then 0 else e.calls_started end,
+           review_state   = case when v.verdict = 'happened' or v.resolved then null else 'manual_review' end,
            review_verdict = v.verdict,
            review_note    = nullif(v.note, ''),
            reviewed_at    = now(),
            reviewed_by    = $9,
            lease_expires_at = null,
-           updated_at     = case when v.verdict = 'happened' or v.stuck then now() else e.updated_at end
+           updated_at     = case when v.verdict = 'happened' or v.stuck or v.resolved then now() else e.updated_at end
       from v
      where e.consumer = $1 and e.event_id = v.event_id and e.effect_version = v.effect_version
        and case when v.stuck
                 then e.state = 'processing' and e.calls_started > 0
                      and e.lease_expires_at < now() - $12::bigint * interval '1 millisecond'
                 else e.state = 'uncertain' end
+       and (not v.resolved or v.verdict in ('happened', 'not_happened'))
        and e.updated_at = v.seen_updated_at
        and e.reviewed_at is not distinct from v.seen_reviewed_at
  returning e.event_id, e.effect_version, e.state, e.job_id, e.review_verdict, e.review_note,
-           jsonb_array_length(e.external_refs) as refs, v.stuck
+           jsonb_array_length(e.external_refs) as refs, v.stuck, v.resolved
 ),
 targets as (
     update job_targets t
-       set status = case when c.state = 'reconciled' then 'completed' else t.status end,
+       set status = case when c.state = 'reconciled' then 'completed' when c.state = 'received' then 'failed' else t.status end,
            outcome_detail = case when c.state = 'reconciled' then null
+                                 when c.state = 'received'
+                                 then left('resolved not_happened by ' || $9 || coalesce(': ' || c.review_note, '')
+                                           || '; eligible for a new plan', 500)
                                  else left('manual review (look-up: ' || c.review_verdict || ')'
                                            || coalesce(': ' || c.review_note, ''), 500) end,
            updated_at = now()
@@ -261,11 +306,14 @@ audited as (
     -- Executed though never read: PostgreSQL runs every data-modifying CTE.
     insert into audit (actor, job_id, action, details)
     select $9, c.job_id,
-           case when c.state = 'reconciled' then 'reconcile.reconciled' else 'reconcile.manual_review' end,
+           case when c.resolved then 'reconcile.resolved'
+                when c.state = 'reconciled' then 'reconcile.reconciled' else 'reconcile.manual_review' end,
            jsonb_build_object('run', $10::text, 'consumer', $1::text, 'eventId', c.event_id,
                               'effectVersion', c.effect_version, 'verdict', c.review_verdict,
                               'from', case when c.stuck then 'processing (stuck lease)' else 'uncertain' end,
-                              'to', case when c.state = 'reconciled' then 'reconciled' else 'uncertain/manual_review' end,
+                              'to', case when c.state = 'reconciled' then 'reconciled'
+                                         when c.state = 'received' then 'received (eligible for a new plan)'
+                                         else 'uncertain/manual_review' end,
                               'externalRefs', c.refs, 'detail', c.review_note)
       from changed c
  returning 1
@@ -281,7 +329,9 @@ select c.event_id, c.effect_version, c.state, coalesce(c.job_id, ''),
 // reconciled, or uncertain marked for manual review, as an uncertain row does. Each changed row
 // gets an audit entry (AuditReconciled or AuditManualReview, job_id = the row's job) and, when it
 // belongs to a replay job, its target is updated: reconciled -> completed, manual review ->
-// outcome_detail says so. A verdict other than
+// outcome_detail says so. A verdict marked Resolved (a person's decision, reconcile resolve) is
+// audited as AuditResolved; resolved not_happened releases the row to received with no call
+// started and fails its target; a resolved unknown changes nothing. A verdict other than
 // the three Verdict constants is refused before anything is written.
 func (s *Store) EffectsReconcileApply(ctx context.Context, b ReconcileBatch) ([]ReconcileApplied, error) {
 	n := len(b.Verdicts)
@@ -290,7 +340,7 @@ func (s *Store) EffectsReconcileApply(ctx context.Context, b ReconcileBatch) ([]
 	}
 	ids, versions, verdicts := make([]string, n), make([]int32, n), make([]string, n)
 	refs, notes := make([]string, n), make([]string, n)
-	seenUpdated, seenReviewed, stuck := make([]time.Time, n), make([]*time.Time, n), make([]bool, n)
+	seenUpdated, seenReviewed, stuck, resolved := make([]time.Time, n), make([]*time.Time, n), make([]bool, n), make([]bool, n)
 	for i, v := range b.Verdicts {
 		switch v.Verdict {
 		case VerdictHappened, VerdictNotHappened, VerdictUnknown:
@@ -300,10 +350,10 @@ func (s *Store) EffectsReconcileApply(ctx context.Context, b ReconcileBatch) ([]
 		}
 		ids[i], versions[i], verdicts[i] = v.EventID, int32(v.EffectVersion), v.Verdict
 		refs[i], notes[i] = effectsRefs(v.FoundRefs), v.Note
-		seenUpdated[i], seenReviewed[i], stuck[i] = v.SeenUpdatedAt, v.SeenReviewedAt, v.Stuck
+		seenUpdated[i], seenReviewed[i], stuck[i], resolved[i] = v.SeenUpdatedAt, v.SeenReviewedAt, v.Stuck, v.Resolved
 	}
 	rows, err := s.Pool.Query(ctx, effectsReconcileApply, b.Consumer, ids, versions, verdicts, refs, notes,
-		seenUpdated, seenReviewed, b.Actor, b.RunID, stuck, StuckLeaseAfter.Milliseconds())
+		seenUpdated, seenReviewed, b.Actor, b.RunID, stuck, StuckLeaseAfter.Milliseconds(), resolved)
 	if err != nil {
 		return nil, fmt.Errorf("apply %d look-up verdicts to the uncertain rows of consumer %s: %w", n, b.Consumer, err)
 	}

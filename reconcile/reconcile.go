@@ -41,7 +41,7 @@ func Run(ctx context.Context, nc *nats.Conn, store *ledger.Store, o Options) (*R
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	r := &Report{RunID: newRunID(), Consumer: o.Consumer, JobID: o.JobID, DryRun: o.DryRun,
+	r := &Report{RunID: newRunID("reconcile"), Consumer: o.Consumer, JobID: o.JobID, DryRun: o.DryRun,
 		Subject: protocol.ReconcileSubject(o.Consumer), Rows: []Row{}}
 	if o.OlderThan > 0 {
 		r.OlderThan = o.OlderThan.String()
@@ -228,9 +228,10 @@ func apply(ctx context.Context, store *ledger.Store, o Options, r *Report) error
 			"unanswered": t.Unanswered, "changedSinceListed": t.Changed}})
 }
 
-// newRunID names one run in the audit log, tying each row's entry to the run's.
-func newRunID() string {
+// newRunID names one run (kind reconcile or resolve) in the audit log, tying each row's entry to
+// the run's.
+func newRunID(kind string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return "reconcile-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+	return kind + "-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }

@@ -1,0 +1,61 @@
+package reconcile_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/reconcile"
+)
+
+func resolveOptions(event string, as string) reconcile.ResolveOptions {
+	return reconcile.ResolveOptions{Consumer: exectest.Consumer, EventID: event, As: as, Actor: "alice",
+		Note: "provider dashboard checked for the order"}
+}
+
+// A row changed while the person was looking at it (a look-up marked it) is left alone: the
+// decision was made on what the row said before.
+func TestResolveLeavesARowThatChangedWhileItWasShown(t *testing.T) {
+	w := newWorld(t, 3, []int{1}, nil, false)
+	o := resolveOptions(exectest.EventID(1), ledger.VerdictNotHappened)
+	o.Confirm = func(r *reconcile.Resolution) (bool, error) {
+		_, err := w.Store.Pool.Exec(w.Ctx, `update effects set reviewed_at = now(), review_state = 'manual_review', review_verdict = 'happened'
+			where event_id = $1`, r.EventID)
+		return true, err
+	}
+	res, err := reconcile.Resolve(w.Ctx, w.Store, o)
+	if !errors.Is(err, reconcile.ErrChangedSinceRead) || res == nil || res.Applied {
+		t.Fatalf("err %v, resolution %+v; want ErrChangedSinceRead, not applied", err, res)
+	}
+	if got := w.states(); got != "evt-00000:completed evt-00001:uncertain:manual_review evt-00002:completed" {
+		t.Fatalf("rows after a refused resolve: %s", got)
+	}
+	if n := w.QueryInt(`select count(*) from audit where action = $1`, ledger.AuditResolved); n != 0 {
+		t.Fatalf("%d resolve audit entries for a row left alone", n)
+	}
+}
+
+// An event uncertain under two versions needs --effect-version; with it only that row changes.
+func TestResolvePicksTheRowByVersionWhenThereAreSeveral(t *testing.T) {
+	w := newWorld(t, 2, []int{1}, nil, false)
+	if _, err := w.Store.Pool.Exec(w.Ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
+		select consumer, event_id, 7, 'uncertain', request_hash, request_hash_alg from effects where event_id = $1`, exectest.EventID(1)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := reconcile.Resolve(w.Ctx, w.Store, resolveOptions(exectest.EventID(1), ledger.VerdictHappened))
+	if !errors.Is(err, reconcile.ErrNothingToResolve) || !strings.Contains(err.Error(), "pass --effect-version") ||
+		!strings.Contains(err.Error(), "version 1 uncertain, version 7 uncertain") {
+		t.Fatalf("err %v, want ErrNothingToResolve naming both versions", err)
+	}
+	o := resolveOptions(exectest.EventID(1), ledger.VerdictHappened)
+	o.EffectVersion = 7
+	res, err := reconcile.Resolve(w.Ctx, w.Store, o)
+	if err != nil || !res.Applied || res.EffectVersion != 7 || res.To != ledger.EffectReconciled {
+		t.Fatalf("resolve version 7: %+v, %v", res, err)
+	}
+	if n := w.QueryInt(`select count(*) from effects where event_id = $1 and state = 'uncertain' and effect_version = 1`, exectest.EventID(1)); n != 1 {
+		t.Error("the version-1 row changed too")
+	}
+}
