@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -37,9 +38,15 @@ func translate(err error) error {
 
 // schemaMismatchError carries both versions, so the message can say which way to go while
 // errors.Is still matches the one sentinel commands map to an exit code.
-type schemaMismatchError struct{ current, wanted int }
+type schemaMismatchError struct {
+	current, wanted int
+	missing         []string
+}
 
 func (e *schemaMismatchError) Error() string {
+	if len(e.missing) > 0 {
+		return fmt.Sprintf("ledger schema is at version %d but lacks migrations %s: run `replayctl migrate`", e.current, strings.Join(e.missing, ", "))
+	}
 	if e.current > e.wanted {
 		return fmt.Sprintf("ledger schema is at version %d, newer than this replayctl knows (%d): upgrade replayctl", e.current, e.wanted)
 	}

@@ -218,5 +218,44 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	if current != wanted {
 		return &schemaMismatchError{current: current, wanted: wanted}
 	}
+	// Migration numbers have gaps, and a schema migrated by a binary that had a later number but
+	// not an earlier one is at the wanted maximum while missing a table: count them all.
+	missing, err := s.missingMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return &schemaMismatchError{current: current, wanted: wanted, missing: missing}
+	}
 	return nil
+}
+
+const migrationsMissing = `select v from unnest($1::int[]) as v
+	where not exists (select from replayctl_migrations m where m.version = v) order by v`
+
+// missingMigrations names the embedded migrations the schema has not recorded.
+func (s *Store) missingMigrations(ctx context.Context) ([]string, error) {
+	migrations, err := loadMigrations()
+	if err != nil {
+		return nil, err
+	}
+	versions := make([]int, len(migrations))
+	names := make(map[int]string, len(migrations))
+	for i, m := range migrations {
+		versions[i] = m.version
+		names[m.version] = m.name
+	}
+	rows, err := s.Pool.Query(ctx, migrationsMissing, versions)
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger's applied migrations: %w", err)
+	}
+	absent, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger's applied migrations: %w", err)
+	}
+	out := make([]string, len(absent))
+	for i, v := range absent {
+		out[i] = names[v]
+	}
+	return out, nil
 }

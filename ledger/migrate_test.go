@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,5 +177,21 @@ func TestCheckSchema(t *testing.T) {
 	err = store.CheckSchema(t.Context())
 	if want := fmt.Sprintf("ledger schema is at version 9999, newer than this replayctl knows (%d): upgrade replayctl", latestVersion); !errors.Is(err, ledger.ErrSchemaOutdated) || err.Error() != want {
 		t.Errorf("CheckSchema on a newer schema = %v, want %q", err, want)
+	}
+}
+
+// Migration numbers have gaps; a schema at the wanted maximum that lacks an earlier migration is
+// outdated, and the error names what is missing.
+func TestCheckSchemaNamesAMissingEarlierMigration(t *testing.T) {
+	store := openStore(t, pgtest.URL(t))
+	if _, err := store.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Pool.Exec(t.Context(), "delete from replayctl_migrations where version = 1"); err != nil {
+		t.Fatal(err)
+	}
+	err := store.CheckSchema(t.Context())
+	if !errors.Is(err, ledger.ErrSchemaOutdated) || !strings.Contains(err.Error(), "lacks migrations 0001_init: run `replayctl migrate`") {
+		t.Fatalf("CheckSchema with 0001 unrecorded = %v, want ErrSchemaOutdated naming 0001_init", err)
 	}
 }
