@@ -28,7 +28,18 @@ type world struct {
 // billing look-up when withLookup, or without any look-up.
 func newWorld(t *testing.T, n int, charged, uncharged []int, withLookup bool) *world {
 	t.Helper()
+	return newWorldKeeping(t, n, charged, uncharged, withLookup, false)
+}
+
+// newWorldKeeping is newWorld whose billing consumer keeps its orders and its provider's charges
+// in the database (billing.Records) when shared, as every instance of a real service would.
+func newWorldKeeping(t *testing.T, n int, charged, uncharged []int, withLookup, shared bool) *world {
+	t.Helper()
 	w := &world{Env: exectest.New(t, exectest.Options{}), orders: billing.NewOrders()}
+	if shared {
+		records := w.records()
+		w.orders, w.Provider.Records = billing.SharedOrders(records), records
+	}
 	outcome := map[string]string{}
 	for _, i := range charged {
 		outcome[exectest.EventID(i)] = "charged"
@@ -85,6 +96,17 @@ func newWorld(t *testing.T, n int, charged, uncharged []int, withLookup bool) *w
 		return w.QueryInt(`select count(*) from effects where consumer = 'billing' and state in ('completed', 'uncertain')`) == int64(n), nil
 	})
 	return w
+}
+
+// records opens another connection to the billing service's shared records, as an instance does.
+func (w *world) records() *billing.Records {
+	w.T.Helper()
+	r, err := billing.OpenRecords(w.Ctx, w.DatabaseURL)
+	if err != nil {
+		w.T.Fatal(err)
+	}
+	w.T.Cleanup(r.Close)
+	return r
 }
 
 // run reconciles the billing consumer's rows with o's flags.

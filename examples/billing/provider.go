@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"sync"
@@ -33,6 +34,9 @@ type Provider struct {
 	// error is returned instead of the reference, as a connection reset or a 5xx after the
 	// provider acted would be.
 	FailAfter func(kind, ref string) error
+	// Records, when set, is where the provider keeps its charges, shared by every instance of
+	// the service, as a real provider's are: the look-up asks it, not this process's counts.
+	Records *Records
 }
 
 // NewProvider returns a provider that has received no call.
@@ -42,19 +46,28 @@ func NewProvider() *Provider {
 
 // Charge charges totalCents for orderID and returns the charge ID.
 func (p *Provider) Charge(ctx context.Context, orderID string, totalCents int64, currency string) (string, error) {
-	return p.call(ctx, EffectCharge, orderID, func(n int64) string {
+	return p.call(ctx, EffectCharge, orderID, func() (string, error) {
+		// Unique across instances, which share the provider's records.
+		c := Charge{ID: "ch_" + orderID + "_" + rand.Text()[:8], OrderID: orderID, TotalCents: totalCents}
+		if p.Records != nil {
+			if err := p.Records.recordCharge(ctx, c, currency); err != nil {
+				return "", err
+			}
+		}
 		p.charged[orderID] += totalCents
 		p.charges[orderID]++
-		return fmt.Sprintf("ch_%s_%d", orderID, n)
+		return c.ID, nil
 	})
 }
 
 // SendReceipt mails customer the receipt of orderID and returns the message ID.
 func (p *Provider) SendReceipt(ctx context.Context, customer, orderID string) (string, error) {
-	return p.call(ctx, EffectReceipt, orderID, func(n int64) string { return fmt.Sprintf("msg_%s_%d", orderID, n) })
+	return p.call(ctx, EffectReceipt, orderID, func() (string, error) {
+		return fmt.Sprintf("msg_%s_%d", orderID, p.calls[EffectReceipt]+1), nil
+	})
 }
 
-func (p *Provider) call(ctx context.Context, kind, orderID string, do func(n int64) string) (string, error) {
+func (p *Provider) call(ctx context.Context, kind, orderID string, do func() (string, error)) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -65,8 +78,11 @@ func (p *Provider) call(ctx context.Context, kind, orderID string, do func(n int
 			return "", err
 		}
 	}
+	ref, err := do()
+	if err != nil {
+		return "", err
+	}
 	p.calls[kind]++
-	ref := do(p.calls[kind])
 	if p.FailAfter != nil {
 		if err := p.FailAfter(kind, orderID); err != nil {
 			return "", err
@@ -102,6 +118,25 @@ func (p *Provider) Charges(orderID string) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.charges[orderID]
+}
+
+// chargesOf lists orderID's charges from the provider's shared records, or, without them, as this
+// process counted them (the order ID stands for the charge ID).
+func (p *Provider) chargesOf(ctx context.Context, orderID string) ([]Charge, error) {
+	if p.Records != nil {
+		return p.Records.ChargesOf(ctx, orderID)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	charges := make([]Charge, p.charges[orderID])
+	for i := range charges {
+		charges[i] = Charge{ID: orderID, OrderID: orderID}
+	}
+	if len(charges) > 0 {
+		// The counts keep the order's total, not each charge's.
+		charges[0].TotalCents = p.charged[orderID]
+	}
+	return charges, nil
 }
 
 // ChargedOrders returns how many times each order was charged.

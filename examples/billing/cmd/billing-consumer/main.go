@@ -2,8 +2,10 @@
 // requests on replay.shadow.billing and, unless -shadow-only, consumes its stream with the SDK's
 // ledger rules and answers `replayctl reconcile` look-ups on replay.reconcile.billing from the
 // provider's charges. With -metrics-addr it serves the SDK's Prometheus metrics on /metrics there
-// (docs/ledger.md, "Metrics"; docs/alerts.yml). Its payment provider is the in-memory fake, so nothing leaves the process; the
-// provider's call count is printed when it stops. It is for trying replayctl shadow by hand and
+// (docs/ledger.md, "Metrics"; docs/alerts.yml). Its payment provider is a fake that keeps its
+// charges, and the service its orders, in the ledger's database (tables billing_orders and
+// billing_provider_charges), so nothing leaves the machine and every instance's look-up answers
+// alike; the provider's call count (this instance's) is printed when it stops. It is for trying replayctl shadow by hand and
 // for measuring replayctl against a responder in another process (docs/benchmarks.md).
 //
 //	go run ./examples/billing/cmd/billing-consumer -shadow-only -live-version 1
@@ -96,8 +98,16 @@ func run(o options) error {
 			return fmt.Errorf("create stream %s: %w", stream, err)
 		}
 	}
+	// The orders and the provider's charges are kept in the database, so every instance's look-up
+	// answers alike.
+	records, err := billing.OpenRecords(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer records.Close()
 	provider := billing.NewProvider()
-	orders := billing.NewOrders()
+	provider.Records = records
+	orders := billing.SharedOrders(records)
 	c, err := consumer.New(consumer.Config{
 		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: o.dlqSubject,
 		LiveVersion: o.liveVersion, ShadowConcurrency: o.concurrency, Concurrency: o.handlers, Metrics: registry,

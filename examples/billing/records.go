@@ -1,0 +1,116 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Records is what every instance of the billing service shares, in PostgreSQL: its orders table
+// (which order each event is about, written before the charge is attempted) and the payment
+// provider's charges as the provider itself would list them. The look-up answers from it, so two
+// instances answer `replayctl reconcile` alike, and a restarted one still knows the events it
+// handled. The tables are the example's own, created on open beside the ledger's; they are no
+// part of replayctl's ledger or its migrations.
+type Records struct {
+	pool *pgxpool.Pool
+}
+
+// Charge is one charge the provider made.
+type Charge struct {
+	ID         string
+	OrderID    string
+	TotalCents int64
+}
+
+const recordsSchema = `
+create table if not exists billing_orders (
+    event_id text primary key,
+    order_id text not null
+);
+create table if not exists billing_provider_charges (
+    charge_id   text        primary key,
+    order_id    text        not null,
+    total_cents bigint      not null,
+    currency    text        not null,
+    charged_at  timestamptz not null default now()
+);
+create index if not exists billing_provider_charges_order on billing_provider_charges (order_id);`
+
+const (
+	ordersInsert = `insert into billing_orders (event_id, order_id) values ($1, $2)
+on conflict (event_id) do update set order_id = excluded.order_id`
+	ordersGet      = `select order_id from billing_orders where event_id = $1`
+	chargesInsert  = `insert into billing_provider_charges (charge_id, order_id, total_cents, currency) values ($1, $2, $3, $4)`
+	chargesOfOrder = `select charge_id, order_id, total_cents from billing_provider_charges where order_id = $1 order by charged_at, charge_id`
+)
+
+// OpenRecords connects to databaseURL and creates the example's tables if they are missing.
+func OpenRecords(ctx context.Context, databaseURL string) (*Records, error) {
+	pool, err := pgxpool.New(ctx, databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("billing records: %w", err)
+	}
+	// Two instances starting at once may both create the tables; the advisory lock orders them.
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `select pg_advisory_xact_lock(hashtext('billing_records_schema'))`); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, recordsSchema)
+		return err
+	})
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("billing records: create the example's tables: %w", err)
+	}
+	return &Records{pool: pool}, nil
+}
+
+// Close closes the connections.
+func (r *Records) Close() { r.pool.Close() }
+
+func (r *Records) recordOrder(ctx context.Context, eventID, orderID string) error {
+	if _, err := r.pool.Exec(ctx, ordersInsert, eventID, orderID); err != nil {
+		return fmt.Errorf("record the order of event %s: %w", eventID, err)
+	}
+	return nil
+}
+
+func (r *Records) orderOf(ctx context.Context, eventID string) (string, bool, error) {
+	var orderID string
+	err := r.pool.QueryRow(ctx, ordersGet, eventID).Scan(&orderID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read the order of event %s: %w", eventID, err)
+	}
+	return orderID, true, nil
+}
+
+func (r *Records) recordCharge(ctx context.Context, c Charge, currency string) error {
+	if _, err := r.pool.Exec(ctx, chargesInsert, c.ID, c.OrderID, c.TotalCents, currency); err != nil {
+		return fmt.Errorf("payment provider: record charge %s of order %s: %w", c.ID, c.OrderID, err)
+	}
+	return nil
+}
+
+// ChargesOf lists the provider's charges of orderID, oldest first.
+func (r *Records) ChargesOf(ctx context.Context, orderID string) ([]Charge, error) {
+	rows, err := r.pool.Query(ctx, chargesOfOrder, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("list the charges of order %s: %w", orderID, err)
+	}
+	charges, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Charge, error) {
+		var c Charge
+		err := row.Scan(&c.ID, &c.OrderID, &c.TotalCents)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the charges of order %s: %w", orderID, err)
+	}
+	return charges, nil
+}
