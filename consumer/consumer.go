@@ -111,12 +111,14 @@ type Config struct {
 
 // Consumer handles a consumer's messages and shadow requests against the ledger.
 type Consumer struct {
-	cfg          Config
-	js           jetstream.JetStream
-	log          *slog.Logger
-	executing    executingCache
-	meters       *meters
-	fingerprints *fingerprints
+	cfg       Config
+	js        jetstream.JetStream
+	log       *slog.Logger
+	executing executingCache
+	meters    *meters
+	// interruptions counts what Run rode through, by reason (MetricPullInterruptions).
+	interruptions *prometheus.CounterVec
+	fingerprints  *fingerprints
 }
 
 // New validates cfg and fills its defaults. A bad config returns an error matching ErrBadConfig
@@ -134,12 +136,17 @@ func New(cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, err
 	}
+	interruptions, err := newInterruptions(cfg.Name, cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(cfg.Conn)
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: open JetStream: %w", cfg.Name, err)
 	}
 	return &Consumer{cfg: cfg, js: js, log: cfg.Logger, executing: newExecutingCache(), meters: m,
-		fingerprints: newFingerprints(cfg, hasher)}, nil
+		interruptions: interruptions,
+		fingerprints:  newFingerprints(cfg, hasher)}, nil
 }
 
 // Config returns the configuration in use, defaults filled in.

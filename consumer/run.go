@@ -2,7 +2,6 @@ package consumer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -38,6 +37,11 @@ func (c *Consumer) EnsureDurable(ctx context.Context) (jetstream.Consumer, error
 // (ServeLookup) and runs the reconcile worker (ReconcileUncertain every ReconcileInterval) while
 // it runs. It adds what it counted to the ledger's daily delivery counts every
 // CountsInterval, and once more before it returns (FlushCounts).
+//
+// Run rides through missed heartbeats, reconnects, leader changes and a deleted durable: each is
+// logged and counted (MetricPullInterruptions), and a closed iterator is re-created with backoff
+// (run_recover.go). Besides a bad Config or a failure before the first message, it returns only an
+// error matching ErrConsumeStopped, which names what to do.
 func (c *Consumer) Run(ctx context.Context) error {
 	var missing []string
 	if c.cfg.Stream == "" {
@@ -68,26 +72,20 @@ func (c *Consumer) Run(ctx context.Context) error {
 		defer stopLookup()
 		defer c.startReconcileWorker(ctx)()
 	}
-	// A small pull keeps messages from waiting in this client, unacked, while others handle them.
-	iter, err := cons.Messages(jetstream.PullMaxMessages(c.cfg.Concurrency))
+	pull, err := c.startPull(cons)
 	if err != nil {
-		return fmt.Errorf("consume stream %s as %s: %w", c.cfg.Stream, c.cfg.Durable, err)
+		return err
 	}
-	defer iter.Stop()
-	stopOnCancel := context.AfterFunc(ctx, iter.Stop)
-	defer stopOnCancel()
+	defer func() { pull.iter.Stop() }()
 
 	work := context.WithoutCancel(ctx)
 	slots := make(chan struct{}, c.cfg.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		msg, err := iter.Next()
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
-			}
-			return fmt.Errorf("consume stream %s as %s: %w", c.cfg.Stream, c.cfg.Durable, err)
+		msg, err := pull.next(ctx)
+		if err != nil || msg == nil {
+			return err
 		}
 		slots <- struct{}{}
 		wg.Go(func() {
