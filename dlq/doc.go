@@ -1,5 +1,6 @@
 // Package dlq owns the DLQ message format of docs/protocol.md: the header names, how a DLQ
-// message is written (the consumer SDK's dead-lettering), how plan parses one, and how execute
+// message is written (the consumer SDK's dead-lettering), how plan parses one, how shadow and
+// execute check that the message at a planned sequence is still the planned one, and how execute
 // turns one back into a replay. A header added to the format, or another convention of names,
-// changes this package and its callers' flags only.
+// changes this package and its callers' flags only. Reading the stream is internal/dlqsource's.
 package dlq

@@ -11,8 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/replayctl/replayctl/fingerprint"
-	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -20,38 +19,13 @@ import (
 // stream still reports pending ones, instead of hanging a runbook.
 const StallTimeout = 30 * time.Second
 
-// maxQuoted bounds how much of a foreign header value a refusal quotes.
-const maxQuoted = 120
-
-// Target is a planned target as the reader matches it against the stream.
-type Target struct {
-	EventID   string
-	StreamSeq uint64
-	// PayloadHash is the payload fingerprint at plan time; empty skips the payload check (targets
-	// planned before the ledger stored it).
-	PayloadHash string
-}
+// Target is a planned target as the reader matches it against the stream (dlq.Check).
+type Target = dlq.Planned
 
 // Message is a target's DLQ message: its payload and headers.
 type Message struct {
 	Data   []byte
 	Header nats.Header
-}
-
-// Check says why a message cannot stand for target t (empty when it can): the stream sequence must
-// still hold the planned event with the planned payload.
-func Check(t Target, eventIDHeader string, header nats.Header, data []byte) string {
-	if got := header.Get(eventIDHeader); got != t.EventID {
-		return fmt.Sprintf("the DLQ message at stream sequence %d carries %s %q, not %q: the stream was purged or recreated since plan; plan again",
-			t.StreamSeq, eventIDHeader, clip.Runes(got, maxQuoted), t.EventID)
-	}
-	if t.PayloadHash != "" {
-		if got := fingerprint.Payload(data); got != t.PayloadHash {
-			return fmt.Sprintf("the DLQ message at stream sequence %d changed since plan (payload %s, planned %s); plan again",
-				t.StreamSeq, got, t.PayloadHash)
-		}
-	}
-	return ""
 }
 
 func deleted(t Target, stream string) string {
@@ -68,7 +42,7 @@ func Fetch(ctx context.Context, stream jetstream.Stream, m *manifest.Manifest, t
 	if err != nil {
 		return Message{}, "", fmt.Errorf("read the DLQ message of event %s at stream sequence %d of %s: %w", t.EventID, t.StreamSeq, m.Source.Stream, err)
 	}
-	if why := Check(t, m.Source.Headers.EventID, msg.Header, msg.Data); why != "" {
+	if why := dlq.Check(t, m.Source.Headers.EventID, msg.Header, msg.Data); why != "" {
 		return Message{}, why, nil
 	}
 	return Message{Data: msg.Data, Header: msg.Header}, "", nil
@@ -138,7 +112,7 @@ func (r *Reader) Next(t Target) (Message, string, error) {
 		case r.headSeq == t.StreamSeq:
 			msg := r.head
 			r.head = nil
-			if why := Check(t, r.m.Source.Headers.EventID, msg.Headers(), msg.Data()); why != "" {
+			if why := dlq.Check(t, r.m.Source.Headers.EventID, msg.Headers(), msg.Data()); why != "" {
 				return Message{}, why, nil
 			}
 			return Message{Data: msg.Data(), Header: msg.Headers()}, "", nil

@@ -1,4 +1,4 @@
-package dlqsource_test
+package dlq_test
 
 import (
 	"strings"
@@ -6,24 +6,24 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
-	"github.com/replayctl/replayctl/internal/dlqsource"
 	"github.com/replayctl/replayctl/protocol"
 )
 
-// FuzzCheck feeds the shadow and execute check a DLQ message whose Event-Id header and payload
+// FuzzCheck feeds the check shadow and execute make of a DLQ message whose Event-Id header and payload
 // are arbitrary, against a planned target: it must never panic; it accepts exactly the planned
 // event ID with the planned payload; and a refusal names the header or the change, says what to
 // do, and stays one readable line however long or binary the foreign value is. Seeds are in
 // testdata/fuzz/FuzzCheck.
 func FuzzCheck(f *testing.F) {
 	f.Fuzz(func(t *testing.T, planned, got string, payload []byte, changed bool) {
-		target := dlqsource.Target{EventID: planned, StreamSeq: 42, PayloadHash: fingerprint.Payload(payload)}
+		target := dlq.Planned{EventID: planned, StreamSeq: 42, PayloadHash: fingerprint.Payload(payload)}
 		if changed {
 			target.PayloadHash = fingerprint.Payload(append([]byte("x"), payload...))
 		}
 		h := nats.Header{protocol.HeaderEventID: {got}}
-		why := dlqsource.Check(target, protocol.HeaderEventID, h, payload)
+		why := dlq.Check(target, protocol.HeaderEventID, h, payload)
 		switch {
 		case got != planned:
 			if !strings.Contains(why, protocol.HeaderEventID) || !strings.Contains(why, "plan again") {
