@@ -175,7 +175,7 @@ func confirmExecute(ios *iostreams.IOStreams) func(executor.Preflight) (bool, er
 		fmt.Fprintf(w, "  targets                 %d\n", p.Targets)
 		fmt.Fprintf(w, "  already settled/skipped %d\n", p.Targets-p.Counts.Remaining)
 		fmt.Fprintf(w, "  to publish now          %d\n", p.ToPublish)
-		fmt.Fprintf(w, "  expected external calls %d (budget %d)\n", p.ExpectedExternalCalls, p.CallBudget)
+		fmt.Fprintf(w, "  external call budget    %d: %s\n", p.CallBudget, p.Budget.Describe())
 		fmt.Fprintf(w, "  write-forbidden         %t\n", p.WriteForbidden)
 		if p.Canary > 0 {
 			fmt.Fprintf(w, "  canary                  %d targets first, judged by every guard before the rest\n", p.Canary)

@@ -33,7 +33,9 @@ func TestAGuardPassedAtTheEndReportsACompletedJob(t *testing.T) {
 	}
 	out := stdout + stderr
 	for _, want := range []string{"execute of job " + m.ID + ": completed", "completed, but the guard's threshold was passed",
-		"1 of 10 settled targets failed", "nothing to resume"} {
+		"1 of 10 settled targets failed", "nothing to resume",
+		// The table says where the call budget came from: the verdict's measured calls.
+		"external call budget\t22 (20 calls measured by shadow verdict #"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -144,7 +144,7 @@ func progressRows(p executor.Progress, dryRun bool, pre executor.Preflight, r *e
 		[2]string{"in progress", count(p.InProgress)},
 		[2]string{"remaining", count(p.Remaining)},
 		[2]string{"external calls", count(p.ExternalCalls)},
-		[2]string{"external call budget", count(pre.CallBudget)},
+		[2]string{"external call budget", fmt.Sprintf("%d (%s)", pre.CallBudget, pre.Budget.Describe())},
 		[2]string{"canary (targets judged first)", count(pre.Canary)},
 	)
 }

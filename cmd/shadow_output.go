@@ -43,6 +43,7 @@ func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 		{"missing from the DLQ", count(t.SourceMissing)},
 		{"refused by NATS (over max_payload)", count(t.Refused)},
 		{"external calls in shadow", count(t.ShadowExternalCalls)},
+		{"  most of one target", count(t.MaxCallsPerTarget)},
 		{"external calls expected by the plan", count(t.ExpectedExternalCalls)},
 	} {
 		if err := totals.Append(row[0], row[1]); err != nil {

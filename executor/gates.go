@@ -39,6 +39,8 @@ type session struct {
 	// noRowsAhead: the job had never been executed and its version had no row for it when this
 	// run began, so only this run's own publishes can make rows, all behind its read position.
 	noRowsAhead bool
+	// budget is the run's call budget, the passing verdict's (budget.go).
+	budget CallBudget
 }
 
 // refuse returns gate's refusal and records it in the audit log: a refused run is a decision too.
@@ -136,6 +138,7 @@ func (s *session) checkVerdict(ctx context.Context) (VerdictRef, error) {
 		return VerdictRef{}, err
 	}
 	ref := VerdictRef{ID: v.ID, At: v.CreatedAt, Actor: v.Actor}
+	s.budget = budgetOf(v, m, s.opts.Guards.MaxCallsOver)
 	if v.ManifestDigest != m.Digest {
 		return ref, s.refuse(ctx, GateShadow, "the latest shadow verdict of job %s (#%d) is for manifest digest %s, not %s; shadow this manifest again",
 			m.ID, v.ID, v.ManifestDigest, m.Digest)
@@ -222,7 +225,7 @@ func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift
 	p := Preflight{JobID: m.ID, ManifestDigest: m.Digest, Consumer: m.Consumer, EffectVersion: m.EffectVersion,
 		WriteForbidden: m.WriteForbidden, JobStatus: job.Status, Resume: job.Status == ledger.JobExecuting, Verdict: verdict,
 		Targets: job.Targets, Counts: progressOf(job.Targets, ts, e, false), Drift: drift,
-		ExpectedExternalCalls: m.ExpectedExternalCalls, CallBudget: callBudget(m.ExpectedExternalCalls, s.opts.Guards.MaxCallsOver),
+		ExpectedExternalCalls: m.ExpectedExternalCalls, CallBudget: s.budget.Budget, Budget: s.budget,
 		Guards: s.opts.Guards, Durable: s.opts.Durable, Rate: s.opts.Rate, MaxInFlight: s.opts.MaxInFlight,
 		FirstTargets: []PlannedPublish{}}
 	p.Counts.CallBudget = p.CallBudget
@@ -263,14 +266,4 @@ func (s *session) checkSubject(ctx context.Context, subject string, p *Preflight
 		return fmt.Errorf("read durable consumer %q of stream %s: %w", s.opts.Durable, stream, err)
 	}
 	return nil
-}
-
-// callBudget is expected plus the tolerance, rounded up.
-func callBudget(expected int64, over float64) int64 {
-	b := float64(expected) * (1 + over)
-	n := int64(b)
-	if float64(n) < b {
-		n++
-	}
-	return n
 }

@@ -68,6 +68,7 @@ type runState struct {
 	durablePending  int64
 	maxInFlight     int64
 	canary          canary
+	budget          budgetWindow
 }
 
 // inFlight is how many published targets have no outcome yet, as of the last poll.
@@ -85,6 +86,8 @@ func (st *runState) blockedBy() string {
 	case st.inFlight() >= st.maxInFlight:
 		return fmt.Sprintf("throttled: %d published targets have no outcome in the ledger yet (--max-in-flight %d); is the consumer running?",
 			st.inFlight(), st.maxInFlight)
+	case st.budget.holds(st.inFlight()) != "":
+		return st.budget.holds(st.inFlight())
 	case st.durablePending >= st.maxInFlight:
 		return fmt.Sprintf("throttled: durable consumer %s has %d messages pending (--max-in-flight %d)", st.durable, st.durablePending, st.maxInFlight)
 	}

@@ -31,9 +31,11 @@ type Preflight struct {
 	// FirstTargets are the first targets it would publish, in stream order.
 	FirstTargets          []PlannedPublish `json:"firstTargets"`
 	ExpectedExternalCalls int64            `json:"expectedExternalCalls"`
-	// CallBudget is expectedExternalCalls plus the --max-calls-over tolerance.
-	CallBudget int64  `json:"callBudget"`
-	Guards     Guards `json:"guards"`
+	// CallBudget is the calls the run may start: Budget.Budget, where Budget says which figure
+	// it came from (the shadow verdict's measured calls, or the plan's).
+	CallBudget int64      `json:"callBudget"`
+	Budget     CallBudget `json:"callBudgetSource"`
+	Guards     Guards     `json:"guards"`
 	// Durable is the consumer whose pending count throttles; DurableFound says whether it exists.
 	Durable      string  `json:"durable"`
 	DurableFound bool    `json:"durableFound"`

@@ -41,7 +41,8 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 		return nil, err
 	}
 	st := &runState{publishedBefore: ts[ledger.TargetPublished], maxInFlight: int64(s.opts.MaxInFlight), durable: s.opts.Durable,
-		canary: canary{size: r.Preflight.Canary, open: r.Preflight.Canary == 0}}
+		canary: canary{size: r.Preflight.Canary, open: r.Preflight.Canary == 0},
+		budget: budgetWindow{budget: s.budget.Budget, maxPerTarget: s.budget.MaxPerTarget}}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	acks := make(chan pendingAck, min(s.opts.MaxInFlight, 4096))
@@ -149,6 +150,7 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 
 	w.st.mu.Lock()
 	w.st.settled = e.Settled()
+	w.st.budget.settled, w.st.budget.settledCalls, w.st.budget.inFlightCalls = e.Settled(), e.SettledCalls, e.InFlightCalls
 	// A cancelled job stops the publisher here, under the lock that releases a pause: a paused
 	// run must not publish one more target on its way out.
 	if job.Status == ledger.JobCancelled {
@@ -161,6 +163,8 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	blocked := w.st.blockedBy()
 	inCanary := !w.st.canary.open
 	canaryOver := w.st.canary.settled(w.st.sent.Load(), w.st.inFlight(), publishing)
+	// The budget holds the next target back and nothing is in flight to settle: it never opens.
+	exhausted := w.st.inFlight() <= 0 && w.st.budget.holds(0) != ""
 	w.st.mu.Unlock()
 
 	w.rate(&p, e.Settled())
@@ -185,7 +189,7 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 			"job %s was cancelled%s; publishing stopped, and what was already replayed stays replayed (cancel never reverts)", job.ID, statusBecause(job))}, false, nil
 	}
 	finished := !publishing && p.Remaining == 0
-	if stop := s.guardStop(p, e, finished, canaryOver); stop != nil {
+	if stop := s.guardStop(p, e, finished, canaryOver, exhausted && p.Remaining > 0); stop != nil {
 		if inCanary && !stop.Completed {
 			stop.Canary = true
 			stop.Message = fmt.Sprintf("the canary of %d targets stopped the run before the rest was published: %s", w.st.canary.size, stop.Message)

@@ -162,6 +162,7 @@ func (sh *runner) count(r *targetResult) {
 		t.ShadowExternalCalls++
 		t.EffectKinds[e.Kind]++
 	}
+	t.MaxCallsPerTarget = max(t.MaxCallsPerTarget, int64(len(r.effects)))
 	sh.progress++
 	if sh.opts.Progress != nil {
 		sh.opts.Progress(sh.progress, t.Targets)

@@ -58,8 +58,12 @@ type Totals struct {
 	// SourceMissing counts targets whose DLQ message was deleted or no longer matches the plan.
 	SourceMissing int64 `json:"sourceMissing"`
 	// Refused counts targets whose request NATS would not send (over the server's max_payload).
-	Refused               int64 `json:"refused"`
+	Refused int64 `json:"refused"`
+	// ShadowExternalCalls is the verdict's measured figure: a passing verdict's is execute's call
+	// budget (plus its --max-calls-over). MaxCallsPerTarget is the most one target would make,
+	// what execute reserves for each target in flight.
 	ShadowExternalCalls   int64 `json:"shadowExternalCalls"`
+	MaxCallsPerTarget     int64 `json:"maxCallsPerTarget"`
 	ExpectedExternalCalls int64 `json:"expectedExternalCalls"`
 	// EffectKinds counts the shadow's external calls by kind.
 	EffectKinds map[string]int64 `json:"effectKinds"`

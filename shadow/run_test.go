@@ -35,7 +35,7 @@ func TestShadowCountsStoresAndRecordsTheVerdict(t *testing.T) {
 
 	want := shadow.Totals{
 		Targets: 9, Answered: 9, Identical: 3, Changed: 3, NoOriginal: 3, ComparedOnHash: 2,
-		ShadowExternalCalls: 9, ExpectedExternalCalls: 9, EffectKinds: map[string]int64{"payments.charge": 9},
+		ShadowExternalCalls: 9, MaxCallsPerTarget: 1, ExpectedExternalCalls: 9, EffectKinds: map[string]int64{"payments.charge": 9},
 	}
 	if !reflect.DeepEqual(r.Totals, want) {
 		t.Fatalf("totals\n got %+v\nwant %+v", r.Totals, want)
