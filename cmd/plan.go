@@ -27,6 +27,8 @@ type PlanOptions struct {
 	Request planner.Options
 	Since   string
 	Until   string
+	// EvidenceWindow is --evidence-window as typed; the run parses it.
+	EvidenceWindow string
 }
 
 // NewCmdPlan returns the plan command. runF, when not nil, replaces the run function (tests).
@@ -79,6 +81,8 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 	fl.StringVar(&opts.Until, "until", "", "only messages stored at or before this time")
 	fl.StringVar(&req.FailureMatch, "failure-match", "", "only messages whose failure reason matches this regular expression")
 	fl.IntVar(&req.Max, "max", 0, "keep at most N targets, the oldest first (0: no limit)")
+	fl.StringVar(&opts.EvidenceWindow, "evidence-window", spanString(planner.DefaultEvidenceWindow),
+		"the consumer's EvidenceRetention: an event with no ledger row whose message is older is excluded as evidenceExpired")
 	fl.IntVar(&req.EffectVersion, "effect-version", 0, "effect version to replay under (default: highest known + 1)")
 	fl.BoolVar(&req.WriteForbidden, "write-forbidden", false, "replay with every external call suppressed and recorded")
 	fl.StringVarP(&req.OutputPath, "output", "o", "", "path of the manifest to write (required)")
@@ -98,6 +102,9 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 		return err
 	}
 	if req.Until, err = parseTimeFlag("until", opts.Until, req.Now); err != nil {
+		return err
+	}
+	if req.EvidenceWindow, err = parseSpan("evidence-window", opts.EvidenceWindow); err != nil {
 		return err
 	}
 	if err := req.Normalise(); err != nil {

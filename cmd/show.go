@@ -78,6 +78,8 @@ func printSummary(w io.Writer, isTTY bool, m *manifest.Manifest) error {
 			rows: exclusionRows(m.Excluded.Uncertain), total: len(m.Excluded.Uncertain)},
 		{title: "Excluded: in flight (a live lease)", header: exclusionHeader,
 			rows: exclusionRows(m.Excluded.InFlight), total: len(m.Excluded.InFlight)},
+		{title: "Excluded: evidence expired (the consumer's look-up decides, never replay blindly)", header: exclusionHeader,
+			rows: exclusionRows(m.Excluded.EvidenceExpired), total: len(m.Excluded.EvidenceExpired)},
 		{title: "Excluded: conflicting payloads", header: []string{"EVENT ID", "WHERE", "PAYLOAD HASHES"},
 			rows: conflictRows(m.Excluded.Conflicts), total: len(m.Excluded.Conflicts)},
 		{title: "Excluded: messages without a usable Event-Id or original subject", header: []string{"STREAM SEQ"},

@@ -325,12 +325,12 @@ func planJob(t *testing.T, store *ledger.Store, id string, eventIDs []string) {
 	defer session.Rollback(context.WithoutCancel(ctx))
 	scan := make([][]any, len(eventIDs))
 	for i, e := range eventIDs {
-		scan[i] = []any{int64(i + 1), e, "sha256:" + e, []string{"sha256:" + e}, "timeout", "billing.charge"}
+		scan[i] = []any{int64(i + 1), e, "sha256:" + e, []string{"sha256:" + e}, "timeout", "billing.charge", time.Now()}
 	}
 	if _, err := session.ScanCopy(ctx, pgx.CopyFromRows(scan)); err != nil {
 		t.Fatal(err)
 	}
-	if err := session.Classify(ctx, "billing", 2, []string{execAlg}, 0); err != nil {
+	if err := session.Classify(ctx, "billing", 2, []string{execAlg}, 400*24*time.Hour, 0); err != nil {
 		t.Fatal(err)
 	}
 	job := sampleJob(id)

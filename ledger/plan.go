@@ -15,20 +15,23 @@ import (
 
 // Target classes a plan assigns to each distinct event ID of the scan.
 const (
-	ClassTarget         = "target"
-	ClassDone           = "done"
-	ClassConflictSource = "conflict_source"
-	ClassConflictLedger = "conflict_ledger"
-	ClassUncertain      = "uncertain"
-	ClassInFlight       = "in_flight"
-	ClassOverMax        = "over_max"
+	ClassTarget          = "target"
+	ClassDone            = "done"
+	ClassConflictSource  = "conflict_source"
+	ClassConflictLedger  = "conflict_ledger"
+	ClassUncertain       = "uncertain"
+	ClassInFlight        = "in_flight"
+	ClassOverMax         = "over_max"
+	ClassEvidenceExpired = "evidence_expired"
 )
 
 // PlanScanColumns are the columns, in order, of each row a plan copies in with PlanSession.ScanCopy.
 // payload_hash is the canonical-json-v1 fingerprint, which shadow and execute check the DLQ message
 // against; fingerprints holds the payload's fingerprint under each algorithm passed to Classify, in
-// that order, the consumer's current algorithm first.
-var PlanScanColumns = []string{"seq", "event_id", "payload_hash", "fingerprints", "failure_reason", "original_subject"}
+// that order, the consumer's current algorithm first. stored_at is when the stream stored the
+// message: an event without a ledger row whose message is older than the evidence window may have
+// had its row pruned.
+var PlanScanColumns = []string{"seq", "event_id", "payload_hash", "fingerprints", "failure_reason", "original_subject", "stored_at"}
 
 // planSessionSettings apply to the plan transaction only. Bulk statements grow with the DLQ, so the
 // pool's interactive statement timeout is too short for a million events; sorts of a million rows
@@ -47,7 +50,8 @@ create temp table plan_scan (
     payload_hash     text   not null,
     fingerprints     text[] not null,
     failure_reason   text   not null,
-    original_subject text   not null
+    original_subject text   not null,
+    stored_at        timestamptz not null
 ) on commit drop`
 
 // planFirstCreate keeps each event ID's first message by stream sequence, with how many messages
@@ -56,7 +60,7 @@ create temp table plan_scan (
 // the fields it leaves out, or in the order of its set arrays, are one intent.
 const planFirstCreate = `
 create temp table plan_first on commit drop as
-select event_id, seq, payload_hash, fingerprints, failure_reason, original_subject, messages,
+select event_id, seq, payload_hash, fingerprints, failure_reason, original_subject, stored_at, messages,
        case when min_hash <> max_hash then 2 else 1 end as hashes
   from (select *,
                row_number() over (partition by event_id order by seq) as rn,
@@ -91,6 +95,8 @@ with ledger_rows as (
                    or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now())))
                                                                                     as uncertain,
            bool_or(e.state = 'processing' and e.lease_expires_at > now())            as in_flight,
+           bool_or(e.state = 'expired')                                              as expired,
+           bool_or(e.state in ('completed', 'reconciled'))                          as done_any,
            bool_or(` + planRowMismatch + `)                                         as mismatch,
            (array_agg(e.request_hash order by e.effect_version desc)
                 filter (where ` + planRowMismatch + `))[1]                          as ledger_hash,
@@ -114,6 +120,9 @@ select p.event_id, p.seq, p.payload_hash, p.failure_reason, p.original_subject, 
             when coalesce(l.mismatch, false)    then 'conflict_ledger'
             when coalesce(l.uncertain, false)   then 'uncertain'
             when coalesce(l.in_flight, false)   then 'in_flight'
+            when (coalesce(l.expired, false) and not coalesce(l.done_any, false))
+                 or (l.event_id is null and p.stored_at < now() - $4::bigint * interval '1 millisecond')
+                                                then 'evidence_expired'
             else 'target' end as class
   from plan_first p
   left join ledger_rows l using (event_id)`
@@ -134,6 +143,7 @@ select count(*),
        count(*) filter (where class = 'uncertain'),
        count(*) filter (where class = 'in_flight'),
        count(*) filter (where class = 'over_max'),
+       count(*) filter (where class = 'evidence_expired'),
        count(*) filter (where class = 'target'),
        count(*) filter (where class = 'target' and known_effect_count is not null),
        coalesce(sum(known_effect_count) filter (where class = 'target'), 0)
@@ -198,6 +208,7 @@ type PlanSummary struct {
 	CompletedUnderOlderVersion int64
 	ExcludedUncertain          int64
 	ExcludedInFlight           int64
+	EvidenceExpired            int64
 	OverMax                    int64
 	Targets                    int64
 	KnownTargets               int64
@@ -257,7 +268,12 @@ func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (in
 // replay to targetVersion; maxTargets > 0 keeps only the oldest maxTargets targets. hashAlgorithms
 // name the scan rows' fingerprints, in order: a ledger row is compared with the fingerprint under
 // its own algorithm, and a row under any other algorithm is a conflict.
-func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersion int, hashAlgorithms []string, maxTargets int) error {
+//
+// evidenceWindow is the consumer's evidence retention: an event whose only rows are expired
+// tombstones, or that has no row while its message is older than the window, is classed
+// evidence_expired and kept out of the targets (docs/ledger.md, "Expired evidence").
+func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersion int, hashAlgorithms []string,
+	evidenceWindow time.Duration, maxTargets int) error {
 	if _, err := p.tx.Exec(ctx, planFirstCreate); err != nil {
 		return fmt.Errorf("plan: collapse the scan to one row per event ID: %w", err)
 	}
@@ -265,7 +281,7 @@ func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersi
 	if _, err := p.tx.Exec(ctx, "analyze plan_first"); err != nil {
 		return fmt.Errorf("plan: analyze scan: %w", err)
 	}
-	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithms); err != nil {
+	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithms, evidenceWindow.Milliseconds()); err != nil {
 		return fmt.Errorf("plan: join scan with the ledger of consumer %q: %w", consumer, err)
 	}
 	if maxTargets > 0 {
@@ -281,7 +297,7 @@ func (p *PlanSession) Summary(ctx context.Context) (PlanSummary, error) {
 	var s PlanSummary
 	err := p.tx.QueryRow(ctx, planEventsSummary).Scan(&s.Candidates, &s.RepeatedInSource, &s.DuplicateInSource,
 		&s.LedgerPayloadMismatch, &s.AlreadyCompleted, &s.CompletedUnderOlderVersion, &s.ExcludedUncertain,
-		&s.ExcludedInFlight, &s.OverMax, &s.Targets, &s.KnownTargets, &s.KnownCalls)
+		&s.ExcludedInFlight, &s.OverMax, &s.EvidenceExpired, &s.Targets, &s.KnownTargets, &s.KnownCalls)
 	if err != nil {
 		return s, fmt.Errorf("plan: summarise: %w", err)
 	}

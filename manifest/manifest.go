@@ -102,6 +102,12 @@ type Stats struct {
 	ExcludedUncertain int64 `json:"excludedUncertain"`
 	// ExcludedInFlight counts event IDs with a live processing lease.
 	ExcludedInFlight int64 `json:"excludedInFlight"`
+	// EvidenceExpired counts event IDs whose ledger evidence expired: their only rows are expired
+	// tombstones, or they have no row while their message is older than the evidence window. They
+	// are kept out of the targets: only the consumer's look-up can say whether they happened
+	// (docs/ledger.md, "Expired evidence"). Omitted when 0, so manifests written before it keep
+	// their digest.
+	EvidenceExpired int64 `json:"evidenceExpired,omitempty"`
 	// OverMax counts eligible event IDs left out by --max (the oldest by stream sequence are kept).
 	OverMax int64 `json:"overMax"`
 	// Targets is len(EventIDs).
@@ -132,6 +138,10 @@ type Excluded struct {
 	// MissingEventIDSeqs are stream sequences of messages without a usable Event-Id or without an
 	// original subject (the first MaxListedSeqs; the counts are in Stats).
 	MissingEventIDSeqs []uint64 `json:"missingEventIdSeqs"`
+	// EvidenceExpired lists the event IDs Stats.EvidenceExpired counts, with the version of their
+	// latest tombstone (state expired) or, for an event without a row, version 0 and state absent;
+	// omitted when empty.
+	EvidenceExpired []LedgerExclusion `json:"evidenceExpired,omitempty"`
 	// OverMaxPayloadSeqs are stream sequences of the messages Stats.OverMaxPayload counts (the
 	// first MaxListedSeqs); omitted when empty, so manifests written before it keep their digest.
 	OverMaxPayloadSeqs []uint64 `json:"overMaxPayloadSeqs,omitempty"`

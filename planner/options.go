@@ -27,6 +27,10 @@ type Options struct {
 	FailureMatch string
 	// Max keeps at most this many targets, the oldest by stream sequence; 0 keeps all.
 	Max int
+	// EvidenceWindow is the consumer's evidence retention (consumer.Config.EvidenceRetention): an
+	// event without a ledger row whose message is older than it is kept out as evidenceExpired,
+	// like one whose rows are expired tombstones. 0 means DefaultEvidenceWindow.
+	EvidenceWindow time.Duration
 	// EffectVersion is the version to replay under; 0 means one above the highest the ledger knows.
 	EffectVersion  int
 	WriteForbidden bool
@@ -44,6 +48,9 @@ type Options struct {
 	// DLQ but which has no count to show.
 	Stage func(description string)
 }
+
+// DefaultEvidenceWindow is the consumer SDK's default EvidenceRetention: 400 days.
+const DefaultEvidenceWindow = 400 * 24 * time.Hour
 
 // sinceSkew is how far ahead of this host's clock --since may be, for a NATS server whose clock
 // runs ahead.
@@ -87,6 +94,12 @@ func (o *Options) Normalise() error {
 	}
 	if o.Max < 0 {
 		add("--max %d: must be 0 (no limit) or more", o.Max)
+	}
+	switch {
+	case o.EvidenceWindow < 0:
+		add("--evidence-window %s: must be positive; omit it for the SDK's default %s", o.EvidenceWindow, DefaultEvidenceWindow)
+	case o.EvidenceWindow == 0:
+		o.EvidenceWindow = DefaultEvidenceWindow
 	}
 	if o.EffectVersion < 0 || o.EffectVersion > math.MaxInt32 {
 		add("--effect-version %d: must be between 1 and %d (the ledger stores a PostgreSQL integer); omit it for one above the highest known", o.EffectVersion, math.MaxInt32)

@@ -84,7 +84,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		return nil, err
 	}
 	opts.stage("joining %d scanned messages against the ledger of consumer %s", counts.Scanned, opts.Consumer)
-	if err := session.Classify(ctx, opts.Consumer, target, hashers.algorithms(), opts.Max); err != nil {
+	if err := session.Classify(ctx, opts.Consumer, target, hashers.algorithms(), opts.EvidenceWindow, opts.Max); err != nil {
 		return nil, err
 	}
 	m, stateDigest, err := buildManifest(ctx, session, &opts, info, counts, known, target)
@@ -215,6 +215,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 			AlreadyCompletedRatio:      ratio(sum.AlreadyCompleted+sum.CompletedUnderOlderVersion, sum.Candidates),
 			ExcludedUncertain:          sum.ExcludedUncertain,
 			ExcludedInFlight:           sum.ExcludedInFlight,
+			EvidenceExpired:            sum.EvidenceExpired,
 			OverMax:                    sum.OverMax,
 			Targets:                    int64(len(ids)),
 			FailureReasons:             reasons,
@@ -255,6 +256,17 @@ func exclusions(ctx context.Context, session *ledger.PlanSession, consumer strin
 	}
 	for _, c := range conflicts {
 		ex.Conflicts = append(ex.Conflicts, manifest.Conflict{EventID: c.EventID, Where: c.Where, PayloadHashes: c.PayloadHashes})
+	}
+	expired, err := session.ExpiredEvidence(ctx, consumer)
+	if err != nil {
+		return ex, err
+	}
+	for _, x := range expired {
+		le := manifest.LedgerExclusion{EventID: x.EventID, EffectVersion: x.EffectVersion, State: ledger.EffectExpired}
+		if !x.Tombstone {
+			le.State = "absent"
+		}
+		ex.EvidenceExpired = append(ex.EvidenceExpired, le)
 	}
 	return ex, nil
 }
@@ -318,6 +330,10 @@ func warnings(m *manifest.Manifest, counts scanCounts) []string {
 	}
 	if n := s.ExcludedUncertain; n > 0 {
 		w = append(w, fmt.Sprintf("%d event IDs are uncertain (outcome unknown) and were excluded; reconcile them by hand", n))
+	}
+	if n := s.EvidenceExpired; n > 0 {
+		w = append(w, fmt.Sprintf("%d event IDs have expired ledger evidence (a tombstone, or no row and a message older than the evidence window) and were excluded; "+
+			"see excluded.evidenceExpired: a redelivery asks the consumer's look-up, or settle them by hand", n))
 	}
 	if n := s.ExcludedInFlight; n > 0 {
 		w = append(w, fmt.Sprintf("%d event IDs are being processed right now and were excluded", n))

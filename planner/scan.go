@@ -140,7 +140,7 @@ func (s *scanner) Next() bool {
 		if seq >= s.lastSeq || meta.NumPending == 0 {
 			s.stop()
 		}
-		if s.accept(msg, seq) {
+		if s.accept(msg, seq, meta.Timestamp) {
 			return true
 		}
 	}
@@ -148,7 +148,7 @@ func (s *scanner) Next() bool {
 }
 
 // accept counts one message and, when it is usable, prepares its row.
-func (s *scanner) accept(msg jetstream.Msg, seq uint64) bool {
+func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool {
 	c := &s.counts
 	c.Scanned++
 	if c.FirstSeq == 0 {
@@ -190,7 +190,7 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64) bool {
 		return false
 	}
 	v1Hash := fingerprint.Payload(msg.Data())
-	s.row = []any{int64(seq), d.EventID, v1Hash, s.hashers.fingerprints(msg.Data(), v1Hash), d.Reason, d.OriginalSubject}
+	s.row = []any{int64(seq), d.EventID, v1Hash, s.hashers.fingerprints(msg.Data(), v1Hash), d.Reason, d.OriginalSubject, storedAt}
 	return true
 }
 

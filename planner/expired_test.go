@@ -1,0 +1,51 @@
+package planner_test
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/planner"
+)
+
+// An event whose ledger evidence expired is never a target on the plan's word (issue 15): a
+// tombstone, or no row for a message older than the evidence window, is counted and listed.
+func TestPlanKeepsEventsWithExpiredEvidenceOutOfTheTargets(t *testing.T) {
+	f := newFixture(t)
+	f.dlq("dlq.billing", "old-no-row", "timeout", `{"n":4}`)
+	time.Sleep(300 * time.Millisecond)
+	f.dlq("dlq.billing", "tombstone", "timeout", `{"n":1}`)
+	f.dlq("dlq.billing", "tombstone-and-done", "timeout", `{"n":2}`)
+	f.dlq("dlq.billing", "new", "timeout", `{"n":3}`)
+	f.effect("tombstone", "completed", `{"n":1}`, 1, nil)
+	f.effect("tombstone-and-done", "completed", `{"n":2}`, 1, nil)
+	if _, err := f.store.Pool.Exec(f.ctx, `update effects set state = 'expired', final_state = state where event_id like 'tombstone%'`); err != nil {
+		t.Fatal(err)
+	}
+	// A later completion under another version settles the event whatever the tombstone says.
+	if _, err := f.store.Pool.Exec(f.ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
+select consumer, event_id, 2, 'completed', request_hash, request_hash_alg from effects where event_id = 'tombstone-and-done'`); err != nil {
+		t.Fatal(err)
+	}
+
+	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(func(o *planner.Options) { o.EvidenceWindow = 200 * time.Millisecond }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Manifest
+	if m.Stats.EvidenceExpired != 2 || !reflect.DeepEqual(m.EventIDs, []string{"new", "tombstone-and-done"}) {
+		t.Fatalf("evidenceExpired %d, targets %v; want 2 kept out and targets new and tombstone-and-done", m.Stats.EvidenceExpired, m.EventIDs)
+	}
+	want := []manifest.LedgerExclusion{{EventID: "old-no-row", State: "absent"}, {EventID: "tombstone", EffectVersion: 1, State: "expired"}}
+	if !reflect.DeepEqual(m.Excluded.EvidenceExpired, want) {
+		t.Errorf("excluded.evidenceExpired %+v, want %+v", m.Excluded.EvidenceExpired, want)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "2 event IDs have expired ledger evidence") {
+		t.Errorf("warnings %q lack the expired evidence", res.Warnings)
+	}
+	if _, err := manifest.Load(f.options(nil).OutputPath); err != nil {
+		t.Errorf("the manifest does not read back: %v", err)
+	}
+}
