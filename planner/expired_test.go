@@ -15,7 +15,8 @@ import (
 func TestPlanKeepsEventsWithExpiredEvidenceOutOfTheTargets(t *testing.T) {
 	f := newFixture(t)
 	f.dlq("dlq.billing", "old-no-row", "timeout", `{"n":4}`)
-	time.Sleep(300 * time.Millisecond)
+	// The window is wide enough that the messages published after the sleep stay young on a loaded machine.
+	time.Sleep(3 * time.Second)
 	f.dlq("dlq.billing", "tombstone", "timeout", `{"n":1}`)
 	f.dlq("dlq.billing", "tombstone-and-done", "timeout", `{"n":2}`)
 	f.dlq("dlq.billing", "new", "timeout", `{"n":3}`)
@@ -30,7 +31,7 @@ select consumer, event_id, 2, 'completed', request_hash, request_hash_alg from e
 		t.Fatal(err)
 	}
 
-	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(func(o *planner.Options) { o.EvidenceWindow = 200 * time.Millisecond }))
+	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(func(o *planner.Options) { o.EvidenceWindow = 2 * time.Second }))
 	if err != nil {
 		t.Fatal(err)
 	}
