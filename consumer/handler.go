@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -36,38 +35,22 @@ func (c *Consumer) runHandler(ctx context.Context, ev Event, fx *Effects) (res R
 // A failed heartbeat query is only logged: the lease may still be ours, and Effects.Call checks it
 // before every call anyway.
 func (c *Consumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, key ledger.EffectKey, msg jetstream.Msg) (stop func()) {
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(c.cfg.Heartbeat)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			qctx, qcancel := context.WithTimeout(ctx, c.cfg.Heartbeat)
-			ok, err := ledger.EffectsHeartbeat(qctx, c.cfg.Store.Pool, key, c.cfg.Owner, c.cfg.Lease)
-			qcancel()
-			switch {
-			case err != nil:
-				c.log.Warn("lease heartbeat failed", "consumer", c.cfg.Name, "event_id", key.EventID, "error", err)
-			case !ok:
-				cancel(fmt.Errorf("%w: %s is no longer held by %s", ErrLeaseLost, key, c.cfg.Owner))
-				return
-			}
-			if err := msg.InProgress(); err != nil {
-				c.log.Warn("extending the ack deadline failed", "consumer", c.cfg.Name, "event_id", key.EventID, "error", err)
-			}
+	return every(ctx, c.cfg.Heartbeat, func() bool {
+		qctx, qcancel := context.WithTimeout(ctx, c.cfg.Heartbeat)
+		ok, err := ledger.EffectsHeartbeat(qctx, c.cfg.Store.Pool, key, c.cfg.Owner, c.cfg.Lease)
+		qcancel()
+		switch {
+		case err != nil:
+			c.log.Warn("lease heartbeat failed", "consumer", c.cfg.Name, "event_id", key.EventID, "error", err)
+		case !ok:
+			cancel(fmt.Errorf("%w: %s is no longer held by %s", ErrLeaseLost, key, c.cfg.Owner))
+			return false
 		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-	}
+		if err := msg.InProgress(); err != nil {
+			c.log.Warn("extending the ack deadline failed", "consumer", c.cfg.Name, "event_id", key.EventID, "error", err)
+		}
+		return true
+	})
 }
 
 // encodeResult returns the JSON stored as result_body and its hash. A business failure is stored

@@ -128,25 +128,12 @@ func (c *Consumer) FlushCounts(ctx context.Context) error {
 // startCounting flushes the counts every CountsInterval until ctx ends or stop is called; stop
 // waits for the loop and flushes once more, so what Run handled before it returned is counted.
 func (c *Consumer) startCounting(ctx context.Context) (stop func()) {
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(c.cfg.CountsInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			c.flushOrWarn(ctx)
-		}
-	}()
+	stopTicking := every(ctx, c.cfg.CountsInterval, func() bool {
+		c.flushOrWarn(ctx)
+		return true
+	})
 	return func() {
-		close(done)
-		<-finished
+		stopTicking()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
 		defer cancel()
 		c.flushOrWarn(ctx)

@@ -75,13 +75,7 @@ func TestMetricsMatchAHandCountedRunScrapedOverHTTP(t *testing.T) {
 	})
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	t.Cleanup(srv.Close)
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	e.runUntilCleanup(c)
 	waitScraped := func(what string, cond func(map[string]float64) bool) map[string]float64 {
 		t.Helper()
 		var m map[string]float64
@@ -183,6 +177,19 @@ func TestMetricsOfTwoConsumersWithOneNameOnOneRegistryAreRefused(t *testing.T) {
 	if _, err := consumer.New(func() consumer.Config { c := cfg; c.Name = "shipping"; return c }()); err != nil {
 		t.Fatalf("another consumer on the same registry: %v", err)
 	}
+}
+
+// runUntilCleanup runs c until the test ends, and fails the test if Run returned an error.
+func (e *env) runUntilCleanup(c *consumer.Consumer) {
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	e.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("Run: %v", err)
+		}
+	})
 }
 
 func (e *env) exec(sql string, args ...any) {

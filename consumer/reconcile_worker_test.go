@@ -45,13 +45,7 @@ select 'billing', id, 1, 'uncertain', 'sha256:' || id, 1, 'charge timed out', no
   from (values ('evt-charged', interval '20 minutes'), ('evt-gone', interval '20 minutes'),
                ('evt-maybe', interval '20 minutes'), ('evt-young', interval '1 minute')) v(id, age)`)
 
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	e.runUntilCleanup(c)
 	pgtest.WaitFor(t, 10*time.Second, func() (bool, error) {
 		return e.count(`select count(*) from effects where reviewed_at is not null`) == 3, nil
 	})
