@@ -107,12 +107,15 @@ func (l *SessionLock) Keep(ctx context.Context) (retaken bool, err error) {
 	l.conn.Release()
 	l.conn = nil
 	var conn *pgxpool.Conn
-	for attempt := range retakeAttempts {
-		// The pool may hand out an idle connection killed along with ours; the next one is fresh.
-		if conn, err = l.acquire(ctx); err == nil || errors.Is(err, l.held) || ctx.Err() != nil {
+	// The pool may hand out idle connections killed along with ours, every one of them when all
+	// the holder's sessions were terminated at once; each that fails is discarded, so after as
+	// many attempts as the pool holds connections the next one is fresh.
+	attempts := retakeAttempts + int(l.store.Pool.Stat().MaxConns())
+	for attempt := range attempts {
+		if conn, err = l.acquire(ctx); err == nil || errors.Is(err, l.held) || ctx.Err() != nil || !ConnectionLost(err) {
 			break
 		}
-		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+		time.Sleep(min(time.Duration(attempt+1)*100*time.Millisecond, 300*time.Millisecond))
 	}
 	if err != nil {
 		return false, fmt.Errorf("%w: %s: its ledger connection failed (%v) and the lock could not be taken again: %w", ErrLockLost, l.action, pingErr, err)
