@@ -55,7 +55,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 	// No consumer runs: the run publishes everything, sees no outcome and stops on the settle
 	// timeout, leaving the job executing with no executor attached.
 	stdout, stderr, code := w.replayctl(t, "execute --yes --settle-timeout 1s "+w.ManifestPath())
-	if code != ExitGuardStopped || !strings.Contains(stdout, "stopped (stalled): no progress for 1s") {
+	if code != ExitGuardStopped || !strings.Contains(stdout, "stopped (stalled): 6 published targets, no outcome for 1s") {
 		t.Fatalf("execute without a consumer: exit %d, want 4 on the stall:\n%s\n%s", code, stdout, stderr)
 	}
 	if s := w.JobStatus(m.ID); s != "executing" {

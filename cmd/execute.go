@@ -59,7 +59,8 @@ then opens --rate and --max-in-flight; 0 skips it.
 
 Guards stop the run with exit 4 and pause the job: external calls over the budget
 (--max-calls-over), failures over --max-error-ratio, more than --max-uncertain uncertain targets,
-or no progress for --settle-timeout.
+or no outcome landing in the ledger for --settle-timeout, whether the run is publishing,
+throttled or waiting (the job then stays executing).
 
 From another terminal: replayctl status|pause|resume|cancel JOB. Pause and cancel take effect
 within a second; messages already published are still processed, and cancel never reverts what

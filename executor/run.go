@@ -113,14 +113,15 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 
 // watcher polls the ledger: progress, pause and cancel, the guards, the end.
 type watcher struct {
-	s          *session
-	st         *runState
-	r          *Result
-	samples    []sample
-	lastSig    [3]int64
-	lastChange time.Time
-	failingFor time.Time
-	durable    jetstream.Consumer
+	s       *session
+	st      *runState
+	r       *Result
+	samples []sample
+	// lastSettled and lastChange are the stall clock (stall.go).
+	lastSettled int64
+	lastChange  time.Time
+	failingFor  time.Time
+	durable     jetstream.Consumer
 }
 
 // poll reads the ledger once. done means every target settled.
@@ -202,20 +203,8 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	if finished {
 		return nil, true, nil
 	}
-	sig := [3]int64{e.Settled(), e.Processing + e.Retrying, p.Published + w.st.sent.Load()}
-	if sig != w.lastSig || job.Status == ledger.JobPaused {
-		w.lastSig, w.lastChange = sig, time.Now()
-	} else if time.Since(w.lastChange) > s.opts.SettleTimeout {
-		stuck := ""
-		if p.InProgress > 0 {
-			// In progress and not moving: leases of a consumer that died, and maybe no message left.
-			stuck = fmt.Sprintf(" Leases whose consumer died with no message left show in `replayctl ledger stats --consumer %s` "+
-				"as stuck after 15 minutes; `replayctl reconcile` settles those with a call started.", job.Consumer)
-		}
-		return &Stop{Kind: StopStalled, Message: fmt.Sprintf(
-			"no progress for %s: %d targets are still without an outcome (%d in progress in the ledger); is the consumer running, or did it dead-letter them?%s "+
-				"The job stays executing: run execute again to keep waiting, or see `replayctl status %s`",
-			s.opts.SettleTimeout, p.Remaining, p.InProgress, stuck, job.ID)}, false, nil
+	if stop := w.stalled(ctx, job, p, e); stop != nil {
+		return stop, false, nil
 	}
 	return nil, false, nil
 }
