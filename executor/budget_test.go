@@ -6,34 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/exectest"
-	"github.com/replayctl/replayctl/manifest"
-	"github.com/replayctl/replayctl/shadow"
 )
-
-// shadowWith shadows m through the billing consumer's responder with handler and the default
-// thresholds, and fails the test unless the verdict passes.
-func shadowWith(t *testing.T, e *exectest.Env, m *manifest.Manifest, handler consumer.Handler) *shadow.Report {
-	t.Helper()
-	stop, err := e.NewConsumer(handler, nil).ServeShadow(e.Ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	r, err := shadow.Run(e.Ctx, e.NATS.Conn, e.NATS.JS, e.Store, shadow.Options{Manifest: m, Thresholds: shadow.DefaultThresholds(),
-		Actor: "alice", Sample: 10, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !r.Verdict.Pass {
-		t.Fatalf("shadow verdict failed: %v", r.Verdict.Reasons)
-	}
-	return r
-}
 
 // Issue 14: the plan assumed 1 call per target, the shadow measured 2 and passed, and execute
 // enforced the plan's figure after every call was made. The budget is the verdict's measured
@@ -42,7 +19,7 @@ func TestTheBudgetIsTheVerdictsMeasuredCalls(t *testing.T) {
 	e := exectest.New(t, exectest.Options{})
 	e.Seed(30)
 	m := e.Plan("job-exec-budget-source")
-	r := shadowWith(t, e, m, nil)
+	r := e.Shadow(m)
 	e.RunConsumer(e.NewConsumer(nil, nil))
 
 	res := mustExecute(t, e, options(m, nil))
@@ -74,7 +51,7 @@ func TestTheBudgetHoldsBeforeTheCalls(t *testing.T) {
 		first50[exectest.EventID(i)] = true
 	}
 	charge := billingHandler(e)
-	r := shadowWith(t, e, m, func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
+	r := e.ShadowWith(m, func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
 		if ev.Mode == consumer.ModeShadow && !first50[ev.ID] {
 			return consumer.Result{Body: map[string]string{"status": "charged"}}, nil
 		}

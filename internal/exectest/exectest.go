@@ -173,7 +173,13 @@ func (e *Env) NewConsumer(handler consumer.Handler, mod func(*consumer.Config)) 
 // fails the test unless the verdict passes.
 func (e *Env) Shadow(m *manifest.Manifest) *shadow.Report {
 	e.T.Helper()
-	c := e.NewConsumer(nil, nil)
+	return e.ShadowWith(m, nil)
+}
+
+// ShadowWith is Shadow through a responder running handler (nil: the billing handler).
+func (e *Env) ShadowWith(m *manifest.Manifest, handler consumer.Handler) *shadow.Report {
+	e.T.Helper()
+	c := e.NewConsumer(handler, nil)
 	stop, err := c.ServeShadow(e.Ctx)
 	if err != nil {
 		e.T.Fatal(err)
