@@ -168,7 +168,7 @@ func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
 }
 
 // TestFaultPostgresSessionsKilledAroundTheFinishExecuteExits0: the executor's sessions are
-// terminated every 150 ms from mid-run until it exits, so its last polls, the transaction that
+// terminated every 300 ms (the rate the issue found it at) from mid-run until it exits, so its last polls, the transaction that
 // completes the job and the final report all meet dead connections. Before the final report was
 // read with the connection-lost retry, execute printed the job as executing and exited 1 while the
 // ledger said completed, and a rerun was refused (3, already completed).
@@ -183,7 +183,7 @@ func TestFaultPostgresSessionsKilledAroundTheFinishExecuteExits0(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for p.running() && time.Now().Before(deadline) {
 		killed += w.killSessions(execTag)
-		time.Sleep(150 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond)
 	}
 	code := p.wait(t, 10*time.Second)
 	t.Logf("terminated %d sessions of the executor", killed)

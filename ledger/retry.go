@@ -22,6 +22,11 @@ const (
 	lostConnectionMaxWait   = time.Second
 )
 
+// runEndBudget is InTx's: the transaction that records how a run ended is written once, and giving
+// it up turns a job the consumers completed into exit 1 with the job still executing. An attempt
+// needs only one connection that lives through a few statements, so it keeps trying for longer.
+const runEndBudget = 60 * time.Second
+
 // ConnectionLost reports whether err is the loss of the statement's connection rather than the
 // server's answer to the statement: a broken socket, a session terminated by an administrator or
 // a server shutting down, a connection that could not be made. The statement may or may not
@@ -53,7 +58,12 @@ func ConnectionLost(err error) bool {
 // (a broken one is discarded when it fails). lost says whether any attempt lost its connection,
 // so a caller whose statement says "nothing matched" can tell "applied by an earlier attempt".
 func retryLostConnection(ctx context.Context, statement func() error) (lost bool, err error) {
-	wait, deadline := lostConnectionFirstWait, time.Now().Add(lostConnectionBudget)
+	return retryLostConnectionFor(ctx, lostConnectionBudget, statement)
+}
+
+// retryLostConnectionFor is retryLostConnection with its own budget.
+func retryLostConnectionFor(ctx context.Context, budget time.Duration, statement func() error) (lost bool, err error) {
+	wait, deadline := lostConnectionFirstWait, time.Now().Add(budget)
 	for {
 		err = statement()
 		if !ConnectionLost(err) {
@@ -74,12 +84,12 @@ func retryLostConnection(ctx context.Context, statement func() error) (lost bool
 
 // InTx runs fn in one transaction. When an attempt loses its connection, the transaction was
 // rolled back, or committed with its answer lost: applied (when not nil) is asked which, and
-// unless it was applied fn runs again in a new transaction on a new connection, for up to the
-// same budget as a single statement. fn must do the same thing each time it runs; with applied
+// unless it was applied fn runs again in a new transaction on a new connection, for up to
+// runEndBudget. fn must do the same thing each time it runs; with applied
 // nil it must also be safe to apply twice.
 func (s *Store) InTx(ctx context.Context, applied func(context.Context) (bool, error), fn func(pgx.Tx) error) error {
 	attempted := false
-	_, err := retryLostConnection(ctx, func() error {
+	_, err := retryLostConnectionFor(ctx, runEndBudget, func() error {
 		// Only a lost connection brings this back, so a second call follows a lost attempt.
 		if attempted && applied != nil {
 			done, err := applied(ctx)
