@@ -109,19 +109,25 @@ func TestRunRidesThroughAServerKillAndALeaderStepDown(t *testing.T) {
 	publish(10, 15)
 	charged(15, "after the durable's leader stepped down")
 
+	cancelRun(t, cancel, done, 10*time.Second)
+	if n := e.p.calls.Load(); n != 15 {
+		t.Fatalf("provider calls %d, want one per order (15)", n)
+	}
+	t.Logf("interruptions ridden through: %v", interruptions(t, reg))
+}
+
+// cancelRun cancels a Run and fails t unless it returns nil within patience.
+func cancelRun(t *testing.T, cancel context.CancelFunc, done <-chan error, patience time.Duration) {
+	t.Helper()
 	cancel()
 	select {
 	case err := <-done:
 		if err != nil {
 			t.Fatalf("Run returned %v after cancellation, want nil", err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not return within 10s of cancellation")
+	case <-time.After(patience):
+		t.Fatalf("Run did not return within %s of cancellation", patience)
 	}
-	if n := e.p.calls.Load(); n != 15 {
-		t.Fatalf("provider calls %d, want one per order (15)", n)
-	}
-	t.Logf("interruptions ridden through: %v", interruptions(t, reg))
 }
 
 // interruptions reads MetricPullInterruptions from reg, by reason.
@@ -191,10 +197,7 @@ func TestRunRidesThroughMissedHeartbeats(t *testing.T) {
 		}
 		return e.count(`select count(*) from effects where state = 'completed'`) == 2, nil
 	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run returned %v after cancellation, want nil", err)
-	}
+	cancelRun(t, cancel, done, 10*time.Second)
 	if n := e.p.calls.Load(); n != 2 {
 		t.Fatalf("provider calls %d, want 2", n)
 	}

@@ -28,15 +28,7 @@ func TestRunProcessesTheStreamUntilCancelled(t *testing.T) {
 		return e.count(`select count(*) from effects where state = 'completed'`) == events, nil
 	})
 	e.settled(e.durable(c))
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run returned %v after cancellation, want nil", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return within 5s of cancellation")
-	}
+	cancelRun(t, cancel, done, 5*time.Second)
 	if n := e.p.calls.Load(); n != events {
 		t.Fatalf("provider calls %d, want one per event (%d)", n, events)
 	}
