@@ -156,8 +156,8 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	}
 	fmt.Fprintln(out)
 	if proven(out, "shadow", report.ShadowMismatches) {
-		fmt.Fprintf(out, "proof: the shadow pass made %d external calls (the billing provider counted them) and found the %d changed fees the seed holds\n",
-			report.ProviderCallsDuringShadow, report.Truth.ShadowChanged)
+		fmt.Fprintf(out, "proof: the shadow pass made %d external calls (the billing provider counted them); none of its %d targets had completed before, so none had an original to compare\n",
+			report.ProviderCallsDuringShadow, report.Truth.Targets)
 	}
 	fmt.Fprintln(out)
 	if err := printDemoExecution(opts.IO, report); err != nil {

@@ -25,7 +25,9 @@ type ExecuteOptions struct {
 
 	ManifestPath string
 	Yes          bool
-	Request      executor.Options
+	// Drain deletes the completed targets' DLQ messages once the run completed the job.
+	Drain   bool
+	Request executor.Options
 }
 
 // NewCmdExecute returns the execute command. runF, when not nil, replaces the run function (tests).
@@ -100,6 +102,7 @@ guard stopped the run, 3 when a gate refused, 2 on bad input.`,
 	fl.IntVar(&req.Canary, "canary", 0, "targets published first, let settle and judged by every guard before --rate and --max-in-flight open (default: 1% of the targets, at least 10, at most 500; 0: none)")
 	fl.BoolVar(&req.DryRun, "dry-run", false, "run every gate and print what would be published; publish nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
+	fl.BoolVar(&opts.Drain, "drain", false, "once the job completed, delete its completed targets' messages from the DLQ (see `replayctl drain`)")
 	fl.StringVar(&req.Durable, "durable", "", "durable consumer whose pending count throttles publishing (default: the consumer's name)")
 	fl.Float64Var(&req.Guards.MaxCallsOver, "max-calls-over", defaults.MaxCallsOver, "stop when external calls exceed the manifest's expected calls by more than this fraction")
 	fl.Float64Var(&req.Guards.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "stop when more than this fraction of settled targets failed")
@@ -152,6 +155,14 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 		}
 	} else if perr := printExecuteResult(opts.IO, result); perr != nil {
 		return perr
+	}
+	if err == nil && opts.Drain && !result.DryRun && result.JobStatus == ledger.JobCompleted {
+		drained, derr := executor.Drain(ctx, js, store, executor.DrainOptions{JobID: result.Preflight.JobID, Actor: req.Actor})
+		if derr != nil {
+			return &ExitError{Code: exitCode(derr), Reported: opts.JSON, Err: fmt.Errorf("job %s completed, but its drain failed: %w", result.Preflight.JobID, derr)}
+		}
+		// Stdout holds the run's one JSON document; the drain's line goes with the logs.
+		printDrainResult(opts.IO.ErrOut, drained)
 	}
 	switch {
 	case err != nil:

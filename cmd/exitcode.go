@@ -51,6 +51,9 @@ var exitCodes = []struct {
 	{planner.ErrVersionNotBumped, ExitUsage},
 	{planner.ErrStreamNotFound, ExitUsage},
 	{planner.ErrStreamUnsupported, ExitUsage},
+	// A boundary without targets is the wrong boundary (a source stream planned as a DLQ, a filter
+	// that matches nothing): the error says which exclusion took the messages.
+	{planner.ErrNoTargets, ExitUsage},
 	{shadow.ErrBadOptions, ExitUsage},
 	// The manifest is sound but is not the job recorded for it, or that job already ran: shadow's
 	// gate refuses, like execute's gates.
@@ -62,6 +65,9 @@ var exitCodes = []struct {
 	{executor.ErrGuardStopped, ExitGuardStopped},
 	// A pause, resume or cancel the job's status does not allow is refused like a gate.
 	{executor.ErrNotControllable, ExitGateRefused},
+	// A drain of a job still running, of a backfill's source or of a recreated stream is refused
+	// like a gate: nothing was deleted.
+	{executor.ErrNotDrainable, ExitGateRefused},
 	// A misspelt --consumer would otherwise report zeros, or prune nothing every night.
 	{ledger.ErrUnknownConsumer, ExitUsage},
 	{ledger.ErrPruneAsOfFuture, ExitUsage},

@@ -45,9 +45,18 @@ Kept out of the targets, counted and listed in the manifest:
   - messages without a usable Event-Id header (they cannot be deduplicated)
   - event IDs seen with different payloads in the DLQ, or with a payload that differs from the
     ledger's request hash (conflicts: a changed intent is never replayed silently)
-  - event IDs already completed under the target version
+  - event IDs already completed under any version, live or by an earlier job (alreadyCompleted,
+    with the jobs that did it): a DLQ replay never repeats what is done
+  - event IDs that a job of the consumer which has not finished targets (excludedInOtherJob)
   - uncertain rows and lapsed leases (an external call's outcome is unknown: reconcile by hand)
   - event IDs with a live processing lease (in flight)
+A plan in which no event is a target records nothing and says which of these took the messages
+(exit 2).
+
+--backfill plans from a retained stream of original messages instead: each message replays to
+its own subject, and the targets are the events completed under an older version (re-processing
+after a fix); events never completed are kept out (notProcessed). A write-forbidden completion
+never counts as done.
 
 The replay runs under a new effect version, by default one above the highest the ledger holds for
 the consumer; a version that is not above it is refused. Expected external calls come from the
@@ -58,6 +67,10 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 		Example: `  replayctl plan --consumer billing --stream DLQ_BILLING \
     --reason "payments provider outage INC-4521 fixed; re-run failed charges" \
     --ticket INC-4521 --since 6h --failure-match 'timeout|503' -o job.json
+
+  # re-process the orders version 1 completed, after the fee fix, with every call suppressed first
+  replayctl plan --backfill --consumer billing --stream BILLING --since 2026-11-01 \
+    --reason "fee rounding fixed in v2; recompute the receipts of November" --write-forbidden -o fees.json
 
   # CI: machine-readable summary, nothing interactive
   replayctl plan --json --consumer billing --stream DLQ_BILLING --reason "..." -o job.json`,
@@ -73,7 +86,8 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&req.Consumer, "consumer", "", "consumer whose ledger is joined (required)")
-	fl.StringVar(&req.Stream, "stream", "", "DLQ stream to scan (required)")
+	fl.StringVar(&req.Stream, "stream", "", "DLQ stream to scan, or with --backfill the stream of original messages (required)")
+	fl.BoolVar(&req.Backfill, "backfill", false, "re-process events completed under an older version, from a retained stream of original messages")
 	fl.StringVar(&req.Reason, "reason", "", "why the replay is needed and what changed (required, recorded)")
 	fl.StringVar(&req.Ticket, "ticket", "", "incident or change ticket, recorded with the job")
 	fl.StringVar(&req.SubjectFilter, "subject", "", "only messages on this subject (wildcards allowed)")

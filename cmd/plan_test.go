@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,12 +214,42 @@ func TestParseTimeFlag(t *testing.T) {
 
 func TestPlanShowsProgressOnlyOnATerminal(t *testing.T) {
 	e := newPlanEnv(t)
-	_, stderr, code := e.plan(t, true, "--reason '"+planReason+"' -o "+filepath.Join(e.dir, "tty.json"))
+	// Each plan takes one event: the first job's targets are kept out of the second's.
+	_, stderr, code := e.plan(t, true, "--max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "tty.json"))
 	if code != ExitOK || !strings.Contains(stderr, "scanning DLQ") {
 		t.Fatalf("TTY: exit %d, stderr without a progress bar:\n%s", code, stderr)
 	}
-	_, stderr, code = e.plan(t, false, "--reason '"+planReason+"' -o "+filepath.Join(e.dir, "ci.json"))
+	_, stderr, code = e.plan(t, false, "--max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "ci.json"))
 	if code != ExitOK || strings.Contains(stderr, "scanning DLQ") {
 		t.Fatalf("no TTY: exit %d, stderr with a progress bar:\n%s", code, stderr)
+	}
+}
+
+// TestPlanWithoutTargetsExitsTwoAndSaysWhy: a source stream planned as a DLQ used to write a
+// manifest with 0 targets and exit 0 (issue 14).
+func TestPlanWithoutTargetsExitsTwoAndSaysWhy(t *testing.T) {
+	dbURL, env := newLedgerAndDLQ(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "BILLING", Subjects: []string{"billing.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 {
+		msg := nats.NewMsg("billing.charge.requested")
+		msg.Data = []byte(`{}`)
+		msg.Header.Set("Event-Id", "evt-"+strconv.Itoa(i))
+		if _, err := env.JS.PublishMsg(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "job.json")
+	_, stderr, code := runCommand(t, false, "plan --database-url '"+dbURL+"' --nats-url "+env.Server.ClientURL()+
+		" --consumer billing --stream BILLING --reason '"+planReason+"' -o "+out)
+	want := "300 of 300 messages have no Dlq-Original-Subject header: is BILLING a source stream? Use --backfill"
+	if code != ExitUsage || !strings.Contains(stderr, want) {
+		t.Fatalf("exit %d, stderr:\n%s\nwant exit 2 saying %q", code, stderr, want)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("a plan without targets wrote %s", out)
 	}
 }

@@ -143,6 +143,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdControl(f, "pause", nil),
 		NewCmdControl(f, "resume", nil),
 		NewCmdControl(f, "cancel", nil),
+		NewCmdDrain(f, nil),
 		NewCmdShow(f, nil),
 		NewCmdValidate(f, nil),
 		NewCmdLedger(f),

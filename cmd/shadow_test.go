@@ -100,6 +100,14 @@ func newShadowEnv(t *testing.T, planFlags ...string) *shadowEnv {
 		manifest: filepath.Join(t.TempDir(), "job.json"),
 		provider: billing.NewProvider(),
 	}
+	// One completed event outside the DLQ gives the plan its calls per target (2); the originals
+	// are recorded after the plan, which keeps out events completed under any version (issue 14).
+	receipt, _ := json.Marshal(billing.ReceiptFor(shadowOrder(-1), 1, fixedNow.Add(-time.Hour)))
+	if _, err := store.EffectsImport(ctx, []ledger.Effect{{Consumer: "billing", EventID: "evt-history", EffectVersion: 1,
+		State: "completed", RequestHash: fingerprint.Payload([]byte(`{}`)), RequestHashAlg: fingerprint.Algorithm,
+		ResultHash: fingerprint.Payload(receipt), ResultBody: receipt, EffectCount: 2}}); err != nil {
+		t.Fatal(err)
+	}
 	var history []ledger.Effect
 	for i := range shadowEvents {
 		o := shadowOrder(i)
@@ -123,11 +131,11 @@ func newShadowEnv(t *testing.T, planFlags ...string) *shadowEnv {
 			t.Fatal(err)
 		}
 	}
-	if _, err := store.EffectsImport(ctx, history); err != nil {
-		t.Fatal(err)
-	}
 	if _, stderr, code := runCommand(t, false, "plan "+e.flags+" --consumer billing --stream DLQ --effect-version 2 --reason '"+planReason+"' -o "+e.manifest+" "+strings.Join(planFlags, " ")); code != ExitOK {
 		t.Fatalf("plan: exit %d: %s", code, stderr)
+	}
+	if _, err := store.EffectsImport(ctx, history); err != nil {
+		t.Fatal(err)
 	}
 
 	c, err := consumer.New(consumer.Config{Name: "billing", Store: store, Conn: env.Conn, Stream: "BILLING",

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"reflect"
@@ -64,16 +65,20 @@ func showRun(opts *ShowOptions) error {
 	return printSummary(opts.IO.Out, opts.IO.IsStdoutTTY(), m)
 }
 
+// summarySection is one table of the manifest summary; total counts the rows before the cut.
+type summarySection struct {
+	title  string
+	header []string
+	rows   [][]string
+	total  int
+}
+
 func printSummary(w io.Writer, isTTY bool, m *manifest.Manifest) error {
-	sections := []struct {
-		title  string
-		header []string
-		rows   [][]string
-		total  int
-	}{
+	sections := []summarySection{
 		{title: "Job", rows: jobRows(m)},
 		{title: "Stats", rows: statsRows(&m.Stats)},
-		{title: "Failure reasons of the targets", header: []string{"REASON", "TARGETS"}, rows: reasonRows(m.Stats.FailureReasons)},
+		strataSection(m),
+		{title: "Already completed by", header: []string{"JOB", "EVENTS"}, rows: reasonRows(m.Stats.AlreadyCompletedBy)},
 		{title: "Excluded: uncertain (check and reconcile by hand, never replay)", header: exclusionHeader,
 			rows: exclusionRows(m.Excluded.Uncertain), total: len(m.Excluded.Uncertain)},
 		{title: "Excluded: in flight (a live lease)", header: exclusionHeader,
@@ -82,6 +87,12 @@ func printSummary(w io.Writer, isTTY bool, m *manifest.Manifest) error {
 			rows: exclusionRows(m.Excluded.EvidenceExpired), total: len(m.Excluded.EvidenceExpired)},
 		{title: "Excluded: conflicting payloads", header: []string{"EVENT ID", "WHERE", "PAYLOAD HASHES"},
 			rows: conflictRows(m.Excluded.Conflicts), total: len(m.Excluded.Conflicts)},
+		{title: "Excluded: already completed (a DLQ replay never repeats what is done)", header: []string{"EVENT ID", "VERSION", "COMPLETED BY"},
+			rows: completedRows(m.Excluded.AlreadyCompleted), total: len(m.Excluded.AlreadyCompleted)},
+		{title: "Excluded: targets of jobs that have not finished", header: []string{"EVENT ID", "JOB", "JOB STATUS"},
+			rows: otherJobRows(m.Excluded.InOtherJob), total: len(m.Excluded.InOtherJob)},
+		{title: "Excluded: never completed (nothing to backfill)", header: []string{"EVENT ID"},
+			rows: eventIDRows(m.Excluded.NotProcessed), total: len(m.Excluded.NotProcessed)},
 		{title: "Excluded: messages without a usable Event-Id or original subject", header: []string{"STREAM SEQ"},
 			rows: seqRows(m.Excluded.MissingEventIDSeqs), total: len(m.Excluded.MissingEventIDSeqs)},
 		{title: "Event IDs", header: []string{"EVENT ID"}, rows: eventIDRows(m.EventIDs), total: len(m.EventIDs)},
@@ -123,6 +134,7 @@ func jobRows(m *manifest.Manifest) [][]string {
 		{"created by", m.CreatedBy},
 		{"created at", formatTime(&m.CreatedAt, "-")},
 		{"digest", m.Digest},
+		{"source", sourceDescription(m)},
 		{"stream", src.Stream},
 		{"subject filter", orDash(src.SubjectFilter)},
 		{"time range", formatTime(src.Since, "stream start") + " to " + formatTime(src.Until, "plan time")},
@@ -152,6 +164,41 @@ func statsRows(st *manifest.Stats) [][]string {
 		case reflect.Float64:
 			rows = append(rows, []string{name, fmt.Sprintf("%.4f (%.1f%%)", f.Float(), f.Float()*100)})
 		}
+	}
+	return rows
+}
+
+// strataSection is the targets' histogram: a DLQ's failure reasons, a backfill's previous
+// outcomes (what the shadow sample is stratified by).
+func strataSection(m *manifest.Manifest) summarySection {
+	s := summarySection{title: "Failure reasons of the targets", header: []string{"REASON", "TARGETS"}, rows: reasonRows(m.Strata())}
+	if m.SourceKind() == manifest.SourceBackfill {
+		s.title, s.header = "Previous outcomes of the targets", []string{"OUTCOME", "TARGETS"}
+	}
+	return s
+}
+
+func sourceDescription(m *manifest.Manifest) string {
+	if m.SourceKind() == manifest.SourceBackfill {
+		return "backfill: originals replayed to their own subjects; targets completed under an older version"
+	}
+	return "dlq: dead-lettered messages replayed to their original subject; targets never completed"
+}
+
+func completedRows(xs []manifest.CompletedExclusion) [][]string {
+	xs = xs[:min(len(xs), showMaxExcluded)]
+	rows := make([][]string, len(xs))
+	for i, x := range xs {
+		rows[i] = []string{x.EventID, strconv.Itoa(x.EffectVersion), cmp.Or(x.JobID, "live")}
+	}
+	return rows
+}
+
+func otherJobRows(xs []manifest.JobExclusion) [][]string {
+	xs = xs[:min(len(xs), showMaxExcluded)]
+	rows := make([][]string, len(xs))
+	for i, x := range xs {
+		rows[i] = []string{x.EventID, x.JobID, x.JobStatus}
 	}
 	return rows
 }

@@ -242,6 +242,17 @@ func (e *env) register(version int, state, job string) {
 	}
 }
 
+// recordJob records job as a job of sourceKind, as plan does, so the SDK can read its kind.
+func (e *env) recordJob(job string, version int, sourceKind string) {
+	e.t.Helper()
+	err := ledger.JobsInsert(e.ctx, e.store.Pool, ledger.Job{ID: job, Consumer: consumerName, Status: ledger.JobExecuting,
+		ManifestDigest: "sha256:test", EffectVersionFrom: version - 1, EffectVersionTo: version, Reason: "test",
+		Stream: "ORDERS", LedgerStateDigest: "sha256:test", CreatedBy: "alice", SourceKind: sourceKind})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
 func refsOf(t *testing.T, r ledger.EffectRow) []protocol.Effect {
 	t.Helper()
 	var refs []protocol.Effect

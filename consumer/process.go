@@ -23,6 +23,9 @@ type delivery struct {
 	// storedAt is when the stream stored the message: an event without a ledger row whose message
 	// is older than the evidence retention may have had its row pruned.
 	storedAt time.Time
+	// anyVersionSettles: the event is done once any version settled it for real (a live message,
+	// a DLQ replay); a backfill re-processes what older versions completed.
+	anyVersionSettles bool
 }
 
 // Process handles one message end to end (ledger, handler, ack/nak/term, dead-letter) and says what
@@ -52,11 +55,15 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) (*delivery, O
 		out.Kind, out.EffectVersion, out.Err = OutcomeInvalid, 0, err
 		return d, c.deadLetter(ctx, d, out)
 	}
+	d.anyVersionSettles = d.ev.Mode == ModeLive
 	if d.ev.Mode == ModeReplay {
-		ok, err := c.replayAllowed(ctx, d.ev)
+		ok, kind, err := c.replayAllowed(ctx, d.ev)
 		if err != nil {
 			return d, c.retry(d, out, err)
 		}
+		// A DLQ job targets only events no version completed, but a job cancelled a moment ago
+		// may still complete one (the registry answer is cached): its replay must not run again.
+		d.anyVersionSettles = kind != ledger.SourceBackfill
 		if !ok {
 			out.Kind = OutcomeRefused
 			out.Err = fmt.Errorf("%w: event %q: effect version %d of consumer %s is not registered as executing for job %s; "+
@@ -94,7 +101,7 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 	}
 	claim := ledger.EffectClaim{Key: key, RequestHash: hash,
 		RequestHashAlg: alg, Owner: c.cfg.Owner, Lease: c.cfg.Lease, JobID: ev.JobID,
-		AnyVersionSettles: ev.Mode == ModeLive}
+		AnyVersionSettles: d.anyVersionSettles}
 	for i, r := range rows {
 		if r.EffectVersion == ev.EffectVersion {
 			claim.TakeOverHash, claim.TakeOverHashAlg = incoming[i], r.RequestHashAlg
@@ -144,7 +151,8 @@ func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []
 		}
 	}
 	for _, r := range rows {
-		if settledState(r.State) && (ev.Mode == ModeLive || r.EffectVersion == ev.EffectVersion) {
+		// A write-forbidden replay's row settles only a redelivery of that replay: it made no call.
+		if settledState(r.State) && (r.EffectVersion == ev.EffectVersion || (d.anyVersionSettles && !r.WriteForbidden)) {
 			out.Kind = OutcomeDuplicate
 			c.ack(d)
 			return out, true
@@ -239,7 +247,8 @@ func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key led
 		return c.transient(ctx, d, out, key, made, refs, err, false)
 	}
 	completion := ledger.EffectCompletion{Key: key, Owner: c.cfg.Owner, ResultHash: resultHash, ResultBody: body,
-		EffectCount: made, ExternalRefs: refs, ResultRetention: c.cfg.ResultRetention, EvidenceRetention: c.cfg.EvidenceRetention}
+		EffectCount: made, ExternalRefs: refs, ResultRetention: c.cfg.ResultRetention, EvidenceRetention: c.cfg.EvidenceRetention,
+		WriteForbidden: d.ev.WriteForbidden}
 	out.Kind = OutcomeCompleted
 	if herr != nil {
 		completion.OutcomeKind, completion.LastError = "business", clipText(herr.Error(), maxLastErrorBytes)

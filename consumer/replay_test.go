@@ -30,6 +30,9 @@ func TestReplayRunsOnlyUnderAnExecutingRegistration(t *testing.T) {
 		t.Fatalf("%d rows written for refused replays", n)
 	}
 
+	// Only a backfill re-processes an event a version completed (issue 14: a DLQ replay of it is a
+	// duplicate, see TestDLQReplayOfACompletedEventIsADuplicate).
+	e.recordJob("job-1", 3, ledger.SourceBackfill)
 	e.register(3, ledger.EffectVersionExecuting, "job-1")
 	e.publish("e1", payload, replay("job-1", 3, false))
 	out := e.processNext(c, cons, consumer.OutcomeCompleted)
@@ -52,6 +55,33 @@ func TestReplayRunsOnlyUnderAnExecutingRegistration(t *testing.T) {
 	}
 }
 
+func TestDLQReplayOfACompletedEventIsADuplicate(t *testing.T) {
+	e := newEnv(t)
+	c := e.newConsumer(nil)
+	cons := e.durable(c)
+	payload := orderJSON("acct-1", 250)
+	e.publish("e1", payload, nil)
+	e.processNext(c, cons, consumer.OutcomeCompleted)
+
+	// A DLQ job registered as executing, whose target another version completed meanwhile (a
+	// cancelled job's last message, a live copy): the replay is answered from the ledger.
+	e.recordJob("job-dlq", 2, ledger.SourceDLQ)
+	e.register(2, ledger.EffectVersionExecuting, "job-dlq")
+	e.publish("e1", payload, replay("job-dlq", 2, false))
+	e.processNext(c, cons, consumer.OutcomeDuplicate)
+	// A registration with no job row reads as a DLQ job too: fail closed.
+	e.register(3, ledger.EffectVersionExecuting, "job-unrecorded")
+	e.publish("e1", payload, replay("job-unrecorded", 3, false))
+	e.processNext(c, cons, consumer.OutcomeDuplicate)
+	e.settled(cons)
+	if n := e.p.calls.Load(); n != 1 {
+		t.Fatalf("provider calls %d, want only the live one", n)
+	}
+	if n := e.count(`select count(*) from effects where effect_version > 1`); n != 0 {
+		t.Fatalf("%d rows written by the duplicate replays", n)
+	}
+}
+
 func TestWriteForbiddenReplayRecordsCallsWithoutMakingThem(t *testing.T) {
 	e := newEnv(t)
 	c := e.newConsumer(nil)
@@ -68,8 +98,23 @@ func TestWriteForbiddenReplayRecordsCallsWithoutMakingThem(t *testing.T) {
 		t.Fatalf("outcome effects %+v, want the charge recorded as suppressed", out.Effects)
 	}
 	r := e.row("e1", 2)
-	if refs := refsOf(t, r); r.EffectCount != 0 || len(refs) != 1 || !refs[0].Suppressed || r.CallsStarted != 0 {
-		t.Fatalf("row effect_count %d calls_started %d external_refs %+v", r.EffectCount, r.CallsStarted, refs)
+	if refs := refsOf(t, r); r.EffectCount != 0 || len(refs) != 1 || !refs[0].Suppressed || r.CallsStarted != 0 || !r.WriteForbidden {
+		t.Fatalf("row effect_count %d calls_started %d write_forbidden %v external_refs %+v", r.EffectCount, r.CallsStarted, r.WriteForbidden, refs)
+	}
+
+	// The write-forbidden completion settled nothing: the live copy (the event was dead-lettered
+	// and is delivered again) is processed for real, once, and a redelivery of it is a duplicate.
+	e.publish("e1", orderJSON("acct-1", 250), nil)
+	live := e.processNext(c, cons, consumer.OutcomeCompleted)
+	if live.EffectVersion != 1 || e.p.calls.Load() != 1 {
+		t.Fatalf("live copy after a write-forbidden replay: version %d, provider calls %d; want version 1 and one call",
+			live.EffectVersion, e.p.calls.Load())
+	}
+	e.publish("e1", orderJSON("acct-1", 250), nil)
+	e.processNext(c, cons, consumer.OutcomeDuplicate)
+	e.settled(cons)
+	if n := e.p.calls.Load(); n != 1 {
+		t.Fatalf("provider calls %d after the redelivery, want 1", n)
 	}
 }
 

@@ -19,34 +19,40 @@ type replayKey struct {
 	job     string
 }
 
+type executingEntry struct {
+	until      time.Time
+	sourceKind string
+}
+
 type executingCache struct {
-	mu    sync.Mutex
-	until map[replayKey]time.Time
+	mu      sync.Mutex
+	entries map[replayKey]executingEntry
 }
 
 func newExecutingCache() executingCache {
-	return executingCache{until: map[replayKey]time.Time{}}
+	return executingCache{entries: map[replayKey]executingEntry{}}
 }
 
-// replayAllowed reports whether ev's (job, effect version) is registered as executing.
-func (c *Consumer) replayAllowed(ctx context.Context, ev Event) (bool, error) {
+// replayAllowed reports whether ev's (job, effect version) is registered as executing, and the
+// job's source kind (ledger.SourceDLQ or ledger.SourceBackfill).
+func (c *Consumer) replayAllowed(ctx context.Context, ev Event) (bool, string, error) {
 	key := replayKey{version: ev.EffectVersion, job: ev.JobID}
 	c.executing.mu.Lock()
-	until, ok := c.executing.until[key]
+	entry, ok := c.executing.entries[key]
 	c.executing.mu.Unlock()
-	if ok && time.Now().Before(until) {
-		return true, nil
+	if ok && time.Now().Before(entry.until) {
+		return true, entry.sourceKind, nil
 	}
-	executing, err := ledger.EffectVersionsIsExecuting(ctx, c.cfg.Store.Pool, c.cfg.Name, ev.EffectVersion, ev.JobID)
+	r, err := ledger.EffectVersionsIsExecuting(ctx, c.cfg.Store.Pool, c.cfg.Name, ev.EffectVersion, ev.JobID)
 	if err != nil {
-		return false, fmt.Errorf("event %q: %w", ev.ID, err)
+		return false, "", fmt.Errorf("event %q: %w", ev.ID, err)
 	}
 	c.executing.mu.Lock()
-	if executing {
-		c.executing.until[key] = time.Now().Add(executingTTL)
+	if r.Executing {
+		c.executing.entries[key] = executingEntry{until: time.Now().Add(executingTTL), sourceKind: r.SourceKind}
 	} else {
-		delete(c.executing.until, key)
+		delete(c.executing.entries, key)
 	}
 	c.executing.mu.Unlock()
-	return executing, nil
+	return r.Executing, r.SourceKind, nil
 }

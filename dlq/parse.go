@@ -31,17 +31,24 @@ type Fields struct {
 	OriginalSubjectErr error
 }
 
+// ParseEventID reads the event ID header name of h, the one header a DLQ message and an original
+// share; a missing header's error matches ErrHeaderMissing.
+func ParseEventID(h nats.Header, name string) (string, error) {
+	values := h[name]
+	if len(values) == 0 {
+		return "", fmt.Errorf("%s %w", name, ErrHeaderMissing)
+	}
+	if err := manifest.ValidateEventID(values[0]); err != nil {
+		return "", fmt.Errorf("%s header: %w", name, err)
+	}
+	return values[0], nil
+}
+
 // Parse reads the headers names of h. Attempts and FailedAt are only recorded by name in the
 // manifest, never read, so a garbled value there cannot refuse a message.
 func Parse(h nats.Header, names manifest.Headers) Fields {
 	var d Fields
-	if values := h[names.EventID]; len(values) == 0 {
-		d.EventIDErr = fmt.Errorf("%s %w", names.EventID, ErrHeaderMissing)
-	} else if err := manifest.ValidateEventID(values[0]); err != nil {
-		d.EventIDErr = fmt.Errorf("%s header: %w", names.EventID, err)
-	} else {
-		d.EventID = values[0]
-	}
+	d.EventID, d.EventIDErr = ParseEventID(h, names.EventID)
 	d.Reason = CleanReason(h.Get(names.Reason))
 	if values := h[names.OriginalSubject]; len(values) == 0 {
 		d.OriginalSubjectErr = fmt.Errorf("%s %w", names.OriginalSubject, ErrHeaderMissing)

@@ -30,17 +30,30 @@ func EffectVersionsRegister(ctx context.Context, q Querier, consumer string, ver
 	return nil
 }
 
+// A registration without a job row (registered by hand) reads as a DLQ job: the kind that never
+// re-processes a completed event.
 const effectVersionsIsExecuting = `
 select exists (select from effect_versions
-                where consumer = $1 and effect_version = $2 and state = 'executing' and job_id = $3)`
+                where consumer = $1 and effect_version = $2 and state = 'executing' and job_id = $3),
+       coalesce((select source_kind from jobs where id = $3), 'dlq')`
+
+// ExecutingReplay is what the consumer SDK needs to know of a replayed message's job.
+type ExecutingReplay struct {
+	// Executing says the (job, version) is registered as executing.
+	Executing bool
+	// SourceKind is the job's SourceDLQ or SourceBackfill: a DLQ replay is done once any version
+	// settled the event for real, a backfill re-processes events completed under older versions.
+	SourceKind string
+}
 
 // EffectVersionsIsExecuting reports whether version of consumer is registered as executing for
-// jobID: the consumer SDK accepts a replayed message only then, so bumping the version without a
-// recorded job cannot bypass dedup. It is one primary-key lookup.
-func EffectVersionsIsExecuting(ctx context.Context, q Querier, consumer string, version int, jobID string) (bool, error) {
-	var ok bool
-	if err := q.QueryRow(ctx, effectVersionsIsExecuting, consumer, version, jobID).Scan(&ok); err != nil {
-		return false, fmt.Errorf("check whether effect version %d of consumer %s is executing for job %s: %w", version, consumer, jobID, err)
+// jobID, and the job's source kind: the consumer SDK accepts a replayed message only when it is,
+// so bumping the version without a recorded job cannot bypass dedup. It is two primary-key
+// lookups.
+func EffectVersionsIsExecuting(ctx context.Context, q Querier, consumer string, version int, jobID string) (ExecutingReplay, error) {
+	var r ExecutingReplay
+	if err := q.QueryRow(ctx, effectVersionsIsExecuting, consumer, version, jobID).Scan(&r.Executing, &r.SourceKind); err != nil {
+		return r, fmt.Errorf("check whether effect version %d of consumer %s is executing for job %s: %w", version, consumer, jobID, err)
 	}
-	return ok, nil
+	return r, nil
 }

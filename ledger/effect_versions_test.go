@@ -54,7 +54,7 @@ func TestEffectVersionsIsExecutingOnlyForItsJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != tt.want {
+		if got.Executing != tt.want || got.SourceKind != ledger.SourceDLQ {
 			t.Errorf("%s version %d job %s: executing %v, want %v", tt.consumer, tt.version, tt.job, got, tt.want)
 		}
 	}

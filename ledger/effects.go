@@ -50,6 +50,8 @@ type EffectRow struct {
 	Attempts       int
 	CallsStarted   int
 	LastError      string
+	// WriteForbidden marks the completion of a write-forbidden replay: a result, never an effect.
+	WriteForbidden bool
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 }
@@ -60,7 +62,7 @@ select consumer, event_id, effect_version, state, request_hash, request_hash_alg
        coalesce(lease_owner, ''), lease_expires_at, coalesce(lease_expires_at > now(), false),
        greatest(coalesce(extract(epoch from lease_expires_at - now()) * 1000, 0), 0)::bigint,
        heartbeat_at, replay_until, evidence_until, coalesce(job_id, ''), attempts, calls_started,
-       coalesce(last_error, ''), created_at, updated_at
+       coalesce(last_error, ''), write_forbidden, created_at, updated_at
   from effects
  where consumer = $1 and event_id = $2
  order by effect_version`
@@ -80,7 +82,7 @@ func EffectsForEvent(ctx context.Context, q Querier, consumer, eventID string) (
 		err := row.Scan(&r.Consumer, &r.EventID, &r.EffectVersion, &r.State, &r.RequestHash, &r.RequestHashAlg,
 			&r.ResultHash, &body, &r.OutcomeKind, &r.EffectCount, &refs, &r.LeaseOwner, &r.LeaseExpiresAt,
 			&r.LeaseLive, &remainingMS, &r.HeartbeatAt, &r.ReplayUntil, &r.EvidenceUntil, &r.JobID,
-			&r.Attempts, &r.CallsStarted, &r.LastError, &r.CreatedAt, &r.UpdatedAt)
+			&r.Attempts, &r.CallsStarted, &r.LastError, &r.WriteForbidden, &r.CreatedAt, &r.UpdatedAt)
 		if body != nil {
 			r.ResultBody = json.RawMessage(body)
 		}
@@ -104,7 +106,8 @@ type EffectClaim struct {
 	// JobID is the replay job; empty for a live message.
 	JobID string
 	// AnyVersionSettles makes a completed, reconciled or expired row under any version refuse the
-	// claim: a live message is done once any version did it, a replay only once its own version did.
+	// claim, unless a write-forbidden replay wrote it: a live message or a DLQ replay is done once
+	// any version did it for real, a backfill only once its own version did.
 	AnyVersionSettles bool
 	// TakeOverHash and TakeOverHashAlg are the incoming payload's fingerprint recomputed under the
 	// algorithm of the existing row the caller read for Key; empty means RequestHash and
@@ -145,7 +148,7 @@ select $1, $2, $3, 'processing', $4, $5, $6, now() + $7::bigint * interval '1 mi
          where o.consumer = $1 and o.event_id = $2 and o.effect_version <> $3
            and (o.state = 'uncertain'
                 or (o.state = 'processing' and o.lease_expires_at > now())
-                or ($9 and o.state in ('completed', 'reconciled', 'expired'))))
+                or ($9 and o.state in ('completed', 'reconciled', 'expired') and not o.write_forbidden)))
 on conflict (consumer, event_id, effect_version) do update
    set state = 'processing', lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
        heartbeat_at = excluded.heartbeat_at, attempts = e.attempts + 1, calls_started = 0,
@@ -252,6 +255,9 @@ type EffectCompletion struct {
 	ExternalRefs json.RawMessage
 	// LastError is the business error's message; empty for success.
 	LastError string
+	// WriteForbidden records a write-forbidden replay's completion: its calls were suppressed, so
+	// nothing may treat the event as executed.
+	WriteForbidden bool
 	// ResultRetention and EvidenceRetention set replay_until and evidence_until from now().
 	ResultRetention   time.Duration
 	EvidenceRetention time.Duration
@@ -262,7 +268,7 @@ update effects
    set state = 'completed', result_hash = $5, result_body = $6::jsonb, outcome_kind = $7, effect_count = $8,
        external_refs = $9::jsonb, last_error = $10, lease_owner = null, lease_expires_at = null,
        replay_until = now() + $11::bigint * interval '1 millisecond',
-       evidence_until = now() + $12::bigint * interval '1 millisecond', updated_at = now()
+       evidence_until = now() + $12::bigint * interval '1 millisecond', write_forbidden = $13, updated_at = now()
  where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing
 
 // EffectsComplete stores c's outcome and releases the lease, if c.Owner still holds it. False
@@ -276,7 +282,7 @@ func EffectsComplete(ctx context.Context, q Querier, c EffectCompletion) (bool, 
 	lost, err := retryLostConnection(ctx, func() error {
 		tag, err := q.Exec(ctx, effectsComplete, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.Owner,
 			c.ResultHash, nullable(string(c.ResultBody)), nullable(c.OutcomeKind), c.EffectCount, effectsRefs(c.ExternalRefs),
-			nullable(c.LastError), c.ResultRetention.Milliseconds(), c.EvidenceRetention.Milliseconds())
+			nullable(c.LastError), c.ResultRetention.Milliseconds(), c.EvidenceRetention.Milliseconds(), c.WriteForbidden)
 		affected = err == nil && tag.RowsAffected() == 1
 		return err
 	})

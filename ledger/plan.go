@@ -15,15 +15,33 @@ import (
 
 // Target classes a plan assigns to each distinct event ID of the scan.
 const (
-	ClassTarget          = "target"
-	ClassDone            = "done"
-	ClassConflictSource  = "conflict_source"
-	ClassConflictLedger  = "conflict_ledger"
-	ClassUncertain       = "uncertain"
-	ClassInFlight        = "in_flight"
-	ClassOverMax         = "over_max"
+	ClassTarget         = "target"
+	ClassDone           = "done"
+	ClassConflictSource = "conflict_source"
+	ClassConflictLedger = "conflict_ledger"
+	ClassUncertain      = "uncertain"
+	ClassInFlight       = "in_flight"
+	ClassOtherJob       = "other_job"
+	ClassNotProcessed   = "not_processed"
+	ClassOverMax        = "over_max"
+	// ClassEvidenceExpired: the event's only rows are expired tombstones, or it has none while
+	// its message is older than the evidence window.
 	ClassEvidenceExpired = "evidence_expired"
 )
+
+// Source kinds of a plan (DESIGN.md, "Sources and edges").
+const (
+	// SourceDLQ is a stream of dead-lettered messages: its targets are events with no completed
+	// row under any version.
+	SourceDLQ = "dlq"
+	// SourceBackfill is a retained stream of original messages: its targets are events completed
+	// under an older version than the job's.
+	SourceBackfill = "backfill"
+)
+
+// UnfinishedJobStatuses are the job statuses whose targets no other plan may take: the job may
+// still replay them.
+var UnfinishedJobStatuses = []string{JobPlanned, JobShadowing, JobShadowed, JobExecuting, JobPaused}
 
 // PlanScanColumns are the columns, in order, of each row a plan copies in with PlanSession.ScanCopy.
 // payload_hash is the canonical-json-v1 fingerprint, which shadow and execute check the DLQ message
@@ -55,25 +73,35 @@ create temp table plan_scan (
 ) on commit drop`
 
 // planFirstCreate keeps each event ID's first message by stream sequence, with how many messages
-// carried the ID and whether their payloads disagree, in a single sort of the scan. Payloads are
-// compared under the consumer's current algorithm (fingerprints[1]), so copies that differ only in
-// the fields it leaves out, or in the order of its set arrays, are one intent.
+// carried the ID, whether their payloads disagree and, when there were several, all their stream
+// sequences (drain deletes every one), in a single sort of the scan. Payloads are compared under
+// the consumer's current algorithm (fingerprints[1]), so copies that differ only in the fields it
+// leaves out, or in the order of its set arrays, are one intent.
 const planFirstCreate = `
 create temp table plan_first on commit drop as
 select event_id, seq, payload_hash, fingerprints, failure_reason, original_subject, stored_at, messages,
-       case when min_hash <> max_hash then 2 else 1 end as hashes
+       case when min_hash <> max_hash then 2 else 1 end as hashes,
+       case when messages > 1 then seqs end as seqs
   from (select *,
-               row_number() over (partition by event_id order by seq) as rn,
-               count(*) over (partition by event_id)                  as messages,
-               min(fingerprints[1]) over (partition by event_id)      as min_hash,
-               max(fingerprints[1]) over (partition by event_id)      as max_hash
-          from plan_scan) s
+               row_number() over w         as rn,
+               count(*) over w             as messages,
+               min(fingerprints[1]) over w as min_hash,
+               max(fingerprints[1]) over w as max_hash,
+               array_agg(seq) over w       as seqs
+          from plan_scan
+        window w as (partition by event_id order by seq rows between unbounded preceding and unbounded following)) s
  where rn = 1`
 
 // ledgerStatesAgg renders an event's effects rows (alias e) as "version:state:request_hash,..." by
 // version: the plan digest, job_targets.planned_states and execute's drift check all use this one
-// expression, so an unchanged target renders equal.
-const ledgerStatesAgg = `string_agg(e.effect_version::text || ':' || e.state || ':' || e.request_hash, ',' order by e.effect_version)`
+// expression, so an unchanged target renders equal. A write-forbidden row made no external call,
+// so it is left out: one appearing after plan is not drift.
+const ledgerStatesAgg = `string_agg(e.effect_version::text || ':' || e.state || ':' || e.request_hash, ',' order by e.effect_version)
+    filter (where e.write_forbidden is not true)`
+
+// settledForReal is an effects row (alias e) whose effect happened: completed (a success or a
+// terminal business failure) or reconciled by hand, and not by a write-forbidden replay.
+const settledForReal = `(e.state in ('completed', 'reconciled') and not e.write_forbidden)`
 
 // planIncomingHash is the DLQ payload's fingerprint (alias p) under the algorithm of ledger row
 // e, from the algorithms $3; NULL when the row's algorithm is not among them.
@@ -83,14 +111,17 @@ const planIncomingHash = `p.fingerprints[array_position($3::text[], e.request_ha
 // whose algorithm cannot be computed is a mismatch: its hash is never skipped.
 const planRowMismatch = `e.request_hash is distinct from ` + planIncomingHash
 
-// planEventsClassify joins the consumer's ledger rows once and classifies every event ID; the
-// order of the case is the precedence documented in docs/manifest.md.
+// planEventsClassify joins the consumer's ledger rows and the unfinished jobs' targets once and
+// classifies every event ID for a replay to version $2 from a source of kind $5; the order of the
+// case is the precedence documented in docs/manifest.md. A DLQ plan keeps out every event settled
+// under any version (done, with the version and job that settled it); a backfill targets exactly
+// those settled under an older version and keeps out the events never processed.
 const planEventsClassify = `
 create temp table plan_events on commit drop as
 with ledger_rows as (
     select e.event_id,
-           bool_or(e.effect_version = $2 and e.state in ('completed', 'reconciled')) as done_target,
-           bool_or(e.effect_version < $2 and e.state in ('completed', 'reconciled')) as done_older,
+           bool_or(e.effect_version = $2 and ` + settledForReal + `) as done_target,
+           bool_or(e.effect_version < $2 and ` + settledForReal + `) as done_older,
            bool_or(e.state = 'uncertain'
                    or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now())))
                                                                                     as uncertain,
@@ -103,29 +134,51 @@ with ledger_rows as (
            (array_agg(coalesce(` + planIncomingHash + `, 'not computable: ' || e.request_hash_alg)
                       order by e.effect_version desc)
                 filter (where ` + planRowMismatch + `))[1]                          as incoming_hash,
-           (array_agg(e.effect_count order by e.effect_version desc)
-                filter (where e.state in ('completed', 'reconciled')))[1]           as known_effect_count,
+           (array_agg(e.effect_count order by e.effect_version desc) filter (where ` + settledForReal + `))[1]
+                                                                                    as known_effect_count,
+           (array_agg(e.effect_version order by e.effect_version desc) filter (where ` + settledForReal + `))[1]
+                                                                                    as done_version,
+           (array_agg(coalesce(e.job_id, '') order by e.effect_version desc) filter (where ` + settledForReal + `))[1]
+                                                                                    as done_by,
+           (array_agg(case when e.outcome_kind = 'business' then 'business failure' else e.state end
+                      order by e.effect_version desc) filter (where ` + settledForReal + `))[1]
+                                                                                    as done_outcome,
            ` + ledgerStatesAgg + ` as ledger_states
       from effects e
       join plan_first p on p.event_id = e.event_id
      where e.consumer = $1
      group by e.event_id
+),
+other_jobs as (
+    select distinct on (t.event_id) t.event_id, j.id as job_id, j.status
+      from jobs j
+      join job_targets t on t.job_id = j.id
+      join plan_first p on p.event_id = t.event_id
+     where j.consumer = $1 and j.status = any($6)
+     order by t.event_id, j.created_at, j.id
 )
-select p.event_id, p.seq, p.payload_hash, p.failure_reason, p.original_subject, p.messages, p.hashes,
-       coalesce(l.done_older, false) as done_older,
-       l.ledger_hash, l.incoming_hash, l.known_effect_count,
-       coalesce(l.ledger_states, '') as ledger_states,
-       case when p.hashes > 1                   then 'conflict_source'
-            when coalesce(l.done_target, false) then 'done'
-            when coalesce(l.mismatch, false)    then 'conflict_ledger'
-            when coalesce(l.uncertain, false)   then 'uncertain'
-            when coalesce(l.in_flight, false)   then 'in_flight'
+select p.event_id, p.seq, p.seqs, p.payload_hash, p.original_subject, p.messages, p.hashes,
+       case when $5 = 'backfill' then coalesce('v' || l.done_version || ' ' || l.done_outcome, '')
+            else p.failure_reason end                           as failure_reason,
+       coalesce(l.done_older, false)                            as done_older,
+       l.ledger_hash, l.incoming_hash, l.known_effect_count, l.done_version, l.done_by,
+       o.job_id as other_job, o.status as other_job_status,
+       coalesce(l.ledger_states, '')                            as ledger_states,
+       case when p.hashes > 1                                   then 'conflict_source'
+            when coalesce(l.done_target, false)                 then 'done'
+            when coalesce(l.mismatch, false)                    then 'conflict_ledger'
+            when $5 = 'dlq' and coalesce(l.done_older, false)   then 'done'
+            when coalesce(l.uncertain, false)                   then 'uncertain'
+            when coalesce(l.in_flight, false)                   then 'in_flight'
             when (coalesce(l.expired, false) and not coalesce(l.done_any, false))
                  or (l.event_id is null and p.stored_at < now() - $4::bigint * interval '1 millisecond')
-                                                then 'evidence_expired'
+                                                                then 'evidence_expired'
+            when o.job_id is not null                           then 'other_job'
+            when $5 = 'backfill' and not coalesce(l.done_older, false) then 'not_processed'
             else 'target' end as class
   from plan_first p
-  left join ledger_rows l using (event_id)`
+  left join ledger_rows l using (event_id)
+  left join other_jobs o using (event_id)`
 
 // planEventsApplyMax keeps the oldest $1 targets by stream sequence; the rest become over_max.
 const planEventsApplyMax = `
@@ -142,6 +195,8 @@ select count(*),
        count(*) filter (where class = 'target' and done_older),
        count(*) filter (where class = 'uncertain'),
        count(*) filter (where class = 'in_flight'),
+       count(*) filter (where class = 'other_job'),
+       count(*) filter (where class = 'not_processed'),
        count(*) filter (where class = 'over_max'),
        count(*) filter (where class = 'evidence_expired'),
        count(*) filter (where class = 'target'),
@@ -149,8 +204,27 @@ select count(*),
        coalesce(sum(known_effect_count) filter (where class = 'target'), 0)
   from plan_events`
 
+// planEventsFailureReasons is the histogram over the targets of failure_reason: the DLQ's failure
+// reason, or for a backfill the previous version's outcome ("v1 completed").
 const planEventsFailureReasons = `
 select failure_reason, count(*) from plan_events where class = 'target' group by failure_reason`
+
+// planEventsCompletedBy counts the events kept out as done by who settled them: a job, or ”
+// for a live completion.
+const planEventsCompletedBy = `
+select done_by, count(*) from plan_events where class = 'done' group by done_by`
+
+// planEventsKeptOut lists the first $1 event IDs of each class a plan keeps out without a ledger
+// row to show (done, in another job, never processed), with the version and job that settled a
+// done one, or the other job and its status.
+const planEventsKeptOut = `
+select class, event_id, coalesce(done_version, 0), coalesce(done_by, ''),
+       coalesce(other_job, ''), coalesce(other_job_status, '')
+  from (select *, row_number() over (partition by class order by event_id collate "C") as rn
+          from plan_events
+         where class in ('done', 'other_job', 'not_processed')) p
+ where rn <= $1
+ order by class, event_id collate "C"`
 
 // planEventsConflicts lists conflicts with their payload hashes: every distinct hash the scan saw
 // (under the current algorithm) for a source conflict; for a ledger conflict, the DLQ payload's
@@ -179,14 +253,14 @@ const planEventsTargets = `
 select event_id, ledger_states from plan_events where class = 'target' order by event_id collate "C"`
 
 const effectsCompletedEffectCount = `
-select count(*), coalesce(avg(effect_count), 0)::float8
-  from effects
- where consumer = $1 and state in ('completed', 'reconciled')`
+select count(*), coalesce(avg(e.effect_count), 0)::float8
+  from effects e
+ where e.consumer = $1 and ` + settledForReal
 
 // planned_states keeps each target's ledger rows at plan time (NULL: none), for execute's drift check.
 const jobTargetsInsertFromPlan = `
-insert into job_targets (job_id, event_id, stream_seq, original_subject, failure_reason, payload_hash, planned_states)
-select $1, event_id, seq, original_subject, failure_reason, payload_hash, nullif(ledger_states, '')
+insert into job_targets (job_id, event_id, stream_seq, source_seqs, original_subject, failure_reason, payload_hash, planned_states)
+select $1, event_id, seq, seqs, original_subject, failure_reason, payload_hash, nullif(ledger_states, '')
   from plan_events where class = 'target'
  order by event_id`
 
@@ -208,8 +282,10 @@ type PlanSummary struct {
 	CompletedUnderOlderVersion int64
 	ExcludedUncertain          int64
 	ExcludedInFlight           int64
-	EvidenceExpired            int64
+	ExcludedInOtherJob         int64
+	NotProcessed               int64
 	OverMax                    int64
+	EvidenceExpired            int64
 	Targets                    int64
 	KnownTargets               int64
 	KnownCalls                 int64
@@ -264,15 +340,16 @@ func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (in
 	return n, nil
 }
 
-// Classify joins the scan against the consumer's ledger rows and classifies each event ID for a
-// replay to targetVersion; maxTargets > 0 keeps only the oldest maxTargets targets. hashAlgorithms
-// name the scan rows' fingerprints, in order: a ledger row is compared with the fingerprint under
-// its own algorithm, and a row under any other algorithm is a conflict.
+// Classify joins the scan against the consumer's ledger rows and unfinished jobs and classifies
+// each event ID for a replay to targetVersion from a source of sourceKind (SourceDLQ or
+// SourceBackfill); maxTargets > 0 keeps only the oldest maxTargets targets. hashAlgorithms name
+// the scan rows' fingerprints, in order: a ledger row is compared with the fingerprint under its
+// own algorithm, and a row under any other algorithm is a conflict.
 //
 // evidenceWindow is the consumer's evidence retention: an event whose only rows are expired
 // tombstones, or that has no row while its message is older than the window, is classed
 // evidence_expired and kept out of the targets (docs/ledger.md, "Expired evidence").
-func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersion int, hashAlgorithms []string,
+func (p *PlanSession) Classify(ctx context.Context, consumer, sourceKind string, targetVersion int, hashAlgorithms []string,
 	evidenceWindow time.Duration, maxTargets int) error {
 	if _, err := p.tx.Exec(ctx, planFirstCreate); err != nil {
 		return fmt.Errorf("plan: collapse the scan to one row per event ID: %w", err)
@@ -281,7 +358,7 @@ func (p *PlanSession) Classify(ctx context.Context, consumer string, targetVersi
 	if _, err := p.tx.Exec(ctx, "analyze plan_first"); err != nil {
 		return fmt.Errorf("plan: analyze scan: %w", err)
 	}
-	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithms, evidenceWindow.Milliseconds()); err != nil {
+	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithms, evidenceWindow.Milliseconds(), sourceKind, UnfinishedJobStatuses); err != nil {
 		return fmt.Errorf("plan: join scan with the ledger of consumer %q: %w", consumer, err)
 	}
 	if maxTargets > 0 {
@@ -297,7 +374,7 @@ func (p *PlanSession) Summary(ctx context.Context) (PlanSummary, error) {
 	var s PlanSummary
 	err := p.tx.QueryRow(ctx, planEventsSummary).Scan(&s.Candidates, &s.RepeatedInSource, &s.DuplicateInSource,
 		&s.LedgerPayloadMismatch, &s.AlreadyCompleted, &s.CompletedUnderOlderVersion, &s.ExcludedUncertain,
-		&s.ExcludedInFlight, &s.OverMax, &s.EvidenceExpired, &s.Targets, &s.KnownTargets, &s.KnownCalls)
+		&s.ExcludedInFlight, &s.ExcludedInOtherJob, &s.NotProcessed, &s.OverMax, &s.EvidenceExpired, &s.Targets, &s.KnownTargets, &s.KnownCalls)
 	if err != nil {
 		return s, fmt.Errorf("plan: summarise: %w", err)
 	}
@@ -319,6 +396,55 @@ func (p *PlanSession) FailureReasons(ctx context.Context) (map[string]int64, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("plan: failure reasons: %w", err)
+	}
+	return out, nil
+}
+
+// CompletedBy counts the events kept out as already done by the job that settled them; a live
+// completion counts under "".
+func (p *PlanSession) CompletedBy(ctx context.Context) (map[string]int64, error) {
+	rows, err := p.tx.Query(ctx, planEventsCompletedBy)
+	if err != nil {
+		return nil, fmt.Errorf("plan: count completed events by job: %w", err)
+	}
+	out := map[string]int64{}
+	var job string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&job, &n}, func() error { out[job] = n; return nil }); err != nil {
+		return nil, fmt.Errorf("plan: count completed events by job: %w", err)
+	}
+	return out, nil
+}
+
+// PlanKeptOut is an event ID a plan kept out for what the ledger or another job holds, not for
+// one of its own rows' states.
+type PlanKeptOut struct {
+	// Class is ClassDone, ClassOtherJob or ClassNotProcessed.
+	Class   string
+	EventID string
+	// DoneVersion and DoneBy are the version and job ("" for live) of a done event's settled row.
+	DoneVersion int
+	DoneBy      string
+	// OtherJob and OtherJobStatus name the unfinished job that targets the event.
+	OtherJob       string
+	OtherJobStatus string
+}
+
+// KeptOut lists, for each of the classes done, other_job and not_processed, the first limit
+// event IDs in byte order.
+func (p *PlanSession) KeptOut(ctx context.Context, limit int) ([]PlanKeptOut, error) {
+	rows, err := p.tx.Query(ctx, planEventsKeptOut, limit)
+	if err != nil {
+		return nil, fmt.Errorf("plan: list kept-out events: %w", err)
+	}
+	var out []PlanKeptOut
+	var k PlanKeptOut
+	_, err = pgx.ForEachRow(rows, []any{&k.Class, &k.EventID, &k.DoneVersion, &k.DoneBy, &k.OtherJob, &k.OtherJobStatus}, func() error {
+		out = append(out, k)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan: list kept-out events: %w", err)
 	}
 	return out, nil
 }

@@ -57,13 +57,15 @@ const (
 
 // Job is a row of jobs: one planned replay and where it stands.
 type Job struct {
-	ID                    string
-	Consumer              string
-	Status                string
-	ManifestDigest        string
-	EffectVersionFrom     int
-	EffectVersionTo       int
-	WriteForbidden        bool
+	ID                string
+	Consumer          string
+	Status            string
+	ManifestDigest    string
+	EffectVersionFrom int
+	EffectVersionTo   int
+	WriteForbidden    bool
+	// SourceKind is SourceDLQ or SourceBackfill; an empty one is recorded as SourceDLQ.
+	SourceKind            string
 	Reason                string
 	Ticket                string
 	Stream                string
@@ -88,15 +90,16 @@ type Job struct {
 const jobsInsert = `
 insert into jobs (id, consumer, status, manifest_digest, effect_version_from, effect_version_to,
                   write_forbidden, reason, ticket, stream, stream_last_seq, targets,
-                  expected_external_calls, ledger_state_digest, created_by, created_at)
-values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, coalesce($16::timestamptz, now()))`
+                  expected_external_calls, ledger_state_digest, created_by, created_at, source_kind)
+values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, coalesce($16::timestamptz, now()),
+        coalesce($17, 'dlq'))`
 
 // JobsInsert records j through q. A job whose ID is already recorded returns an error matching
 // ErrConflict. An empty Ticket is stored as NULL.
 func JobsInsert(ctx context.Context, q Querier, j Job) error {
 	_, err := q.Exec(ctx, jobsInsert, j.ID, j.Consumer, j.Status, j.ManifestDigest, j.EffectVersionFrom,
 		j.EffectVersionTo, j.WriteForbidden, j.Reason, nullable(j.Ticket), j.Stream, j.StreamLastSeq, j.Targets,
-		j.ExpectedExternalCalls, j.LedgerStateDigest, j.CreatedBy, nullableTime(j.CreatedAt))
+		j.ExpectedExternalCalls, j.LedgerStateDigest, j.CreatedBy, nullableTime(j.CreatedAt), nullable(j.SourceKind))
 	if err != nil {
 		return fmt.Errorf("record job %s: %w", j.ID, translate(err))
 	}
@@ -108,7 +111,7 @@ const jobColumns = `
        id, consumer, status, manifest_digest, effect_version_from, effect_version_to, write_forbidden,
        reason, coalesce(ticket, ''), stream, stream_last_seq, targets, expected_external_calls,
        ledger_state_digest, created_by, created_at, updated_at,
-       coalesce(status_reason, ''), coalesce(status_by, ''), status_at, run_state, run_state_at`
+       coalesce(status_reason, ''), coalesce(status_by, ''), status_at, run_state, run_state_at, source_kind`
 
 const jobsGet = `select ` + jobColumns + ` from jobs where id = $1`
 
@@ -137,7 +140,7 @@ func jobScan(row pgx.Row) (Job, error) {
 	err := row.Scan(&j.ID, &j.Consumer, &j.Status, &j.ManifestDigest,
 		&j.EffectVersionFrom, &j.EffectVersionTo, &j.WriteForbidden, &j.Reason, &j.Ticket, &j.Stream,
 		&j.StreamLastSeq, &j.Targets, &j.ExpectedExternalCalls, &j.LedgerStateDigest, &j.CreatedBy,
-		&j.CreatedAt, &j.UpdatedAt, &j.StatusReason, &j.StatusBy, &statusAt, &runState, &runStateAt)
+		&j.CreatedAt, &j.UpdatedAt, &j.StatusReason, &j.StatusBy, &statusAt, &runState, &runStateAt, &j.SourceKind)
 	if err != nil {
 		return Job{}, err
 	}

@@ -97,7 +97,8 @@ func shadowTargetRow(row pgx.CollectableRow) (ShadowTarget, error) {
 }
 
 // Original is an event's latest completed (or reconciled) effect under an older version that still
-// has a result to compare with (a retained body or a hash).
+// has a result to compare with (a retained body or a hash). A write-forbidden replay's row is
+// never an original: its effects were not made.
 type Original struct {
 	EffectVersion int
 	ResultHash    string
@@ -120,7 +121,7 @@ select distinct on (event_id)
   from (select *, result_body is not null and (replay_until is null or replay_until > now()) as retained
           from effects
          where consumer = $1 and event_id = any($2) and effect_version < $3
-           and state in ('completed', 'reconciled')) e
+           and state in ('completed', 'reconciled') and not write_forbidden) e
  where retained or result_hash is not null
  order by event_id, effect_version desc`
 

@@ -34,8 +34,21 @@ type Manifest struct {
 	Digest string `json:"digest"`
 }
 
+// Source kinds (DESIGN.md, "Sources and edges").
+const (
+	// SourceDLQ is a stream of dead-lettered messages carrying the DLQ headers; targets are
+	// events with no completed row under any version. A manifest without source.kind is one.
+	SourceDLQ = "dlq"
+	// SourceBackfill is a retained stream of original messages; each replays to its own subject,
+	// and targets are events completed under an older version than the job's.
+	SourceBackfill = "backfill"
+)
+
 // Source is the scan boundary the targets were chosen from.
 type Source struct {
+	// Kind is SourceDLQ or SourceBackfill; empty (manifests planned before backfill existed)
+	// reads as SourceDLQ.
+	Kind          string     `json:"kind,omitempty"`
 	Stream        string     `json:"stream"`
 	SubjectFilter string     `json:"subjectFilter,omitempty"`
 	Since         *time.Time `json:"since,omitempty"`
@@ -91,10 +104,16 @@ type Stats struct {
 	// LedgerPayloadMismatch counts event IDs whose payload hash differs from the ledger's request hash
 	// (conflicts, excluded).
 	LedgerPayloadMismatch int64 `json:"ledgerPayloadMismatch"`
-	// AlreadyCompleted counts event IDs already completed under the target version (skipped).
+	// AlreadyCompleted counts event IDs kept out as done: for a DLQ source, completed (or
+	// reconciled) under any version, by a live delivery or an earlier job; for a backfill, under the
+	// job's version. A write-forbidden replay's completion never counts: it made no call.
 	AlreadyCompleted int64 `json:"alreadyCompleted"`
-	// CompletedUnderOlderVersion counts targets completed before under an older version: replaying them
-	// produces their effects again; ExpectedExternalCalls accounts for them.
+	// AlreadyCompletedBy splits AlreadyCompleted by the job whose replay completed the event, with
+	// live completions under CompletedLive.
+	AlreadyCompletedBy map[string]int64 `json:"alreadyCompletedBy,omitempty"`
+	// CompletedUnderOlderVersion counts targets completed before under an older version: a
+	// backfill's targets, whose effects the replay produces again; ExpectedExternalCalls accounts
+	// for them. A DLQ plan has none.
 	CompletedUnderOlderVersion int64 `json:"completedUnderOlderVersion"`
 	// AlreadyCompletedRatio is (AlreadyCompleted + CompletedUnderOlderVersion) / Candidates.
 	AlreadyCompletedRatio float64 `json:"alreadyCompletedRatio"`
@@ -108,12 +127,35 @@ type Stats struct {
 	// (docs/ledger.md, "Expired evidence"). Omitted when 0, so manifests written before it keep
 	// their digest.
 	EvidenceExpired int64 `json:"evidenceExpired,omitempty"`
+	// ExcludedInOtherJob counts event IDs that a job of the consumer which has not finished
+	// (planned, shadowing, shadowed, executing or paused) targets: that job may still replay them.
+	ExcludedInOtherJob int64 `json:"excludedInOtherJob,omitempty"`
+	// NotProcessed counts, for a backfill, event IDs with no completed row under any version
+	// (never processed, or still on their way): there is nothing to re-process.
+	NotProcessed int64 `json:"notProcessed,omitempty"`
 	// OverMax counts eligible event IDs left out by --max (the oldest by stream sequence are kept).
 	OverMax int64 `json:"overMax"`
 	// Targets is len(EventIDs).
 	Targets int64 `json:"targets"`
-	// FailureReasons is the histogram of failure reasons over the targets.
+	// FailureReasons is the histogram of failure reasons over a DLQ plan's targets (empty for a
+	// backfill, whose messages never failed).
 	FailureReasons map[string]int64 `json:"failureReasons"`
+	// PreviousOutcomes is, for a backfill, the histogram over the targets of the outcome they
+	// completed with, by version: "v1 completed", "v1 business failure".
+	PreviousOutcomes map[string]int64 `json:"previousOutcomes,omitempty"`
+}
+
+// CompletedLive is the AlreadyCompletedBy key of events completed by a live delivery (no job).
+// It is not a valid job ID, so it cannot collide with one.
+const CompletedLive = "(live)"
+
+// Strata is the histogram the targets are grouped by, for the shadow sample and the review: the
+// failure reasons of a DLQ plan, the previous outcomes of a backfill.
+func (m *Manifest) Strata() map[string]int64 {
+	if m.Source.Kind == SourceBackfill {
+		return m.Stats.PreviousOutcomes
+	}
+	return m.Stats.FailureReasons
 }
 
 // CallsEstimate says how ExpectedExternalCalls was estimated.
@@ -135,6 +177,13 @@ type Excluded struct {
 	Uncertain []LedgerExclusion `json:"uncertain"`
 	InFlight  []LedgerExclusion `json:"inFlight"`
 	Conflicts []Conflict        `json:"conflicts"`
+	// AlreadyCompleted lists the first MaxListedExcluded events kept out as done, with the
+	// version and job that completed them (the counts are in Stats).
+	AlreadyCompleted []CompletedExclusion `json:"alreadyCompleted,omitempty"`
+	// InOtherJob lists the first MaxListedExcluded events an unfinished job targets.
+	InOtherJob []JobExclusion `json:"inOtherJob,omitempty"`
+	// NotProcessed lists the first MaxListedExcluded event IDs of a backfill with no completed row.
+	NotProcessed []string `json:"notProcessed,omitempty"`
 	// MissingEventIDSeqs are stream sequences of messages without a usable Event-Id or without an
 	// original subject (the first MaxListedSeqs; the counts are in Stats).
 	MissingEventIDSeqs []uint64 `json:"missingEventIdSeqs"`
@@ -150,6 +199,25 @@ type Excluded struct {
 // MaxListedSeqs bounds Excluded.MissingEventIDSeqs and OverMaxPayloadSeqs so a broken producer cannot bloat the manifest.
 const MaxListedSeqs = 1000
 
+// MaxListedExcluded bounds Excluded.AlreadyCompleted, InOtherJob and NotProcessed: a DLQ that
+// mostly holds done events would otherwise list them all.
+const MaxListedExcluded = 1000
+
+// CompletedExclusion is an event kept out because it is already done.
+type CompletedExclusion struct {
+	EventID       string `json:"eventId"`
+	EffectVersion int    `json:"effectVersion"`
+	// JobID is the job whose replay completed it; empty for a live completion.
+	JobID string `json:"jobId,omitempty"`
+}
+
+// JobExclusion is an event kept out because a job that has not finished targets it.
+type JobExclusion struct {
+	EventID   string `json:"eventId"`
+	JobID     string `json:"jobId"`
+	JobStatus string `json:"jobStatus"`
+}
+
 // LedgerExclusion is an event ID kept out because of its ledger row.
 type LedgerExclusion struct {
 	EventID        string     `json:"eventId"`
@@ -164,4 +232,12 @@ type Conflict struct {
 	EventID       string   `json:"eventId"`
 	Where         string   `json:"where"`
 	PayloadHashes []string `json:"payloadHashes"`
+}
+
+// SourceKind is Source.Kind with the empty kind of older manifests read as SourceDLQ.
+func (m *Manifest) SourceKind() string {
+	if m.Source.Kind == "" {
+		return SourceDLQ
+	}
+	return m.Source.Kind
 }

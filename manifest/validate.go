@@ -120,6 +120,9 @@ func Validate(m *Manifest) error {
 }
 
 func validateSource(p *problems, s *Source) {
+	if s.Kind != "" && s.Kind != SourceDLQ && s.Kind != SourceBackfill {
+		p.add("source.kind", fmt.Sprintf("must be %q or %q, found %q", SourceDLQ, SourceBackfill, clip(s.Kind)))
+	}
 	p.check("source.stream", ValidateStreamName(s.Stream))
 	checkTime(p, "source.since", s.Since)
 	checkTime(p, "source.until", s.Until)
@@ -177,20 +180,21 @@ func validateFigures(p *problems, m *Manifest) {
 	if !(st.AlreadyCompletedRatio >= 0 && st.AlreadyCompletedRatio <= 1) {
 		p.add("stats.alreadyCompletedRatio", fmt.Sprintf("is %v; it must be between 0 and 1", st.AlreadyCompletedRatio))
 	}
-	var sum int64
-	overflow := false
-	for _, k := range slices.Sorted(maps.Keys(st.FailureReasons)) {
-		n := st.FailureReasons[k]
-		if n < 0 {
-			p.add(fmt.Sprintf("stats.failureReasons[%q]", clip(k)), fmt.Sprintf("is %d; counts cannot be negative", n))
-			continue
-		}
-		overflow = overflow || sum > math.MaxInt64-n
-		sum += n
+	strata, empty := "stats.failureReasons", "stats.previousOutcomes"
+	if m.Source.Kind == SourceBackfill {
+		strata, empty = empty, strata
 	}
-	if overflow || sum != targets {
-		p.add("stats.failureReasons", fmt.Sprintf("counts add up to %d; they must add up to the %d targets", sum, targets))
+	if sum, ok := checkHistogram(p, strata, m.Strata()); !ok || sum != targets {
+		p.add(strata, fmt.Sprintf("counts add up to %d; they must add up to the %d targets", sum, targets))
 	}
+	other := st.PreviousOutcomes
+	if m.Source.Kind == SourceBackfill {
+		other = st.FailureReasons
+	}
+	if len(other) > 0 {
+		p.add(empty, fmt.Sprintf("must be empty for a %s plan; the targets are counted in %s", m.SourceKind(), strata))
+	}
+	checkHistogram(p, "stats.alreadyCompletedBy", st.AlreadyCompletedBy)
 	if m.ExpectedExternalCalls < 0 {
 		p.add("expectedExternalCalls", fmt.Sprintf("is %d; counts cannot be negative", m.ExpectedExternalCalls))
 	}
@@ -202,6 +206,22 @@ func validateFigures(p *problems, m *Manifest) {
 	if !(est.MeanPerEffect >= 0) || math.IsInf(est.MeanPerEffect, 1) {
 		p.add("externalCallsEstimate.meanPerEffect", fmt.Sprintf("is %v; it must be a finite number >= 0", est.MeanPerEffect))
 	}
+}
+
+// checkHistogram refuses negative counts in h and returns their sum; ok is false when the sum
+// overflows.
+func checkHistogram(p *problems, field string, h map[string]int64) (sum int64, ok bool) {
+	ok = true
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		n := h[k]
+		if n < 0 {
+			p.add(fmt.Sprintf("%s[%q]", field, clip(k)), fmt.Sprintf("is %d; counts cannot be negative", n))
+			continue
+		}
+		ok = ok && sum <= math.MaxInt64-n
+		sum += n
+	}
+	return sum, ok
 }
 
 // checkCounts refuses negative int64 fields of the struct v points to, named by their JSON names.
@@ -231,6 +251,15 @@ func excludedIDs(x *Excluded) []excludedID {
 	for i, c := range x.Conflicts {
 		out = append(out, excludedID{fmt.Sprintf("excluded.conflicts[%d].eventId", i), c.EventID})
 	}
+	for i, c := range x.AlreadyCompleted {
+		out = append(out, excludedID{fmt.Sprintf("excluded.alreadyCompleted[%d].eventId", i), c.EventID})
+	}
+	for i, j := range x.InOtherJob {
+		out = append(out, excludedID{fmt.Sprintf("excluded.inOtherJob[%d].eventId", i), j.EventID})
+	}
+	for i, id := range x.NotProcessed {
+		out = append(out, excludedID{fmt.Sprintf("excluded.notProcessed[%d]", i), id})
+	}
 	return out
 }
 
@@ -242,6 +271,14 @@ func validateExcluded(p *problems, x *Excluded, ids []excludedID) {
 		if c.Where != "source" && c.Where != "ledger" {
 			p.add(fmt.Sprintf("excluded.conflicts[%d].where", i),
 				fmt.Sprintf(`must be "source" or "ledger", found %q`, clip(c.Where)))
+		}
+	}
+	for _, l := range []struct {
+		field string
+		n     int
+	}{{"excluded.alreadyCompleted", len(x.AlreadyCompleted)}, {"excluded.inOtherJob", len(x.InOtherJob)}, {"excluded.notProcessed", len(x.NotProcessed)}} {
+		if l.n > MaxListedExcluded {
+			p.add(l.field, fmt.Sprintf("lists %d events; the limit is %d", l.n, MaxListedExcluded))
 		}
 	}
 	if n := len(x.MissingEventIDSeqs); n > MaxListedSeqs {

@@ -14,6 +14,10 @@ var ErrVersionNotBumped = errors.New("effect version not bumped")
 // ErrStreamNotFound is returned when the DLQ stream does not exist.
 var ErrStreamNotFound = errors.New("stream not found")
 
+// ErrNoTargets matches a *NoTargetsError: the boundary holds no event to replay, so nothing was
+// recorded (exit code 2).
+var ErrNoTargets = errors.New("plan has no targets")
+
 // ErrStreamUnsupported is returned for a DLQ stream plan cannot scan without changing it.
 var ErrStreamUnsupported = errors.New("stream cannot be scanned")
 

@@ -17,8 +17,12 @@ import (
 
 // Options is one plan request.
 type Options struct {
-	Consumer      string
-	Stream        string
+	Consumer string
+	Stream   string
+	// Backfill makes Stream a retained stream of original messages instead of a DLQ: each
+	// message replays to its own subject, and the targets are events completed under an older
+	// version (re-processing after a fix), not events that never completed.
+	Backfill      bool
 	Reason        string
 	Ticket        string
 	SubjectFilter string
@@ -87,7 +91,9 @@ func (o *Options) Normalise() error {
 	if o.Since != nil && o.Until != nil && !o.Since.Before(*o.Until) {
 		add("--since %s is not before --until %s", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
 	}
-	if o.FailureMatch != "" {
+	if o.Backfill && o.FailureMatch != "" {
+		add("--failure-match reads a DLQ message's failure reason; a backfill's messages never failed: filter with --subject, --since and --until")
+	} else if o.FailureMatch != "" {
 		if _, err := regexp.Compile(o.FailureMatch); err != nil {
 			add("--failure-match %q is not a valid regular expression: %v", o.FailureMatch, err)
 		}

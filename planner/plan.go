@@ -1,13 +1,17 @@
 package planner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -59,9 +63,14 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	}
 	info := stream.CachedInfo()
 	if info.Config.Retention == jetstream.WorkQueuePolicy {
+		if opts.Backfill {
+			return nil, fmt.Errorf("%w: stream %s has WorkQueue retention: it deleted each original once the consumer acknowledged it, so there is nothing to backfill from; keep originals in a stream with Limits retention (max age covering the window you may need to re-process), see docs/runbook.md",
+				ErrStreamUnsupported, opts.Stream)
+		}
 		return nil, fmt.Errorf("%w: stream %s has WorkQueue retention: a work queue removes what it delivers and refuses the read-only ordered consumer plan scans with; keep DLQ messages in a stream with Limits retention (docs/protocol.md)",
 			ErrStreamUnsupported, opts.Stream)
 	}
+	kind := opts.sourceKind()
 
 	hashers, err := loadHashers(ctx, store, opts.Consumer)
 	if err != nil {
@@ -84,12 +93,15 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		return nil, err
 	}
 	opts.stage("joining %d scanned messages against the ledger of consumer %s", counts.Scanned, opts.Consumer)
-	if err := session.Classify(ctx, opts.Consumer, target, hashers.algorithms(), opts.EvidenceWindow, opts.Max); err != nil {
+	if err := session.Classify(ctx, opts.Consumer, kind, target, hashers.algorithms(), opts.EvidenceWindow, opts.Max); err != nil {
 		return nil, err
 	}
 	m, stateDigest, err := buildManifest(ctx, session, &opts, info, counts, known, target)
 	if err != nil {
 		return nil, err
+	}
+	if m.Stats.Targets == 0 {
+		return nil, noTargets(m)
 	}
 	opts.stage("recording job %s with %d targets and writing %s", m.ID, m.Stats.Targets, opts.OutputPath)
 	job := jobFor(m, info.State.LastSeq, stateDigest)
@@ -105,6 +117,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 			"effectVersionFrom":     m.EffectVersion.From,
 			"effectVersionTo":       m.EffectVersion.To,
 			"writeForbidden":        m.WriteForbidden,
+			"sourceKind":            m.SourceKind(),
 			"reason":                m.Reason,
 			"ticket":                m.Ticket,
 		},
@@ -119,7 +132,32 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		os.Remove(opts.OutputPath)
 		return nil, fmt.Errorf("job %s not recorded, manifest %s removed: %w", m.ID, opts.OutputPath, err)
 	}
-	return &Result{Manifest: m, Warnings: append(warnings(m, counts), hashers.warnings(opts.Consumer)...)}, nil
+	return &Result{Manifest: m, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts), hashers.warnings(opts.Consumer))}, nil
+}
+
+func (o *Options) sourceKind() string {
+	if o.Backfill {
+		return manifest.SourceBackfill
+	}
+	return manifest.SourceDLQ
+}
+
+// retentionWarnings says when a backfill's source no longer holds the start of the asked window:
+// the stream's limits removed those originals, and the backfill cannot re-process them.
+func retentionWarnings(o *Options, info *jetstream.StreamInfo) []string {
+	if !o.Backfill || info.State.Msgs == 0 {
+		return nil
+	}
+	first := info.State.FirstTime.UTC()
+	switch {
+	case o.Since != nil && first.After(*o.Since):
+		return []string{fmt.Sprintf("stream %s's oldest message (sequence %d) is from %s, after --since %s: the originals before it were removed by the stream's limits and are not in this backfill; re-publish them from their system of record, or raise the stream's max age before the next fix needs them",
+			o.Stream, info.State.FirstSeq, first.Format(time.RFC3339), o.Since.UTC().Format(time.RFC3339))}
+	case o.Since == nil && info.State.FirstSeq > 1:
+		return []string{fmt.Sprintf("stream %s starts at sequence %d (%s): %d earlier originals were removed by its limits and are not in this backfill",
+			o.Stream, info.State.FirstSeq, first.Format(time.RFC3339), info.State.FirstSeq-1)}
+	}
+	return nil
 }
 
 func (o *Options) stage(format string, args ...any) {
@@ -157,6 +195,10 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	if err != nil {
 		return nil, "", err
 	}
+	completedBy, err := session.CompletedBy(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	excluded, err := exclusions(ctx, session, opts.Consumer)
 	if err != nil {
 		return nil, "", err
@@ -186,6 +228,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 		Ticket:     opts.Ticket,
 		Consumer:   opts.Consumer,
 		Source: manifest.Source{
+			Kind:          opts.sourceKind(),
 			Stream:        opts.Stream,
 			SubjectFilter: opts.SubjectFilter,
 			Since:         utc(opts.Since),
@@ -216,14 +259,20 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 			ExcludedUncertain:          sum.ExcludedUncertain,
 			ExcludedInFlight:           sum.ExcludedInFlight,
 			EvidenceExpired:            sum.EvidenceExpired,
+			ExcludedInOtherJob:         sum.ExcludedInOtherJob,
+			NotProcessed:               sum.NotProcessed,
 			OverMax:                    sum.OverMax,
 			Targets:                    int64(len(ids)),
 			FailureReasons:             reasons,
+			AlreadyCompletedBy:         completedByJob(completedBy),
 		},
 		ExpectedExternalCalls: calls,
 		ExternalCallsEstimate: estimate,
 		Excluded:              excluded,
 		EventIDs:              ids,
+	}
+	if opts.Backfill {
+		m.Stats.FailureReasons, m.Stats.PreviousOutcomes = map[string]int64{}, reasons
 	}
 	if int64(len(ids)) != sum.Targets {
 		return nil, "", fmt.Errorf("plan: listed %d targets but counted %d; the ledger session is inconsistent, run plan again", len(ids), sum.Targets)
@@ -248,6 +297,20 @@ func exclusions(ctx context.Context, session *ledger.PlanSession, consumer strin
 			ex.InFlight = append(ex.InFlight, le)
 		} else {
 			ex.Uncertain = append(ex.Uncertain, le)
+		}
+	}
+	keptOut, err := session.KeptOut(ctx, manifest.MaxListedExcluded)
+	if err != nil {
+		return ex, err
+	}
+	for _, k := range keptOut {
+		switch k.Class {
+		case ledger.ClassDone:
+			ex.AlreadyCompleted = append(ex.AlreadyCompleted, manifest.CompletedExclusion{EventID: k.EventID, EffectVersion: k.DoneVersion, JobID: k.DoneBy})
+		case ledger.ClassOtherJob:
+			ex.InOtherJob = append(ex.InOtherJob, manifest.JobExclusion{EventID: k.EventID, JobID: k.OtherJob, JobStatus: k.OtherJobStatus})
+		case ledger.ClassNotProcessed:
+			ex.NotProcessed = append(ex.NotProcessed, k.EventID)
 		}
 	}
 	conflicts, err := session.Conflicts(ctx)
@@ -295,6 +358,21 @@ func estimateCalls(ctx context.Context, session *ledger.PlanSession, consumer st
 	return est, calls, nil
 }
 
+// completedByJob names live completions manifest.CompletedLive; nil when nothing was done.
+func completedByJob(byJob map[string]int64) map[string]int64 {
+	if len(byJob) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(byJob))
+	for job, n := range byJob {
+		if job == "" {
+			job = manifest.CompletedLive
+		}
+		out[job] = n
+	}
+	return out
+}
+
 func jobFor(m *manifest.Manifest, streamLastSeq uint64, stateDigest string) ledger.Job {
 	return ledger.Job{
 		ID:                    m.ID,
@@ -304,6 +382,7 @@ func jobFor(m *manifest.Manifest, streamLastSeq uint64, stateDigest string) ledg
 		EffectVersionFrom:     m.EffectVersion.From,
 		EffectVersionTo:       m.EffectVersion.To,
 		WriteForbidden:        m.WriteForbidden,
+		SourceKind:            m.SourceKind(),
 		Reason:                m.Reason,
 		Ticket:                m.Ticket,
 		Stream:                m.Source.Stream,
@@ -319,11 +398,21 @@ func jobFor(m *manifest.Manifest, streamLastSeq uint64, stateDigest string) ledg
 func warnings(m *manifest.Manifest, counts scanCounts) []string {
 	var w []string
 	s := m.Stats
-	if s.Targets == 0 {
-		w = append(w, "no targets: nothing in this boundary needs a replay")
+	switch {
+	case m.SourceKind() == manifest.SourceBackfill:
+		if s.Targets > 0 {
+			w = append(w, fmt.Sprintf("a backfill re-processes %d events that already completed: every one repeats its external effects (%d calls expected) unless the job is --write-forbidden",
+				s.Targets, m.ExpectedExternalCalls))
+		}
+		if s.NotProcessed > 0 {
+			w = append(w, fmt.Sprintf("%d events have no completed row (never processed, or still on their way) and were kept out; see excluded.notProcessed", s.NotProcessed))
+		}
+	case s.AlreadyCompleted > 0:
+		w = append(w, fmt.Sprintf("%d of the %d candidates already completed (%s) and were kept out: a DLQ replay never repeats what is done; `replayctl drain JOB` removes a finished job's messages from the DLQ",
+			s.AlreadyCompleted, s.Candidates, completedBySentence(s.AlreadyCompletedBy)))
 	}
-	if s.AlreadyCompletedRatio > highCompletedRatio {
-		w = append(w, fmt.Sprintf("%.0f%% of the candidates already completed once; replaying them repeats their external effects", s.AlreadyCompletedRatio*100))
+	if n := s.ExcludedInOtherJob; n > 0 {
+		w = append(w, fmt.Sprintf("%d events are targets of jobs that have not finished and were kept out; finish or cancel those jobs first (see excluded.inOtherJob)", n))
 	}
 	if n := s.DuplicateInSource + s.LedgerPayloadMismatch; n > 0 {
 		w = append(w, fmt.Sprintf("%d event IDs carry conflicting payloads and were excluded; review excluded.conflicts", n))
@@ -356,11 +445,38 @@ func warnings(m *manifest.Manifest, counts scanCounts) []string {
 	return w
 }
 
+// completedBySentence renders AlreadyCompletedBy as "12 live, 32 by job-a", largest first.
+func completedBySentence(byJob map[string]int64) string {
+	jobs := slices.Collect(maps.Keys(byJob))
+	slices.SortFunc(jobs, func(a, b string) int {
+		if c := cmp.Compare(byJob[b], byJob[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(jobs))
+	for i, j := range jobs {
+		if j == manifest.CompletedLive {
+			parts[i] = fmt.Sprintf("%d live", byJob[j])
+		} else {
+			parts[i] = fmt.Sprintf("%d by %s", byJob[j], j)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 func ratio(part, whole int64) float64 {
 	if whole == 0 {
 		return 0
 	}
 	return math.Round(float64(part)/float64(whole)*1e6) / 1e6
+}
+
+func timeOrNone(t *time.Time) string {
+	if t == nil {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func utc(t *time.Time) *time.Time {

@@ -3,9 +3,11 @@ package planner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -124,23 +126,28 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 	m := res.Manifest
 	want := manifest.Stats{
 		Scanned: 14, MissingEventID: 1, InvalidEventID: 1, MissingOriginalSubject: 1, Candidates: 9, RepeatedInSource: 1, DuplicateInSource: 1,
-		LedgerPayloadMismatch: 1, CompletedUnderOlderVersion: 1, AlreadyCompletedRatio: 0.111111,
-		ExcludedUncertain: 2, ExcludedInFlight: 1, Targets: 4,
-		FailureReasons: map[string]int64{"timeout": 2, "http 503": 1, "bad schema": 1},
+		LedgerPayloadMismatch: 1, AlreadyCompleted: 1, AlreadyCompletedBy: map[string]int64{manifest.CompletedLive: 1},
+		AlreadyCompletedRatio: 0.111111, ExcludedUncertain: 2, ExcludedInFlight: 1, Targets: 3,
+		FailureReasons: map[string]int64{"timeout": 1, "http 503": 1, "bad schema": 1},
 	}
 	if !reflect.DeepEqual(m.Stats, want) {
 		t.Fatalf("stats\n got %+v\nwant %+v", m.Stats, want)
 	}
-	if got, want := m.EventIDs, []string{"e1", "e2", "e7", "e9"}; !reflect.DeepEqual(got, want) {
+	// e2 completed live under version 1: a DLQ replay never repeats it (issue 14; it used to be a
+	// target, charged again).
+	if got, want := m.EventIDs, []string{"e1", "e7", "e9"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("targets %v, want %v", got, want)
 	}
 	if m.EffectVersion != (manifest.EffectVersion{From: 1, To: 2}) {
 		t.Fatalf("effect version %+v, want 1 -> 2", m.EffectVersion)
 	}
-	// e2 is charged its recorded 3 calls; e1, e7 and e9 the mean of 3+1+1+2 over 4 completed rows,
-	// 1.75 each, 5.25 rounded up to 6.
-	if m.ExpectedExternalCalls != 9 || m.ExternalCallsEstimate.KnownCalls != 3 || m.ExternalCallsEstimate.MeanPerEffect != 1.75 {
-		t.Fatalf("expected external calls %d (%+v), want 9 = 3 known + ceil(3*1.75)", m.ExpectedExternalCalls, m.ExternalCallsEstimate)
+	// e1, e7 and e9 never completed: each is charged the mean of 3+1+1+2 over the 4 completed rows,
+	// 1.75, 5.25 rounded up to 6.
+	if m.ExpectedExternalCalls != 6 || m.ExternalCallsEstimate.KnownCalls != 0 || m.ExternalCallsEstimate.MeanPerEffect != 1.75 {
+		t.Fatalf("expected external calls %d (%+v), want 6 = ceil(3*1.75)", m.ExpectedExternalCalls, m.ExternalCallsEstimate)
+	}
+	if want := []manifest.CompletedExclusion{{EventID: "e2", EffectVersion: 1}}; !reflect.DeepEqual(m.Excluded.AlreadyCompleted, want) {
+		t.Errorf("excluded already completed %+v, want %+v", m.Excluded.AlreadyCompleted, want)
 	}
 	ids := func(xs []manifest.LedgerExclusion) []string {
 		var out []string
@@ -174,15 +181,15 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if job.Status != "planned" || job.ManifestDigest != m.Digest || job.Targets != 4 || job.StreamLastSeq != 14 {
+	if job.Status != "planned" || job.ManifestDigest != m.Digest || job.Targets != 3 || job.StreamLastSeq != 14 || job.SourceKind != "dlq" {
 		t.Fatalf("job row %+v", job)
 	}
 	counts, err := f.store.JobTargetsCount(f.ctx, m.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if counts["pending"] != 4 || len(counts) != 1 {
-		t.Fatalf("job targets by status %v, want 4 pending", counts)
+	if counts["pending"] != 3 || len(counts) != 1 {
+		t.Fatalf("job targets by status %v, want 3 pending", counts)
 	}
 	audit, err := f.store.AuditList(f.ctx, m.ID)
 	if err != nil {
@@ -231,6 +238,8 @@ func TestPlanBoundary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A planned job keeps its targets from the next plan's; each case plans on its own.
+			cancelJob(t, f, res.Manifest.ID)
 			st := res.Manifest.Stats
 			if !reflect.DeepEqual(res.Manifest.EventIDs, c.targets) || st.Scanned != c.scanned ||
 				st.NotMatchingFailureFilter != c.notMatching || st.OverMax != c.overMax {
@@ -238,6 +247,15 @@ func TestPlanBoundary(t *testing.T) {
 					st.Scanned, st.NotMatchingFailureFilter, st.OverMax, c.targets, c.scanned, c.notMatching, c.overMax)
 			}
 		})
+	}
+}
+
+func cancelJob(t testing.TB, f *fixture, id string) {
+	t.Helper()
+	err := ledger.JobsTransition(f.ctx, f.store.Pool, ledger.JobTransition{ID: id, From: ledger.UnfinishedJobStatuses,
+		To: ledger.JobCancelled, Reason: "test: plan the next case on its own", By: "alice"})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -322,17 +340,52 @@ func TestPlanSkipsDeletedMessages(t *testing.T) {
 	}
 }
 
-func TestPlanOfAnEmptyStream(t *testing.T) {
+// TestPlanWithoutTargetsRecordsNothingAndSaysWhy: a plan that found no target used to record a
+// job with 0 targets and exit 0, and its shadow passed (issue 14). Now it records nothing and
+// names the exclusion that took the messages, with what to do.
+func TestPlanWithoutTargetsRecordsNothingAndSaysWhy(t *testing.T) {
 	f := newFixture(t)
-	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(nil))
-	if err != nil {
+	if _, err := f.js.CreateStream(f.ctx, jetstream.StreamConfig{Name: "SRC", Subjects: []string{"billing.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	if res.Manifest.Stats.Scanned != 0 || len(res.Manifest.EventIDs) != 0 || res.Manifest.EffectVersion.To != 1 {
-		t.Fatalf("empty stream plan: %+v", res.Manifest.Stats)
+	if _, err := f.js.CreateStream(f.ctx, jetstream.StreamConfig{Name: "EMPTY", Subjects: []string{"empty.>"}}); err != nil {
+		t.Fatal(err)
 	}
-	if len(res.Warnings) == 0 {
-		t.Fatal("an empty plan should warn that there is nothing to replay")
+	for i := range 3 {
+		msg := nats.NewMsg("billing.charge.requested")
+		msg.Header.Set("Event-Id", fmt.Sprintf("src-%d", i))
+		msg.Data = []byte(`{}`)
+		if _, err := f.js.PublishMsg(f.ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.dlq("dlq.billing", "done-1", "timeout", `{"n":1}`)
+	f.dlq("dlq.billing", "done-2", "timeout", `{"n":2}`)
+	f.effect("done-1", "completed", `{"n":1}`, 2, nil)
+	f.effect("done-2", "completed", `{"n":2}`, 2, nil)
+	cases := []struct{ name, stream, want string }{
+		{"empty stream", "EMPTY", "stream EMPTY holds no message inside the boundary"},
+		{"a source stream planned as a DLQ", "SRC", "3 of 3 messages have no Dlq-Original-Subject header: is SRC a source stream? Use --backfill"},
+		{"everything already done", "DLQ", "2 of 2 events already completed (2 live): a DLQ replay never repeats what is done"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := f.options(func(o *planner.Options) { o.Stream = c.stream })
+			_, err := planner.Plan(f.ctx, f.js, f.store, o)
+			if !errors.Is(err, planner.ErrNoTargets) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want ErrNoTargets saying %q", err, c.want)
+			}
+			if _, statErr := os.Stat(o.OutputPath); !os.IsNotExist(statErr) {
+				t.Fatalf("a plan without targets left a manifest at %s", o.OutputPath)
+			}
+		})
+	}
+	var jobs int
+	if err := f.store.Pool.QueryRow(f.ctx, "select count(*) from jobs").Scan(&jobs); err != nil {
+		t.Fatal(err)
+	}
+	if jobs != 0 {
+		t.Fatalf("plans without targets recorded %d jobs", jobs)
 	}
 }
 
@@ -365,5 +418,100 @@ func TestPlanInterruptedLeavesNothing(t *testing.T) {
 		if n != 0 {
 			t.Errorf("an interrupted plan left %d rows in %s", n, table)
 		}
+	}
+}
+
+// TestPlanKeepsOutTheTargetsOfUnfinishedJobs: a job that has not finished may still replay its
+// targets, so a second plan over the same DLQ leaves them out until it is cancelled (issue 14).
+func TestPlanKeepsOutTheTargetsOfUnfinishedJobs(t *testing.T) {
+	f := newFixture(t)
+	for _, id := range []string{"e1", "e2", "e3"} {
+		f.dlq("dlq.billing", id, "timeout", `{"id":"`+id+`"}`)
+	}
+	plan := func(job string, mod func(*planner.Options)) *manifest.Manifest {
+		t.Helper()
+		res, err := planner.Plan(f.ctx, f.js, f.store, f.options(func(o *planner.Options) {
+			o.JobID, o.OutputPath = job, filepath.Join(f.dir, job+".json")
+			if mod != nil {
+				mod(o)
+			}
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Manifest
+	}
+	first := plan("job-first", func(o *planner.Options) { o.Max = 2 })
+	second := plan("job-second", nil)
+	wantListed := []manifest.JobExclusion{{EventID: "e1", JobID: "job-first", JobStatus: "planned"}, {EventID: "e2", JobID: "job-first", JobStatus: "planned"}}
+	if !reflect.DeepEqual(second.EventIDs, []string{"e3"}) || second.Stats.ExcludedInOtherJob != 2 || !reflect.DeepEqual(second.Excluded.InOtherJob, wantListed) {
+		t.Fatalf("second plan: targets %v, in another job %d %+v; want [e3] and %+v", second.EventIDs,
+			second.Stats.ExcludedInOtherJob, second.Excluded.InOtherJob, wantListed)
+	}
+	cancelJob(t, f, first.ID)
+	third := plan("job-third", nil)
+	if !reflect.DeepEqual(third.EventIDs, []string{"e1", "e2"}) || third.Stats.ExcludedInOtherJob != 1 {
+		t.Fatalf("after the first job was cancelled: targets %v, in another job %d; want [e1 e2] and e3 in job-second",
+			third.EventIDs, third.Stats.ExcludedInOtherJob)
+	}
+}
+
+// TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted: a write-forbidden replay records the
+// recomputed result and its suppressed calls, never an effect (issue 14). The next real plan still
+// targets the event, charges it the consumer's real calls per effect, not the row's 0, and the
+// drift check does not take a write-forbidden row appearing after plan for a completion.
+func TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted(t *testing.T) {
+	f := newFixture(t)
+	f.dlq("dlq.billing", "e1", "timeout", `{"n":1}`)
+	f.dlq("dlq.billing", "e2", "timeout", `{"n":2}`)
+	f.effect("h1", "completed", `{"h":1}`, 2, nil)
+	if _, err := f.store.EffectsImport(f.ctx, []ledger.Effect{{
+		Consumer: "billing", EventID: "e1", EffectVersion: 2, State: "completed", JobID: "job-wf",
+		RequestHash: fingerprint.Payload([]byte(`{"n":1}`)), RequestHashAlg: fingerprint.Algorithm, EffectCount: 0,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	markWriteForbidden := func(eventID string) {
+		t.Helper()
+		if _, err := f.store.Pool.Exec(f.ctx, `update effects set write_forbidden = true where event_id = $1`, eventID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	markWriteForbidden("e1")
+
+	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := res.Manifest
+	if !reflect.DeepEqual(m.EventIDs, []string{"e1", "e2"}) || m.Stats.AlreadyCompleted != 0 || m.Stats.CompletedUnderOlderVersion != 0 {
+		t.Fatalf("targets %v, already completed %d, completed under an older version %d; want both targets and 0, 0",
+			m.EventIDs, m.Stats.AlreadyCompleted, m.Stats.CompletedUnderOlderVersion)
+	}
+	if m.ExpectedExternalCalls != 4 || m.ExternalCallsEstimate.KnownTargets != 0 || m.ExternalCallsEstimate.SampleSize != 1 {
+		t.Fatalf("expected external calls %d (%+v), want 4: 2 targets at h1's 2 calls, the write-forbidden row's 0 left out",
+			m.ExpectedExternalCalls, m.ExternalCallsEstimate)
+	}
+
+	if _, err := f.store.EffectsImport(f.ctx, []ledger.Effect{{
+		Consumer: "billing", EventID: "e2", EffectVersion: 4, State: "completed", JobID: "job-wf-2",
+		RequestHash: fingerprint.Payload([]byte(`{"n":2}`)), RequestHashAlg: fingerprint.Algorithm,
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	markWriteForbidden("e2")
+	drift, err := f.store.JobTargetsDrift(f.ctx, m.ID, "billing", m.EffectVersion.To, fingerprint.Algorithm, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if drift.Checked != 2 || drift.Drifted != 0 {
+		t.Fatalf("drift %+v after a write-forbidden completion, want none", drift)
+	}
+	f.effect("e2", "completed", `{"n":2}`, 2, nil)
+	if drift, err = f.store.JobTargetsDrift(f.ctx, m.ID, "billing", m.EffectVersion.To, fingerprint.Algorithm, 5); err != nil {
+		t.Fatal(err)
+	}
+	if drift.Drifted != 1 || drift.ByKind[ledger.DriftCompleted] != 1 {
+		t.Fatalf("drift %+v after a real completion, want e2 completed", drift)
 	}
 }

@@ -44,6 +44,7 @@ type scanner struct {
 	iter      jetstream.MessagesContext
 	unwatch   func() bool
 	headers   manifest.Headers
+	backfill  bool
 	replay    dlq.Replay
 	hashers   planHashers
 	failure   *regexp.Regexp
@@ -94,6 +95,7 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 		// cancellation makes Ctrl-C end the scan at once.
 		unwatch:   context.AfterFunc(ctx, iter.Stop),
 		headers:   opts.Headers,
+		backfill:  opts.Backfill,
 		replay:    replay,
 		counts:    scanCounts{MaxPayload: js.Conn().MaxPayload()},
 		hashers:   hashers,
@@ -158,6 +160,9 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool
 	if s.progress != nil && (c.Scanned%progressEvery == 0 || s.done) {
 		s.progress(c.Scanned, s.total)
 	}
+	if s.backfill {
+		return s.acceptOriginal(msg, seq, storedAt)
+	}
 	d := dlq.Parse(msg.Headers(), s.headers)
 	switch {
 	case errors.Is(d.EventIDErr, dlq.ErrHeaderMissing):
@@ -179,18 +184,54 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool
 		c.noteMissing(seq)
 		return false
 	}
-	// A replay the server refuses to carry would fail its target on every execute; kept out here,
-	// it is counted and listed with the fix instead.
-	replay := s.replay
-	replay.EventID = d.EventID
-	if size := int64(dlq.ReplaySize(msg.Data(), msg.Headers(), s.headers, replay)); size > c.MaxPayload {
-		c.OverMaxPayload++
-		c.LargestOverMaxPayload = max(c.LargestOverMaxPayload, size)
-		c.OverMaxPayloadSeqs = appendListed(c.OverMaxPayloadSeqs, seq)
+	if s.overMaxPayload(msg, d.EventID, seq) {
 		return false
 	}
+	s.row = s.rowOf(msg, seq, d.EventID, d.Reason, d.OriginalSubject, storedAt)
+	return true
+}
+
+// acceptOriginal prepares the row of a backfill's message: an original has no failure reason,
+// and its own subject is where it replays.
+func (s *scanner) acceptOriginal(msg jetstream.Msg, seq uint64, storedAt time.Time) bool {
+	c := &s.counts
+	id, err := dlq.ParseEventID(msg.Headers(), s.headers.EventID)
+	switch {
+	case errors.Is(err, dlq.ErrHeaderMissing):
+		c.MissingEventID++
+		c.noteMissing(seq)
+		return false
+	case err != nil:
+		c.InvalidEventID++
+		c.noteMissing(seq)
+		return false
+	}
+	if s.overMaxPayload(msg, id, seq) {
+		return false
+	}
+	s.row = s.rowOf(msg, seq, id, "", msg.Subject(), storedAt)
+	return true
+}
+
+// rowOf is msg's row of ledger.PlanScanColumns.
+func (s *scanner) rowOf(msg jetstream.Msg, seq uint64, eventID, reason, subject string, storedAt time.Time) []any {
 	v1Hash := fingerprint.Payload(msg.Data())
-	s.row = []any{int64(seq), d.EventID, v1Hash, s.hashers.fingerprints(msg.Data(), v1Hash), d.Reason, d.OriginalSubject, storedAt}
+	return []any{int64(seq), eventID, v1Hash, s.hashers.fingerprints(msg.Data(), v1Hash), reason, subject, storedAt}
+}
+
+// overMaxPayload counts and lists a message whose replay the server refuses to carry: it would
+// fail its target on every execute; kept out here, it is reported with the fix instead.
+func (s *scanner) overMaxPayload(msg jetstream.Msg, eventID string, seq uint64) bool {
+	c := &s.counts
+	replay := s.replay
+	replay.EventID = eventID
+	size := int64(dlq.ReplaySize(msg.Data(), msg.Headers(), s.headers, replay))
+	if size <= c.MaxPayload {
+		return false
+	}
+	c.OverMaxPayload++
+	c.LargestOverMaxPayload = max(c.LargestOverMaxPayload, size)
+	c.OverMaxPayloadSeqs = appendListed(c.OverMaxPayloadSeqs, seq)
 	return true
 }
 

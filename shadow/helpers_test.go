@@ -33,6 +33,9 @@ type fixture struct {
 	store *ledger.Store
 	dir   string
 	seqs  map[string]uint64
+	// originals wait for plan: a DLQ plan keeps out events completed under any version (issue
+	// 14), and the shadow compares with what the ledger holds when it runs.
+	originals []func()
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -105,8 +108,13 @@ func (f *fixture) dlq(eventID, reason string, c charge) {
 	f.seqs[eventID] = ack.Sequence
 }
 
-// original records eventID as completed under version 1 with the v1 result as its body.
+// original records eventID as completed under version 1 with the v1 result as its body, right
+// after the next plan.
 func (f *fixture) original(eventID string, c charge) {
+	f.originals = append(f.originals, func() { f.recordOriginal(eventID, c) })
+}
+
+func (f *fixture) recordOriginal(eventID string, c charge) {
 	f.t.Helper()
 	body := result(c, 1, planNow.Add(-24*time.Hour))
 	_, err := f.store.EffectsImport(f.ctx, []ledger.Effect{{
@@ -153,8 +161,12 @@ func (f *fixture) seedStandard() {
 			f.original(tg.id, tg.c)
 		}
 	}
-	f.exec(`update effects set result_body = null where event_id = 'e05'`)
-	f.exec(`update effects set replay_until = now() - interval '1 hour' where event_id = 'e06'`)
+	// A completed event outside the DLQ puts version 1 in the ledger, so the job replays under 2.
+	f.recordOriginal("hist-1", charge{AmountCents: 100})
+	f.originals = append(f.originals, func() {
+		f.exec(`update effects set result_body = null where event_id = 'e05'`)
+		f.exec(`update effects set replay_until = now() - interval '1 hour' where event_id = 'e06'`)
+	})
 }
 
 // standardJob is a fixture with the standard DLQ, planned.
@@ -176,6 +188,10 @@ func (f *fixture) plan() *manifest.Manifest {
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	for _, record := range f.originals {
+		record()
+	}
+	f.originals = nil
 	return res.Manifest
 }
 

@@ -102,7 +102,7 @@ type sampled struct {
 // sample request answered it marks the full pass aborted.
 func (sh *runner) sample(ctx context.Context, r *Report) error {
 	m, opts := sh.m, sh.opts
-	perReason := quotas(m.Stats.FailureReasons, opts.Sample)
+	perReason := quotas(m.Strata(), opts.Sample)
 	opts.stage("choosing the sample: %d targets over %d failure reasons, seed %s", sum(perReason), len(perReason), r.Seed)
 	targets, err := sh.store.JobTargetsSample(ctx, m.ID, r.Seed, perReason)
 	if err != nil {

@@ -263,7 +263,7 @@ func streamMessages(ctx context.Context, js jetstream.JetStream, name string) (u
 // order must be charged exactly once, every other order never.
 func countCharges(x *Execution, truth Truth, events int, charged map[string]int64) {
 	excluded := map[string]bool{}
-	for _, ids := range [][]string{truth.ConflictSourceIDs, truth.ConflictLedgerIDs, truth.UncertainIDs, truth.InFlightIDs} {
+	for _, ids := range [][]string{truth.ConflictSourceIDs, truth.ConflictLedgerIDs, truth.UncertainIDs, truth.InFlightIDs, truth.AlreadyCompletedIDs} {
 		for _, id := range ids {
 			excluded[id] = true
 		}

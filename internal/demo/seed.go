@@ -43,10 +43,10 @@ type Truth struct {
 	ExcludedUncertain, ExcludedInFlight, Targets, ExpectedExternalCalls int64
 	FailureReasons                                                      map[string]int64
 	EffectVersionFrom                                                   int
-	// ShadowChanged counts the targets completed under version 1 whose fee version 2 rounds
-	// differently: what a shadow under the billing consumer's version 2 must report as changed.
-	ShadowChanged                                                   int64
-	UncertainIDs, InFlightIDs, ConflictSourceIDs, ConflictLedgerIDs []string
+	UncertainIDs, InFlightIDs, ConflictSourceIDs, ConflictLedgerIDs     []string
+	// AlreadyCompletedIDs are the DLQ's events that succeeded on a later live retry: a DLQ
+	// replay keeps them out, and execute must not charge them again.
+	AlreadyCompletedIDs []string
 }
 
 // The first event indexes play the special roles; every other event is an ordinary failed charge.
@@ -75,9 +75,10 @@ var reasons = []string{
 // EventID names event i of the seed.
 func EventID(i int) string { return fmt.Sprintf("evt-%06d", i) }
 
-// isTarget says whether a plan of the whole seed targets event i: every event but the source
-// conflicts, and the uncertain, lapsed, in-flight and ledger-conflict rows that follow the repeats.
-func isTarget(i int) bool {
+// isCandidateTarget says whether a plan of the whole seed targets event i unless it completed
+// before: every event but the source conflicts, and the uncertain, lapsed, in-flight and
+// ledger-conflict rows that follow the repeats.
+func isCandidateTarget(i int) bool {
 	const firstLedgerExcluded = conflictSourceEvents + repeatedEvents
 	const ledgerExcluded = uncertainEvents + lapsedLeaseEvents + inFlightEvents + ledgerMismatchEvents
 	return i >= conflictSourceEvents && (i < firstLedgerExcluded || i >= firstLedgerExcluded+ledgerExcluded)
@@ -231,18 +232,16 @@ func seedStream(ctx context.Context, js jetstream.JetStream, sc Scenario, truth 
 			truth.MissingEventID++
 			truth.InvalidEventID++
 		}
-		if !isTarget(i) {
+		if !isCandidateTarget(i) {
+			continue
+		}
+		if isCompletedBefore(i) {
+			truth.AlreadyCompleted++
+			truth.AlreadyCompletedIDs = append(truth.AlreadyCompletedIDs, id)
 			continue
 		}
 		truth.Targets++
 		truth.FailureReasons[reasons[i%len(reasons)]]++
-		if isCompletedBefore(i) {
-			truth.CompletedUnderOlderVersion++
-			amount := order(i, 0).AmountCents
-			if billing.FeeCents(amount, liveVersion) != billing.FeeCents(amount, billing.FixedVersion) {
-				truth.ShadowChanged++
-			}
-		}
 	}
 	for i := 0; i < conflictSourceEvents; i++ {
 		id := EventID(i)

@@ -132,17 +132,50 @@ func (e *Env) PublishDLQ(eventID string, o billing.Order) {
 	e.Seqs[eventID] = ack.Sequence
 }
 
+// PublishLive publishes o as the original message of eventID on the billing stream, as the
+// producer does: a live delivery for the billing consumer.
+func (e *Env) PublishLive(eventID string, o billing.Order) uint64 {
+	e.T.Helper()
+	data, err := json.Marshal(o)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	msg := nats.NewMsg(OriginalSubject)
+	msg.Data = data
+	msg.Header.Set("Event-Id", eventID)
+	ack, err := e.NATS.JS.PublishMsg(e.Ctx, msg)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return ack.Sequence
+}
+
 // Plan plans the whole DLQ into job jobID, manifest at Dir/job.json.
 func (e *Env) Plan(jobID string) *manifest.Manifest {
 	e.T.Helper()
-	res, err := planner.Plan(e.Ctx, e.NATS.JS, e.Store, planner.Options{
-		Consumer: Consumer, Stream: DLQStream, Reason: "payments outage INC-4521 fixed; re-run the failed charges",
-		OutputPath: e.ManifestPath(), Actor: "alice", Now: time.Now(), JobID: jobID,
-	})
+	return e.PlanWith(jobID, nil)
+}
+
+// PlanWith plans job jobID from the DLQ as Plan does, with mod applied to the request first.
+func (e *Env) PlanWith(jobID string, mod func(*planner.Options)) *manifest.Manifest {
+	e.T.Helper()
+	res, err := e.TryPlan(jobID, mod)
 	if err != nil {
 		e.T.Fatal(err)
 	}
 	return res.Manifest
+}
+
+// TryPlan is PlanWith returning the plan's error.
+func (e *Env) TryPlan(jobID string, mod func(*planner.Options)) (*planner.Result, error) {
+	opts := planner.Options{
+		Consumer: Consumer, Stream: DLQStream, Reason: "payments outage INC-4521 fixed; re-run the failed charges",
+		OutputPath: e.ManifestPath(), Actor: "alice", Now: time.Now(), JobID: jobID,
+	}
+	if mod != nil {
+		mod(&opts)
+	}
+	return planner.Plan(e.Ctx, e.NATS.JS, e.Store, opts)
 }
 
 // ManifestPath is where Plan writes the manifest.
@@ -170,7 +203,7 @@ func (e *Env) NewConsumer(handler consumer.Handler, mod func(*consumer.Config)) 
 }
 
 // Shadow shadows m through the billing consumer's responder with the default thresholds and
-// fails the test unless the verdict passes.
+// fails the test unless the verdict passes, or the pass made a provider call.
 func (e *Env) Shadow(m *manifest.Manifest) *shadow.Report {
 	e.T.Helper()
 	return e.ShadowWith(m, nil)
@@ -179,6 +212,7 @@ func (e *Env) Shadow(m *manifest.Manifest) *shadow.Report {
 // ShadowWith is Shadow through a responder running handler (nil: the billing handler).
 func (e *Env) ShadowWith(m *manifest.Manifest, handler consumer.Handler) *shadow.Report {
 	e.T.Helper()
+	before := e.Provider.Calls("")
 	c := e.NewConsumer(handler, nil)
 	stop, err := c.ServeShadow(e.Ctx)
 	if err != nil {
@@ -193,7 +227,7 @@ func (e *Env) ShadowWith(m *manifest.Manifest, handler consumer.Handler) *shadow
 	if !r.Verdict.Pass {
 		e.T.Fatalf("shadow verdict failed: %v", r.Verdict.Reasons)
 	}
-	if calls := e.Provider.Calls(""); calls != 0 {
+	if calls := e.Provider.Calls("") - before; calls != 0 {
 		e.T.Fatalf("the shadow pass made %d provider calls", calls)
 	}
 	return r
@@ -229,6 +263,26 @@ func (e *Env) RunConsumer(c *consumer.Consumer) (stop func()) {
 	}
 	e.T.Cleanup(stop)
 	return stop
+}
+
+// WaitIdle waits until the billing consumer's durable has nothing pending or unacknowledged: every
+// message published so far was handled (completed, refused or dead-lettered).
+func (e *Env) WaitIdle() {
+	e.T.Helper()
+	pgtest.WaitFor(e.T, 30*time.Second, func() (bool, error) {
+		cons, err := e.NATS.JS.Consumer(e.Ctx, Stream, Consumer)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return false, nil // RunConsumer has not created its durable yet
+		}
+		if err != nil {
+			return false, err
+		}
+		info, err := cons.Info(e.Ctx)
+		if err != nil {
+			return false, err
+		}
+		return info.NumAckPending == 0 && info.NumPending == 0, nil
+	})
 }
 
 // DuplicateCharges lists the orders charged more than once.
