@@ -36,8 +36,11 @@ select consumer, event_id, 2, 'completed', request_hash, request_hash_alg from e
 		t.Fatal(err)
 	}
 	m := res.Manifest
-	if m.Stats.EvidenceExpired != 2 || !reflect.DeepEqual(m.EventIDs, []string{"new", "tombstone-and-done"}) {
-		t.Fatalf("evidenceExpired %d, targets %v; want 2 kept out and targets new and tombstone-and-done", m.Stats.EvidenceExpired, m.EventIDs)
+	// tombstone-and-done is settled by its later completion: a DLQ replay keeps it out as done
+	// (issue 14), where it used to be a target replayed again.
+	if m.Stats.EvidenceExpired != 2 || !reflect.DeepEqual(m.EventIDs, []string{"new"}) || m.Stats.AlreadyCompleted != 1 {
+		t.Fatalf("evidenceExpired %d, targets %v, already completed %d; want 2 kept out, target new, tombstone-and-done done",
+			m.Stats.EvidenceExpired, m.EventIDs, m.Stats.AlreadyCompleted)
 	}
 	want := []manifest.LedgerExclusion{{EventID: "old-no-row", State: "absent"}, {EventID: "tombstone", EffectVersion: 1, State: "expired"}}
 	if !reflect.DeepEqual(m.Excluded.EvidenceExpired, want) {
