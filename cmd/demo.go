@@ -163,6 +163,11 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	if err := printDemoExecution(opts.IO, report); err != nil {
 		return err
 	}
+	if b := report.Backfill; proven(out, "backfill", report.BackfillMismatches) {
+		fmt.Fprintf(out, "\nproof: backfill %s (write-forbidden) of the %d orders version 1 completed, from their originals on %s, "+
+			"shadowed against the ledger's version 1 results: %d changed (the fee fix, and the receipts version 1 never mailed), processedAt as noise, %d provider calls; report %s\n",
+			b.Plan.Manifest.ID, b.Plan.Manifest.Stats.Targets, b.Plan.Manifest.Source.Stream, b.Shadow.Totals.Changed, b.ProviderCalls, b.ShadowReportPath)
+	}
 	t := report.Timings
 	fmt.Fprintf(out, "\ntimings: seed %s, plan %s, shadow %s, execute %s (%.0f targets/s); %s in all\n",
 		seconds(t.Seed), seconds(t.Plan), seconds(t.Shadow), seconds(t.Execute), report.Execution.TargetsPerSecond(), seconds(t.Total))
@@ -327,11 +332,12 @@ func printDemoJSON(ios *iostreams.IOStreams, r *demo.Report) error {
 		ShadowVerdict shadow.Verdict     `json:"shadowVerdict"`
 		ProviderCalls int64              `json:"providerCallsDuringShadow"`
 		Execute       demoExecutionJSON  `json:"execute"`
+		Backfill      *demo.Backfill     `json:"backfill"`
 		Timings       map[string]float64 `json:"timingsSeconds"`
 	}{r.Plan.Manifest.ID, r.ManifestPath, r.Schema, r.Plan.Manifest.Stats, r.Plan.Manifest.ExpectedExternalCalls,
 		len(r.Mismatches) == 0, nonNil(r.Mismatches), r.TamperedRefusal != nil,
 		r.ShadowReportPath, r.Shadow.Totals, r.Shadow.Verdict, r.ProviderCallsDuringShadow,
-		demoExecution(r.Execution),
+		demoExecution(r.Execution), r.Backfill,
 		map[string]float64{"seed": t.Seed.Seconds(), "plan": t.Plan.Seconds(), "shadow": t.Shadow.Seconds(),
 			"execute": t.Execute.Seconds(), "total": t.Total.Seconds()}})
 	if err != nil {

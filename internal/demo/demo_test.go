@@ -50,8 +50,8 @@ func TestDemoMatchesTheSeededTruth(t *testing.T) {
 	if !errors.Is(report.TamperedRefusal, manifest.ErrTampered) {
 		t.Fatalf("tampered copy: %v, want ErrTampered", report.TamperedRefusal)
 	}
-	if len(steps) != 10 {
-		t.Errorf("narrated %d steps, want 10: %v", len(steps), steps)
+	if len(steps) != 12 {
+		t.Errorf("narrated %d steps, want 12: %v", len(steps), steps)
 	}
 	if report.ProviderCallsDuringShadow != 0 || report.Shadow.Totals.ShadowExternalCalls != 2*report.Truth.Targets {
 		t.Errorf("shadow: provider received %d calls, shadow recorded %d (want 0 and %d)",

@@ -65,6 +65,9 @@ type Report struct {
 	// are the same, by phase.
 	Mismatches                                          []string
 	PlanMismatches, ShadowMismatches, ExecuteMismatches []string
+	// Backfill is the backfill phase; BackfillMismatches its figures that differ from the truth.
+	Backfill           *Backfill
+	BackfillMismatches []string
 	// TamperedRefusal is the error loading a hand-edited copy of the manifest gave.
 	TamperedRefusal error
 	// Shadow is the shadow pass of the planned job through the billing consumer's responder;
@@ -188,7 +191,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	report.Timings.Execute = report.Execution.Duration
 	report.ExecuteMismatches = CompareExecute(truth, report.Execution)
-	report.Mismatches = slices.Concat(report.PlanMismatches, report.ShadowMismatches, report.ExecuteMismatches)
+	if report.Backfill, err = backfillJob(ctx, nc, js, store, opts, sc); err != nil {
+		return nil, err
+	}
+	report.BackfillMismatches = CompareBackfill(report.Backfill)
+	report.Mismatches = slices.Concat(report.PlanMismatches, report.ShadowMismatches, report.ExecuteMismatches, report.BackfillMismatches)
 	report.Timings.Total = time.Since(began)
 	return report, nil
 }
@@ -196,42 +203,52 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 // shadowJob serves the billing consumer's shadow responder, at effect version 2 with its fee fix,
 // and shadows the planned job through it.
 func shadowJob(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledger.Store, opts Options, report *Report) error {
+	report.ShadowReportPath = filepath.Join(opts.Dir, "job.shadow.json")
+	r, calls, err := shadowManifest(ctx, nc, js, store, opts, report.Plan.Manifest, report.ShadowReportPath)
+	if err != nil {
+		return err
+	}
+	report.Shadow, report.ProviderCallsDuringShadow = r, calls
+	return nil
+}
+
+// shadowManifest shadows m through the billing consumer's responder and writes the report to
+// reportPath; it returns the calls the billing provider received meanwhile (0 unless a bug).
+func shadowManifest(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledger.Store, opts Options,
+	m *manifest.Manifest, reportPath string) (*shadow.Report, int64, error) {
 	provider := billing.NewProvider()
 	c, err := consumer.New(consumer.Config{
-		Name:       report.Plan.Manifest.Consumer,
+		Name:       m.Consumer,
 		Store:      store,
 		Conn:       nc,
 		Stream:     billingStream,
-		DLQSubject: dlqSubject(report.Plan.Manifest.Consumer),
+		DLQSubject: dlqSubject(m.Consumer),
 		Handler:    billing.Handler(provider, time.Now),
 	})
 	if err != nil {
-		return fmt.Errorf("demo: billing consumer: %w", err)
+		return nil, 0, fmt.Errorf("demo: billing consumer: %w", err)
 	}
 	stop, err := c.ServeShadow(ctx)
 	if err != nil {
-		return fmt.Errorf("demo: serve the billing consumer's shadow responder: %w", err)
+		return nil, 0, fmt.Errorf("demo: serve the billing consumer's shadow responder: %w", err)
 	}
 	defer stop()
-	report.ShadowReportPath = filepath.Join(opts.Dir, "job.shadow.json")
-	opts.Step("started the billing consumer's shadow responder on %s", protocol.ShadowSubject(report.Plan.Manifest.Consumer))
+	opts.Step("started the billing consumer's shadow responder on %s", protocol.ShadowSubject(m.Consumer))
 	r, err := shadow.Run(ctx, nc, js, store, shadow.Options{
-		Manifest:   report.Plan.Manifest,
+		Manifest:   m,
 		Thresholds: shadow.DefaultThresholds(),
 		Actor:      opts.Actor,
-		ReportPath: report.ShadowReportPath,
+		ReportPath: reportPath,
 		Progress:   opts.ShadowProgress,
 		Stage:      opts.Stage,
 	})
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	if err := shadow.WriteReport(report.ShadowReportPath, r); err != nil {
-		return err
+	if err := shadow.WriteReport(reportPath, r); err != nil {
+		return nil, 0, err
 	}
-	report.Shadow = r
-	report.ProviderCallsDuringShadow = provider.Calls("")
-	return nil
+	return r, provider.Calls(""), nil
 }
 
 // Compare lists every figure of m that differs from the truth.
