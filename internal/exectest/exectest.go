@@ -114,35 +114,32 @@ func (e *Env) Seed(n int) {
 // PublishDLQ adds one DLQ message for eventID.
 func (e *Env) PublishDLQ(eventID string, o billing.Order) {
 	e.T.Helper()
-	data, err := json.Marshal(o)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	msg := nats.NewMsg(DLQSubject)
-	msg.Data = data
-	msg.Header.Set("Event-Id", eventID)
-	msg.Header.Set("Dlq-Reason", "provider timeout after 20s")
-	msg.Header.Set("Dlq-Original-Subject", OriginalSubject)
-	msg.Header.Set("Dlq-Attempts", "5")
-	msg.Header.Set("Trace-Id", "trace-"+eventID)
-	ack, err := e.NATS.JS.PublishMsg(e.Ctx, msg)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	e.Seqs[eventID] = ack.Sequence
+	e.Seqs[eventID] = e.publishOrder(DLQSubject, eventID, o, map[string]string{
+		"Dlq-Reason": "provider timeout after 20s", "Dlq-Original-Subject": OriginalSubject, "Dlq-Attempts": "5",
+		"Trace-Id": "trace-" + eventID,
+	})
 }
 
 // PublishLive publishes o as the original message of eventID on the billing stream, as the
 // producer does: a live delivery for the billing consumer.
 func (e *Env) PublishLive(eventID string, o billing.Order) uint64 {
 	e.T.Helper()
+	return e.publishOrder(OriginalSubject, eventID, o, nil)
+}
+
+// publishOrder stores o on subject with eventID's Event-Id and headers, and returns its sequence.
+func (e *Env) publishOrder(subject, eventID string, o billing.Order, headers map[string]string) uint64 {
+	e.T.Helper()
 	data, err := json.Marshal(o)
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	msg := nats.NewMsg(OriginalSubject)
+	msg := nats.NewMsg(subject)
 	msg.Data = data
 	msg.Header.Set("Event-Id", eventID)
+	for k, v := range headers {
+		msg.Header.Set(k, v)
+	}
 	ack, err := e.NATS.JS.PublishMsg(e.Ctx, msg)
 	if err != nil {
 		e.T.Fatal(err)
