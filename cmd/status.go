@@ -83,7 +83,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	if r.StatusReason != "" {
 		fmt.Fprintf(out, "  because: %s\n", clip.Line(r.StatusReason))
 	}
-	fmt.Fprintf(out, "effect version %d -> %d, write-forbidden %t, manifest %s\n", r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, clip.Line(r.ManifestDigest))
+	fmt.Fprintf(out, "%s job, effect version %d -> %d, write-forbidden %t, manifest %s\n", r.SourceKind, r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, clip.Line(r.ManifestDigest))
 	fmt.Fprintf(out, "reason: %s\n", clip.Line(r.Reason))
 	switch {
 	case r.ExecutorAttached && r.Executor != nil:

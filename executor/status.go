@@ -28,8 +28,10 @@ type StatusReport struct {
 	Ticket         string                 `json:"ticket,omitempty"`
 	EffectVersion  manifest.EffectVersion `json:"effectVersion"`
 	WriteForbidden bool                   `json:"writeForbidden"`
-	ExpectedCalls  int64                  `json:"expectedExternalCalls"`
-	Counts         Progress               `json:"counts"`
+	// SourceKind is dlq or backfill (ledger.SourceDLQ, ledger.SourceBackfill).
+	SourceKind    string   `json:"sourceKind"`
+	ExpectedCalls int64    `json:"expectedExternalCalls"`
+	Counts        Progress `json:"counts"`
 	// Executor is the attached executor's live state: attached when it holds the job's lock.
 	ExecutorAttached bool                `json:"executorAttached"`
 	Executor         *RunState           `json:"executor,omitempty"`
@@ -53,7 +55,7 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 	r := &StatusReport{JobID: job.ID, Consumer: job.Consumer, Status: job.Status, StatusReason: job.StatusReason,
 		StatusBy: job.StatusBy, ManifestDigest: job.ManifestDigest, Reason: job.Reason, Ticket: job.Ticket,
 		EffectVersion:  manifest.EffectVersion{From: job.EffectVersionFrom, To: job.EffectVersionTo},
-		WriteForbidden: job.WriteForbidden, ExpectedCalls: job.ExpectedExternalCalls, Counts: p}
+		WriteForbidden: job.WriteForbidden, SourceKind: job.SourceKind, ExpectedCalls: job.ExpectedExternalCalls, Counts: p}
 	if !job.StatusAt.IsZero() {
 		at := job.StatusAt.UTC()
 		r.StatusAt = &at
