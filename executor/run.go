@@ -239,6 +239,10 @@ func (w *watcher) readDurable(ctx context.Context) {
 	if !w.r.Preflight.DurableFound || s.stream == "" {
 		return
 	}
+	// Bounded: a JetStream request whose answer is lost with a server (a kill, a leader change)
+	// would otherwise hold the poll, and with it the stall clock, until ctx ends.
+	ctx, cancel := context.WithTimeout(ctx, durableInfoTimeout)
+	defer cancel()
 	if w.durable == nil {
 		c, err := s.js.Consumer(ctx, s.stream, s.opts.Durable)
 		if err != nil {

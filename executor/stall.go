@@ -11,6 +11,9 @@ import (
 	"github.com/replayctl/replayctl/ledger"
 )
 
+// durableInfoTimeout bounds each read of the durable's info from JetStream.
+const durableInfoTimeout = 5 * time.Second
+
 // stalled stops the run when published targets have had no outcome land in the ledger for
 // --settle-timeout, whatever the run is doing: throttled by the window, still publishing (a
 // wide window fills for a long time with nobody consuming), or waiting for the last outcomes.
@@ -48,7 +51,7 @@ func (w *watcher) durableSays(ctx context.Context) string {
 	if s.stream == "" {
 		return fmt.Sprintf("durable %s: the stream the replay publishes into was not found, so its state is unknown", s.opts.Durable)
 	}
-	ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	ictx, cancel := context.WithTimeout(ctx, durableInfoTimeout)
 	defer cancel()
 	c := w.durable
 	if c == nil {

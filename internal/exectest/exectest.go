@@ -48,6 +48,8 @@ type Env struct {
 	Provider *billing.Provider
 	// Seqs are the DLQ stream sequences of the seeded events.
 	Seqs map[string]uint64
+	// Cluster is the cluster of Options.Cluster, nil otherwise.
+	Cluster *natstest.Cluster
 }
 
 // Options shape the world.
@@ -57,6 +59,9 @@ type Options struct {
 	// Restartable runs a listening server that NATS.Restart can stop and start again in place
 	// (natstest.StartRestartable), for fault tests.
 	Restartable bool
+	// Cluster runs a 3-server JetStream cluster with R3 streams (natstest.StartCluster); NATS's
+	// connection picks a server at random, and Env.Cluster kills and restarts servers.
+	Cluster bool
 }
 
 // New builds the streams, the ledger and a provider; nothing is seeded yet.
@@ -66,21 +71,27 @@ func New(t testing.TB, o Options) *Env {
 	t.Cleanup(cancel)
 	store, url := pgtest.LedgerWithURL(t)
 	var env *natstest.Env
-	if o.Restartable {
+	var cluster *natstest.Cluster
+	replicas := 1
+	if o.Cluster {
+		cluster, replicas = natstest.StartCluster(t, 3), 3
+		nc, js := cluster.Connect(t, -1)
+		env = &natstest.Env{Conn: nc, JS: js}
+	} else if o.Restartable {
 		env = natstest.StartRestartable(t)
 	} else {
 		env = natstest.Start(t, o.Listen)
 	}
 	for _, cfg := range []jetstream.StreamConfig{
-		{Name: DLQStream, Subjects: []string{"dlq.billing.>"}},
-		{Name: Stream, Subjects: []string{"billing.>"}},
+		{Name: DLQStream, Subjects: []string{"dlq.billing.>"}, Replicas: replicas},
+		{Name: Stream, Subjects: []string{"billing.>"}, Replicas: replicas},
 	} {
 		if _, err := env.JS.CreateStream(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return &Env{T: t, Ctx: ctx, NATS: env, Store: store, DatabaseURL: url, Dir: t.TempDir(),
-		Provider: billing.NewProvider(), Seqs: map[string]uint64{}}
+		Provider: billing.NewProvider(), Seqs: map[string]uint64{}, Cluster: cluster}
 }
 
 // EventID names seeded event i.

@@ -127,14 +127,22 @@ func (c *Cluster) Kill(i int) {
 // it rejoins the cluster and catches up on its own.
 func (c *Cluster) Restart(t testing.TB, i int) {
 	t.Helper()
+	if err := c.Start(i); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Start is Restart for a goroutine other than the test's: it returns what Restart fails t with.
+func (c *Cluster) Start(i int) error {
 	if c.Servers[i] != nil {
-		t.Fatalf("natstest: server %d is running; Kill it first", i)
+		return fmt.Errorf("natstest: server %d is running; Kill it first", i)
 	}
 	srv, err := newServer(c.opts[i])
 	if err != nil {
-		t.Fatalf("natstest: start cluster server %d: %v", i, err)
+		return fmt.Errorf("natstest: start cluster server %d: %w", i, err)
 	}
 	c.Servers[i] = srv
+	return nil
 }
 
 // waitMetaLeader waits until the cluster answers JetStream API requests.
