@@ -50,6 +50,10 @@ Kept out of the targets, counted and listed in the manifest:
   - event IDs that a job of the consumer which has not finished targets (excludedInOtherJob)
   - uncertain rows and lapsed leases (an external call's outcome is unknown: reconcile by hand)
   - event IDs with a live processing lease (in flight)
+  - event IDs whose ledger evidence expired (a tombstone, or no row and a message older than
+    --evidence-window): plan asks the consumer's look-up once about each (evidenceLookup);
+    happened is recorded reconciled (evidenceReconciled), not happened becomes a target, and
+    unknown, no answer or no responder stays kept out (evidenceExpired) for review by hand
 A plan in which no event is a target records nothing and says which of these took the messages
 (exit 2).
 
@@ -97,6 +101,7 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 	fl.IntVar(&req.Max, "max", 0, "keep at most N targets, the oldest first (0: no limit)")
 	fl.StringVar(&opts.EvidenceWindow, "evidence-window", spanString(planner.DefaultEvidenceWindow),
 		"the consumer's EvidenceRetention: an event with no ledger row whose message is older is excluded as evidenceExpired")
+	fl.BoolVar(&req.NoLookup, "no-lookup", false, "do not ask the consumer's look-up about events whose evidence expired: keep them all out as evidenceExpired")
 	fl.IntVar(&req.EffectVersion, "effect-version", 0, "effect version to replay under (default: highest known + 1)")
 	fl.BoolVar(&req.WriteForbidden, "write-forbidden", false, "replay with every external call suppressed and recorded")
 	fl.StringVarP(&req.OutputPath, "output", "o", "", "path of the manifest to write (required)")
@@ -161,19 +166,20 @@ func printPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 			stats.FailureReasons[r.Reason] = r.Targets
 		}
 		return printJSON(io.Out, struct {
-			JobID                 string                 `json:"jobId"`
-			Manifest              string                 `json:"manifest"`
-			Digest                string                 `json:"digest"`
-			Consumer              string                 `json:"consumer"`
-			EffectVersion         manifest.EffectVersion `json:"effectVersion"`
-			WriteForbidden        bool                   `json:"writeForbidden"`
-			Stats                 manifest.Stats         `json:"stats"`
-			FailureReasonSummary  reasonTop              `json:"failureReasonSummary"`
-			ExpectedExternalCalls int64                  `json:"expectedExternalCalls"`
-			ExternalCallsEstimate manifest.CallsEstimate `json:"externalCallsEstimate"`
-			Warnings              []string               `json:"warnings"`
+			JobID                 string                   `json:"jobId"`
+			Manifest              string                   `json:"manifest"`
+			Digest                string                   `json:"digest"`
+			Consumer              string                   `json:"consumer"`
+			EffectVersion         manifest.EffectVersion   `json:"effectVersion"`
+			WriteForbidden        bool                     `json:"writeForbidden"`
+			Stats                 manifest.Stats           `json:"stats"`
+			FailureReasonSummary  reasonTop                `json:"failureReasonSummary"`
+			ExpectedExternalCalls int64                    `json:"expectedExternalCalls"`
+			ExternalCallsEstimate manifest.CallsEstimate   `json:"externalCallsEstimate"`
+			EvidenceLookup        *manifest.EvidenceLookup `json:"evidenceLookup,omitempty"`
+			Warnings              []string                 `json:"warnings"`
 		}{m.ID, path, m.Digest, m.Consumer, m.EffectVersion, m.WriteForbidden, stats,
-			reasons, m.ExpectedExternalCalls, m.ExternalCallsEstimate, warnings})
+			reasons, m.ExpectedExternalCalls, m.ExternalCallsEstimate, m.EvidenceLookup, warnings})
 	}
 	if err := printSummary(io.Out, io.IsStdoutTTY(), m); err != nil {
 		return err

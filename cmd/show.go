@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -96,6 +98,12 @@ func printSummary(w io.Writer, isTTY bool, m *manifest.Manifest) error {
 		{title: "Excluded: messages without a usable Event-Id or original subject", header: []string{"STREAM SEQ"},
 			rows: seqRows(m.Excluded.MissingEventIDSeqs), total: len(m.Excluded.MissingEventIDSeqs)},
 		{title: "Event IDs", header: []string{"EVENT ID"}, rows: eventIDRows(m.EventIDs), total: len(m.EventIDs)},
+	}
+	if l := m.EvidenceLookup; l != nil {
+		// After the evidence-expired section: what the look-up said about those events and the rest.
+		at := slices.IndexFunc(sections, func(s summarySection) bool { return strings.HasPrefix(s.title, "Excluded: evidence expired") }) + 1
+		sections = slices.Insert(sections, at, summarySection{title: lookupTitle(l), header: []string{"EVENT ID", "VERDICT", "OUTCOME"},
+			rows: lookupRows(l.Events), total: len(l.Events)})
 	}
 	for i, s := range sections {
 		if i > 0 {
@@ -204,6 +212,25 @@ func otherJobRows(xs []manifest.JobExclusion) [][]string {
 }
 
 var exclusionHeader = []string{"EVENT ID", "VERSION", "STATE", "LEASE OWNER", "LEASE EXPIRES"}
+
+// lookupTitle heads plan's look-ups on expired evidence with what they did, in counts.
+func lookupTitle(l *manifest.EvidenceLookup) string {
+	t := fmt.Sprintf("Look-up on expired evidence: %d asked, %d recorded reconciled, %d made targets, %d still kept out (review by hand)",
+		l.Asked, l.Reconciled, l.Targets, l.KeptOut)
+	if l.Stopped != "" {
+		t += "; stopped: " + clip.Line(l.Stopped)
+	}
+	return t
+}
+
+func lookupRows(xs []manifest.LookupOutcome) [][]string {
+	xs = xs[:min(len(xs), showMaxExcluded)]
+	rows := make([][]string, len(xs))
+	for i, x := range xs {
+		rows[i] = []string{x.EventID, orDash(x.Verdict), x.Outcome}
+	}
+	return rows
+}
 
 func exclusionRows(xs []manifest.LedgerExclusion) [][]string {
 	xs = xs[:min(len(xs), showMaxExcluded)]

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // EffectExpired is the state of a tombstone: a row whose evidence_until passed (docs/ledger.md,
@@ -71,19 +73,50 @@ returning 1`
 // False means the row at v.Key is neither missing nor a tombstone any more: another instance
 // wrote it since it was read, and the caller reads it again.
 func EffectsApplyExpiredVerdict(ctx context.Context, q Querier, v ExpiredVerdict) (bool, error) {
+	tag, err := q.Exec(ctx, effectsApplyExpiredVerdict, v.args()...)
+	if err != nil {
+		return false, v.failed(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// EffectsApplyExpiredVerdicts records each verdict as EffectsApplyExpiredVerdict does, in one
+// round trip; written[i] says whether verdicts[i] was written.
+func (s *Store) EffectsApplyExpiredVerdicts(ctx context.Context, verdicts []ExpiredVerdict) (written []bool, err error) {
+	if len(verdicts) == 0 {
+		return nil, nil
+	}
+	batch := &pgx.Batch{}
+	for _, v := range verdicts {
+		batch.Queue(effectsApplyExpiredVerdict, v.args()...)
+	}
+	results := s.Pool.SendBatch(ctx, batch)
+	defer results.Close()
+	written = make([]bool, len(verdicts))
+	for i, v := range verdicts {
+		tag, err := results.Exec()
+		if err != nil {
+			return written[:i], v.failed(err)
+		}
+		written[i] = tag.RowsAffected() == 1
+	}
+	return written, nil
+}
+
+func (v ExpiredVerdict) args() []any {
 	state, review, lastError := EffectReconciled, any(nil), any(nil)
 	if v.Verdict != VerdictHappened {
 		state, review = "uncertain", ReviewManual
 		lastError = "the ledger's evidence of this event expired and the look-up did not prove what happened (" + v.Verdict +
 			"): review it by hand"
 	}
-	tag, err := q.Exec(ctx, effectsApplyExpiredVerdict, v.Key.Consumer, v.Key.EventID, v.Key.EffectVersion, state,
+	return []any{v.Key.Consumer, v.Key.EventID, v.Key.EffectVersion, state,
 		v.RequestHash, v.RequestHashAlg, effectsRefs(v.ExternalRefs), nullable(v.JobID), lastError, review, v.Verdict,
-		nullable(v.Note), v.Actor, v.EvidenceRetention.Milliseconds())
-	if err != nil {
-		return false, fmt.Errorf("record look-up verdict %s for %s, whose evidence expired: %w", v.Verdict, v.Key, translate(err))
-	}
-	return tag.RowsAffected() == 1, nil
+		nullable(v.Note), v.Actor, v.EvidenceRetention.Milliseconds()}
+}
+
+func (v ExpiredVerdict) failed(err error) error {
+	return fmt.Errorf("record look-up verdict %s for %s, whose evidence expired: %w", v.Verdict, v.Key, translate(err))
 }
 
 // Reopened tombstones lose their dates, so the next prune does not take them for expired again,

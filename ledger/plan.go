@@ -27,6 +27,9 @@ const (
 	// ClassEvidenceExpired: the event's only rows are expired tombstones, or it has none while
 	// its message is older than the evidence window.
 	ClassEvidenceExpired = "evidence_expired"
+	// ClassEvidenceReconciled: evidence_expired until the consumer's look-up said the effect
+	// happened; recorded reconciled, kept out.
+	ClassEvidenceReconciled = "evidence_reconciled"
 )
 
 // Source kinds of a plan (DESIGN.md, "Sources and edges").
@@ -199,6 +202,7 @@ select count(*),
        count(*) filter (where class = 'not_processed'),
        count(*) filter (where class = 'over_max'),
        count(*) filter (where class = 'evidence_expired'),
+       count(*) filter (where class = 'evidence_reconciled'),
        count(*) filter (where class = 'target'),
        count(*) filter (where class = 'target' and known_effect_count is not null),
        coalesce(sum(known_effect_count) filter (where class = 'target'), 0)
@@ -286,6 +290,7 @@ type PlanSummary struct {
 	NotProcessed               int64
 	OverMax                    int64
 	EvidenceExpired            int64
+	EvidenceReconciled         int64
 	Targets                    int64
 	KnownTargets               int64
 	KnownCalls                 int64
@@ -374,7 +379,7 @@ func (p *PlanSession) Summary(ctx context.Context) (PlanSummary, error) {
 	var s PlanSummary
 	err := p.tx.QueryRow(ctx, planEventsSummary).Scan(&s.Candidates, &s.RepeatedInSource, &s.DuplicateInSource,
 		&s.LedgerPayloadMismatch, &s.AlreadyCompleted, &s.CompletedUnderOlderVersion, &s.ExcludedUncertain,
-		&s.ExcludedInFlight, &s.ExcludedInOtherJob, &s.NotProcessed, &s.OverMax, &s.EvidenceExpired, &s.Targets, &s.KnownTargets, &s.KnownCalls)
+		&s.ExcludedInFlight, &s.ExcludedInOtherJob, &s.NotProcessed, &s.OverMax, &s.EvidenceExpired, &s.EvidenceReconciled, &s.Targets, &s.KnownTargets, &s.KnownCalls)
 	if err != nil {
 		return s, fmt.Errorf("plan: summarise: %w", err)
 	}

@@ -26,6 +26,9 @@ type Manifest struct {
 	ExpectedExternalCalls int64         `json:"expectedExternalCalls"`
 	ExternalCallsEstimate CallsEstimate `json:"externalCallsEstimate"`
 	Excluded              Excluded      `json:"excluded"`
+	// EvidenceLookup is what plan asked the consumer's look-up about the events whose evidence
+	// expired, and what each answer did; omitted when nothing was asked.
+	EvidenceLookup *EvidenceLookup `json:"evidenceLookup,omitempty"`
 
 	// EventIDs are the replay targets, sorted by byte order and unique. Execute replays exactly these.
 	EventIDs []string `json:"eventIds"`
@@ -127,6 +130,9 @@ type Stats struct {
 	// (docs/ledger.md, "Expired evidence"). Omitted when 0, so manifests written before it keep
 	// their digest.
 	EvidenceExpired int64 `json:"evidenceExpired,omitempty"`
+	// EvidenceReconciled counts event IDs whose evidence had expired and which the consumer's
+	// look-up, asked by plan, said happened: recorded reconciled in the ledger, kept out.
+	EvidenceReconciled int64 `json:"evidenceReconciled,omitempty"`
 	// ExcludedInOtherJob counts event IDs that a job of the consumer which has not finished
 	// (planned, shadowing, shadowed, executing or paused) targets: that job may still replay them.
 	ExcludedInOtherJob int64 `json:"excludedInOtherJob,omitempty"`
@@ -240,4 +246,30 @@ func (m *Manifest) SourceKind() string {
 		return SourceDLQ
 	}
 	return m.Source.Kind
+}
+
+// Outcomes of a look-up plan asked about an event whose evidence expired.
+const (
+	LookupReconciled = "reconciled" // happened: recorded reconciled, kept out
+	LookupTarget     = "target"     // not happened: a target
+	LookupKeptOut    = "keptOut"    // unknown, unanswered or changed meanwhile: stays evidenceExpired
+)
+
+// EvidenceLookup summarises plan's look-ups on expired evidence (IDs, verdicts, counts: no detail
+// text, which is the consumer's).
+type EvidenceLookup struct {
+	Asked      int64 `json:"asked"`
+	Reconciled int64 `json:"reconciled"`
+	Targets    int64 `json:"targets"`
+	KeptOut    int64 `json:"keptOut"`
+	// Stopped says why some events were not asked or not answered (no responder, hung responder).
+	Stopped string          `json:"stopped,omitempty"`
+	Events  []LookupOutcome `json:"events"`
+}
+
+// LookupOutcome is one event's look-up: its verdict (empty when unanswered) and what it did.
+type LookupOutcome struct {
+	EventID string `json:"eventId"`
+	Verdict string `json:"verdict,omitempty"`
+	Outcome string `json:"outcome"`
 }

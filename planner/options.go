@@ -35,6 +35,9 @@ type Options struct {
 	// event without a ledger row whose message is older than it is kept out as evidenceExpired,
 	// like one whose rows are expired tombstones. 0 means DefaultEvidenceWindow.
 	EvidenceWindow time.Duration
+	// NoLookup skips asking the consumer's look-up about the events whose evidence expired: they
+	// all stay kept out as evidenceExpired.
+	NoLookup bool
 	// EffectVersion is the version to replay under; 0 means one above the highest the ledger knows.
 	EffectVersion  int
 	WriteForbidden bool

@@ -96,7 +96,11 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if err := session.Classify(ctx, opts.Consumer, kind, target, hashers.algorithms(), opts.EvidenceWindow, opts.Max); err != nil {
 		return nil, err
 	}
-	m, stateDigest, err := buildManifest(ctx, session, &opts, info, counts, known, target)
+	lookup, err := lookUpExpired(ctx, js.Conn(), store, session, &opts, known, hashers.algorithms()[0])
+	if err != nil {
+		return nil, err
+	}
+	m, stateDigest, err := buildManifest(ctx, session, &opts, info, counts, known, target, lookup)
 	if err != nil {
 		return nil, err
 	}
@@ -121,6 +125,9 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 			"reason":                m.Reason,
 			"ticket":                m.Ticket,
 		},
+	}
+	if l := m.EvidenceLookup; l != nil {
+		entry.Details["evidenceLookup"] = map[string]any{"asked": l.Asked, "reconciled": l.Reconciled, "targets": l.Targets, "keptOut": l.KeptOut}
 	}
 	if err := session.Record(ctx, job, entry); err != nil {
 		return nil, err
@@ -186,7 +193,7 @@ func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanS
 }
 
 func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Options, info *jetstream.StreamInfo,
-	counts scanCounts, known, target int) (*manifest.Manifest, string, error) {
+	counts scanCounts, known, target int, lookup *manifest.EvidenceLookup) (*manifest.Manifest, string, error) {
 	sum, err := session.Summary(ctx)
 	if err != nil {
 		return nil, "", err
@@ -259,6 +266,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 			ExcludedUncertain:          sum.ExcludedUncertain,
 			ExcludedInFlight:           sum.ExcludedInFlight,
 			EvidenceExpired:            sum.EvidenceExpired,
+			EvidenceReconciled:         sum.EvidenceReconciled,
 			ExcludedInOtherJob:         sum.ExcludedInOtherJob,
 			NotProcessed:               sum.NotProcessed,
 			OverMax:                    sum.OverMax,
@@ -269,6 +277,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 		ExpectedExternalCalls: calls,
 		ExternalCallsEstimate: estimate,
 		Excluded:              excluded,
+		EvidenceLookup:        lookup,
 		EventIDs:              ids,
 	}
 	if opts.Backfill {
@@ -422,7 +431,13 @@ func warnings(m *manifest.Manifest, counts scanCounts) []string {
 	}
 	if n := s.EvidenceExpired; n > 0 {
 		w = append(w, fmt.Sprintf("%d event IDs have expired ledger evidence (a tombstone, or no row and a message older than the evidence window) and were excluded; "+
-			"see excluded.evidenceExpired: a redelivery asks the consumer's look-up, or settle them by hand", n))
+			"see excluded.evidenceExpired and evidenceLookup: the consumer's look-up did not say whether they happened; settle them by hand", n))
+	}
+	if l := m.EvidenceLookup; l != nil && l.Stopped != "" {
+		w = append(w, "the consumer's look-up was not asked about every event whose evidence expired: "+l.Stopped)
+	}
+	if n := s.EvidenceReconciled; n > 0 {
+		w = append(w, fmt.Sprintf("%d event IDs with expired ledger evidence were recorded reconciled: the consumer's look-up said their effect happened", n))
 	}
 	if n := s.ExcludedInFlight; n > 0 {
 		w = append(w, fmt.Sprintf("%d event IDs are being processed right now and were excluded", n))

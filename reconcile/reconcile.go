@@ -111,19 +111,25 @@ func list(ctx context.Context, store *ledger.Store, o Options, r *Report) ([]led
 	return out, nil
 }
 
-// askAll asks about every row, o.Concurrency at once, and fills r.Rows in listing order. A
-// missing responder or a failed connection stops it at once; so does a long run of unanswered
-// requests, since a hung responder would otherwise cost Timeout per row.
+// askAll asks about every row, o.Concurrency at once, and fills r.Rows in listing order.
 func askAll(ctx context.Context, nc *nats.Conn, o Options, listed []ledger.UncertainRow, r *Report) error {
 	a := &asker{nc: nc, consumer: o.Consumer, subject: r.Subject, timeout: o.Timeout}
+	r.Rows = make([]Row, len(listed))
+	return a.askEach(ctx, o.Concurrency, listed, func(i int, ans answer) { r.Rows[i] = rowOf(listed[i], ans) }, o.Progress)
+}
+
+// askEach asks about every row, concurrency at once, and hands each answer to got with the row's
+// index. A missing responder or a failed connection stops it at once; so does a long run of
+// unanswered requests, since a hung responder would otherwise cost the timeout per row.
+func (a *asker) askEach(ctx context.Context, concurrency int, listed []ledger.UncertainRow, got func(int, answer),
+	progress func(done, total int64)) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r.Rows = make([]Row, len(listed))
-	maxUnanswered := int64(max(20, 2*o.Concurrency))
+	maxUnanswered := int64(max(20, 2*concurrency))
 	var done, unansweredRun atomic.Int64
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	for range o.Concurrency {
+	for range concurrency {
 		wg.Go(func() {
 			for i := range jobs {
 				ans, err := a.ask(ctx, listed[i])
@@ -131,16 +137,16 @@ func askAll(ctx context.Context, nc *nats.Conn, o Options, listed []ledger.Uncer
 					cancel(err)
 					return
 				}
-				r.Rows[i] = rowOf(listed[i], ans)
+				got(i, ans)
 				if ans.err == "" {
 					unansweredRun.Store(0)
 				} else if unansweredRun.Add(1) > maxUnanswered {
 					cancel(fmt.Errorf("%w: %d look-ups in a row on %s got no usable reply (last: %s); is the look-up of "+
-						"consumer %s hung? nothing was changed", ErrUnanswered, maxUnanswered+1, r.Subject, ans.err, o.Consumer))
+						"consumer %s hung? nothing was changed", ErrUnanswered, maxUnanswered+1, a.subject, ans.err, a.consumer))
 					return
 				}
-				if o.Progress != nil {
-					o.Progress(done.Add(1), int64(len(listed)))
+				if progress != nil {
+					progress(done.Add(1), int64(len(listed)))
 				}
 			}
 		})
@@ -155,10 +161,7 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil {
-		return err
-	}
-	return nil
+	return context.Cause(ctx)
 }
 
 // rowOf is a listed row with its look-up's answer and the outcome that answer leads to.
