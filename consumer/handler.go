@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/every"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -35,7 +36,7 @@ func (c *Consumer) runHandler(ctx context.Context, ev Event, fx *Effects) (res R
 // A failed heartbeat query is only logged: the lease may still be ours, and Effects.Call checks it
 // before every call anyway.
 func (c *Consumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, key ledger.EffectKey, msg jetstream.Msg) (stop func()) {
-	return every(ctx, c.cfg.Heartbeat, func() bool {
+	return every.Interval(ctx, c.cfg.Heartbeat, func() bool {
 		qctx, qcancel := context.WithTimeout(ctx, c.cfg.Heartbeat)
 		ok, err := ledger.EffectsHeartbeat(qctx, c.cfg.Store.Pool, key, c.cfg.Owner, c.cfg.Lease)
 		qcancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/replayctl/replayctl/internal/every"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -128,7 +129,7 @@ func (c *Consumer) FlushCounts(ctx context.Context) error {
 // startCounting flushes the counts every CountsInterval until ctx ends or stop is called; stop
 // waits for the loop and flushes once more, so what Run handled before it returned is counted.
 func (c *Consumer) startCounting(ctx context.Context) (stop func()) {
-	stopTicking := every(ctx, c.cfg.CountsInterval, func() bool {
+	stopTicking := every.Interval(ctx, c.cfg.CountsInterval, func() bool {
 		c.flushOrWarn(ctx)
 		return true
 	})

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/replayctl/replayctl/internal/every"
 )
 
 // Session advisory locks are keyed by text ("replayctl.shadow:<job>") under the current schema:
@@ -130,33 +132,20 @@ func (l *SessionLock) Keep(ctx context.Context) (retaken bool, err error) {
 // protects. A cancelled ctx ends the checks without reading as a lost lock.
 func (l *SessionLock) Hold(ctx context.Context, interval time.Duration, onRetaken func()) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			// An interrupt must not read as a lost lock: the check runs to its own timeout.
-			retaken, err := l.Keep(context.WithoutCancel(ctx))
-			switch {
-			case err != nil:
-				cancel(err)
-				return
-			case retaken && onRetaken != nil:
-				onRetaken()
-			}
+	stop := every.Interval(ctx, interval, func() bool {
+		// An interrupt must not read as a lost lock: the check runs to its own timeout.
+		retaken, err := l.Keep(context.WithoutCancel(ctx))
+		switch {
+		case err != nil:
+			cancel(err)
+			return false
+		case retaken && onRetaken != nil:
+			onRetaken()
 		}
-	}()
+		return true
+	})
 	return ctx, func() {
-		close(done)
-		<-finished
+		stop()
 		cancel(nil)
 	}
 }
