@@ -8,7 +8,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 
-	"github.com/replayctl/replayctl/cmd"
+	"github.com/replayctl/replayctl/internal/cli"
 )
 
 func main() { os.Exit(run()) }
@@ -21,10 +21,10 @@ func run() int {
 	stop, err := startProfiles()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "replayctl: %v\n", err)
-		return cmd.ExitUsage
+		return cli.ExitUsage
 	}
 	defer stop()
-	return cmd.Execute()
+	return cli.Execute()
 }
 
 func startProfiles() (stop func(), err error) {

@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/consumer"
-	"github.com/replayctl/replayctl/internal/natstest"
-	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/natstest"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 )

@@ -18,7 +18,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/fingerprint"
-	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 

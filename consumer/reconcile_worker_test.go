@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/consumer"
-	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/protocol"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/consumer"
-	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 )
 
 func TestRunProcessesTheStreamUntilCancelled(t *testing.T) {

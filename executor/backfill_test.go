@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/replayctl/replayctl/examples/billing"
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
 )

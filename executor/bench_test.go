@@ -9,7 +9,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/executor"
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
 
 // BenchmarkExecute replays a shadowed job of 5,000 targets (REPLAYCTL_BENCH_TARGETS overrides)

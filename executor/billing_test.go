@@ -5,7 +5,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
 
 func billingHandler(e *exectest.Env) consumer.Handler { return billing.Handler(e.Provider, time.Now) }

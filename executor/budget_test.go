@@ -9,7 +9,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/executor"
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
 
 // Issue 14: the plan assumed 1 call per target, the shadow measured 2 and passed, and execute

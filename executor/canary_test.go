@@ -9,7 +9,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/executor"
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
 
 // Issue 14: with no --rate and a window of 1,000, a job was wholly published before the first

@@ -7,8 +7,8 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/executor"
-	"github.com/replayctl/replayctl/internal/exectest"
-	"github.com/replayctl/replayctl/internal/natstest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/natstest"
 )
 
 // TestAFleetOfThreeOnAClusterRidesThroughAStepDownAndAServerKill holds issue 20's scenario: a

@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/dlq"
-	"github.com/replayctl/replayctl/internal/dlqsource"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -38,7 +37,7 @@ type pendingAck struct {
 // sourced is a target with its DLQ message, checked and ready to publish.
 type sourced struct {
 	target ledger.ExecTarget
-	src    dlqsource.Message
+	src    dlq.Message
 }
 
 // publishTargets publishes every target still to publish, in stream order. It is a pipeline, so
@@ -100,22 +99,22 @@ func (s *session) publishPage(after uint64, limit int) ledger.PublishPage {
 // planned one, records the others as failed a page at a time, and closes ready.
 func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTarget, ready chan<- sourced) error {
 	defer close(ready)
-	var dlq *dlqsource.Reader
+	var source *dlq.Reader
 	defer func() {
-		if dlq != nil {
-			dlq.Close()
+		if source != nil {
+			source.Close()
 		}
 	}()
 	for page := range pages {
 		var err error
-		if dlq == nil {
-			if dlq, err = dlqsource.Open(ctx, s.js, s.m, page[0].StreamSeq, pageSize); err != nil {
+		if source == nil {
+			if source, err = dlq.Open(ctx, s.js, s.m, page[0].StreamSeq, pageSize); err != nil {
 				return err
 			}
 		}
 		var failures []ledger.TargetOutcome
 		for _, t := range page {
-			src, why, err := dlq.Next(dlqsource.Target{EventID: t.EventID, StreamSeq: t.StreamSeq, PayloadHash: t.PayloadHash})
+			src, why, err := source.Next(dlq.Planned{EventID: t.EventID, StreamSeq: t.StreamSeq, PayloadHash: t.PayloadHash})
 			if err != nil {
 				return s.recordSourceFailures(ctx, failures, err)
 			}
@@ -181,7 +180,7 @@ func (s *session) recordSourceFailures(ctx context.Context, failures []ledger.Ta
 }
 
 // replayMsg is target t's replay of its DLQ message, on its original subject.
-func (s *session) replayMsg(t ledger.ExecTarget, src dlqsource.Message) *nats.Msg {
+func (s *session) replayMsg(t ledger.ExecTarget, src dlq.Message) *nats.Msg {
 	return dlq.ReplayMsg(t.OriginalSubject, src.Data, src.Header, s.m.Source.Headers,
 		dlq.Replay{EventID: t.EventID, JobID: s.job.ID, EffectVersion: s.job.EffectVersionTo, WriteForbidden: s.job.WriteForbidden})
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/replayctl/replayctl/executor"
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/manifest"
 )
 

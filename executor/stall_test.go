@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/executor"
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
 
 // TestAThrottledRunWithNoConsumerStopsOnTheSettleTimeoutNamingTheCause: the fleet is gone (the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 )
 
 // TestStoppedByTellsALostConnectionFromABug feeds stoppedBy the two errors PostgreSQL really

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 

@@ -3,7 +3,7 @@ package ledger_test
 import (
 	"testing"
 
-	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 

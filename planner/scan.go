@@ -12,12 +12,11 @@ import (
 
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
-	"github.com/replayctl/replayctl/internal/dlqsource"
 	"github.com/replayctl/replayctl/manifest"
 )
 
 // scanBatch is how many messages the ordered consumer keeps buffered, at most: with the byte
-// budget of dlqsource.PullBatch it bounds the scan's memory.
+// budget of dlq.PullBatch it bounds the scan's memory.
 const scanBatch = 2000
 
 // scanStallTimeout ends a scan that stops receiving messages while the stream still reports pending
@@ -79,7 +78,7 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 	if err != nil {
 		return nil, fmt.Errorf("scan stream %s: create ordered consumer: %w", opts.Stream, err)
 	}
-	iter, err := cons.Messages(jetstream.PullMaxMessages(dlqsource.PullBatch(info.State, scanBatch)))
+	iter, err := cons.Messages(jetstream.PullMaxMessages(dlq.PullBatch(info.State, scanBatch)))
 	if err != nil {
 		return nil, fmt.Errorf("scan stream %s: %w", opts.Stream, err)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/protocol"
 	"github.com/replayctl/replayctl/reconcile"
 )

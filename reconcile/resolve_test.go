@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/reconcile"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replayctl/replayctl/internal/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/shadow"
 )
 

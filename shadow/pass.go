@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/replayctl/replayctl/internal/dlqsource"
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -173,10 +173,10 @@ func (sh *runner) count(r *targetResult) {
 // the page with the DLQ stream read forward.
 func (sh *runner) feed(ctx context.Context, work chan<- workItem) error {
 	defer close(work)
-	var dlq *dlqsource.Reader
+	var source *dlq.Reader
 	defer func() {
-		if dlq != nil {
-			dlq.Close()
+		if source != nil {
+			source.Close()
 		}
 	}()
 	var after uint64
@@ -186,8 +186,8 @@ func (sh *runner) feed(ctx context.Context, work chan<- workItem) error {
 			return ignoreCancel(ctx, err)
 		}
 		after = page[len(page)-1].StreamSeq
-		if dlq == nil {
-			if dlq, err = dlqsource.Open(ctx, sh.js, sh.m, page[0].StreamSeq, pageSize); err != nil {
+		if source == nil {
+			if source, err = dlq.Open(ctx, sh.js, sh.m, page[0].StreamSeq, pageSize); err != nil {
 				return ignoreCancel(ctx, err)
 			}
 		}
@@ -202,7 +202,7 @@ func (sh *runner) feed(ctx context.Context, work chan<- workItem) error {
 		for _, t := range page {
 			item := workItem{target: t, done: sh.sampled[t.EventID]}
 			// A sampled target's message is still read, to keep the merge with the stream in step.
-			msg, missing, err := dlq.Next(sourceTarget(t))
+			msg, missing, err := source.Next(sourceTarget(t))
 			if err != nil {
 				return ignoreCancel(ctx, err)
 			}
@@ -265,6 +265,6 @@ func ignoreCancel(ctx context.Context, err error) error {
 	return err
 }
 
-func sourceTarget(t ledger.ShadowTarget) dlqsource.Target {
-	return dlqsource.Target{EventID: t.EventID, StreamSeq: t.StreamSeq, PayloadHash: t.PayloadHash}
+func sourceTarget(t ledger.ShadowTarget) dlq.Planned {
+	return dlq.Planned{EventID: t.EventID, StreamSeq: t.StreamSeq, PayloadHash: t.PayloadHash}
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replayctl/replayctl/internal/natstest"
+	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/shadow"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/replayctl/replayctl/internal/dlqsource"
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -161,7 +161,7 @@ func (sh *runner) shadowSample(ctx context.Context, targets []ledger.ShadowTarge
 		}
 		items[i] = s
 		g.Go(func() error {
-			msg, missing, err := dlqsource.Fetch(gctx, stream, m, sourceTarget(t))
+			msg, missing, err := dlq.Fetch(gctx, stream, m, sourceTarget(t))
 			payload := msg.Data
 			if err != nil || missing != "" {
 				s.missing = missing

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replayctl/replayctl/internal/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 )
 
 // TestNATSPasswordNeverPrinted starts the consumer against a NATS server that is not there, with

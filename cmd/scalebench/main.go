@@ -1,0 +1,78 @@
+// Command scalebench measures replayctl at scale on this machine: it seeds a billing DLQ and ledger
+// of N events, runs plan, validate, shadow and execute as an operator would (the replayctl binary
+// and the example billing consumer as separate processes, each timed with its peak RSS), and in
+// the same run the baselines they are judged against: the naive replay script a user would write
+// (one ledger SELECT and one synchronous publish per event) and the machine's limits (a raw
+// JetStream async publish of the same messages, a raw scan of the DLQ, a raw bulk join of the IDs
+// in PostgreSQL). It prints every figure and the ratios replayctl/baseline. docs/benchmarks.md
+// has the results and how to read them.
+//
+//	go run ./cmd/scalebench -n 100000
+//	go run ./cmd/scalebench -n 1000000 -json > bench-1m.json
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// config is what the flags set.
+type config struct {
+	events            int
+	naiveEvents       int
+	databaseURL       string
+	natsURL           string
+	shadowConcurrency int
+	consumerHandlers  int
+	consumerAfter     bool
+	skipExecute       bool
+	keep              bool
+	jsonOut           bool
+}
+
+func main() {
+	var cfg config
+	flag.IntVar(&cfg.events, "n", 100_000, "events in the seeded DLQ (at least 200)")
+	flag.IntVar(&cfg.naiveEvents, "naive", 20_000, "events the naive script replays (its rate is per event; it is too slow for a million)")
+	flag.StringVar(&cfg.databaseURL, "database-url", "postgres:///test?host=/var/run/postgresql", "PostgreSQL database; the run uses a fresh schema in it and drops it")
+	flag.StringVar(&cfg.natsURL, "nats-url", "", "NATS server with JetStream (default: an in-process server in a temp dir)")
+	flag.IntVar(&cfg.shadowConcurrency, "shadow-concurrency", 64, "replayctl shadow --concurrency, and the responder's")
+	flag.IntVar(&cfg.consumerHandlers, "handlers", 16, "billing consumer messages handled at once during execute")
+	flag.BoolVar(&cfg.consumerAfter, "consumer-after-publish", true,
+		"start the billing consumer only once execute has published every target, so the publish rate is execute's own and not shared with the consumer")
+	flag.BoolVar(&cfg.skipExecute, "skip-execute", false, "stop after shadow")
+	flag.BoolVar(&cfg.keep, "keep", false, "keep the schema, streams and temp dir for a look afterwards")
+	flag.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout")
+	flag.Parse()
+	if cfg.events < 200 || cfg.naiveEvents < 1 {
+		fmt.Fprintln(os.Stderr, "scalebench: -n must be at least 200 and -naive at least 1")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, cfg)
+	if res != nil {
+		if cfg.jsonOut {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(res)
+		} else {
+			res.print(os.Stdout)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scalebench:", err)
+		os.Exit(1)
+	}
+}
+
+// logf reports progress on stderr, so stdout stays the results.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

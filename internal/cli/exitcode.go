@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/planner"
+	"github.com/replayctl/replayctl/reconcile"
+	"github.com/replayctl/replayctl/shadow"
+)
+
+// Exit codes of replayctl, a public contract (DESIGN.md): runbooks and CI branch on them.
+const (
+	// ExitOK means the command did what it was asked.
+	ExitOK = 0
+	// ExitFailure is a runtime failure: a database or NATS server unreachable, an interrupt, a bug.
+	// Retrying the same command may succeed.
+	ExitFailure = 1
+	// ExitUsage means the invocation or its input is wrong (flags, arguments, an invalid
+	// manifest); retrying it unchanged cannot succeed.
+	ExitUsage = 2
+	// ExitGateRefused means a safety gate refused to proceed (no passing shadow, a stale or
+	// tampered manifest, a confirmation declined).
+	ExitGateRefused = 3
+	// ExitGuardStopped means a guard stopped a running replay (budget, error rate).
+	ExitGuardStopped = 4
+	// ExitNeedsReview means the run finished but some items need manual review (uncertain).
+	ExitNeedsReview = 5
+)
+
+// exitCodes maps domain errors to exit codes, matched in order with errors.Is. It is the one
+// place this mapping lives; errors not listed are runtime failures.
+var exitCodes = []struct {
+	err  error
+	code int
+}{
+	{ErrUsage, ExitUsage},
+	// A manifest edited after plan is not the job that was planned: DESIGN lists it with the
+	// gates. It also matches ErrInvalid, so it must come first.
+	{manifest.ErrTampered, ExitGateRefused},
+	{manifest.ErrInvalid, ExitUsage},
+	// Stale comes first: it also matches errManifestNotRecorded (a job the ledger never heard of).
+	{errManifestStale, ExitGateRefused},
+	{errManifestNotRecorded, ExitUsage},
+	{ledger.ErrJobNotFound, ExitUsage},
+	// Refusals of a plan request are bad input: nothing was scanned or recorded.
+	{planner.ErrBadOptions, ExitUsage},
+	{planner.ErrVersionNotBumped, ExitUsage},
+	{planner.ErrStreamNotFound, ExitUsage},
+	{planner.ErrStreamUnsupported, ExitUsage},
+	// A boundary without targets is the wrong boundary (a source stream planned as a DLQ, a filter
+	// that matches nothing): the error says which exclusion took the messages.
+	{planner.ErrNoTargets, ExitUsage},
+	{shadow.ErrBadOptions, ExitUsage},
+	// The manifest is sound but is not the job recorded for it, or that job already ran: shadow's
+	// gate refuses, like execute's gates.
+	{shadow.ErrJobMismatch, ExitGateRefused},
+	// One shadow run per job at a time: a second one is refused, not interleaved.
+	{ledger.ErrShadowRunning, ExitGateRefused},
+	{executor.ErrBadOptions, ExitUsage},
+	{executor.ErrGateRefused, ExitGateRefused},
+	{executor.ErrGuardStopped, ExitGuardStopped},
+	// A pause, resume or cancel the job's status does not allow is refused like a gate.
+	{executor.ErrNotControllable, ExitGateRefused},
+	// A drain of a job still running, of a backfill's source or of a recreated stream is refused
+	// like a gate: nothing was deleted.
+	{executor.ErrNotDrainable, ExitGateRefused},
+	// A misspelt --consumer would otherwise report zeros, or prune nothing every night.
+	{ledger.ErrUnknownConsumer, ExitUsage},
+	{ledger.ErrPruneAsOfFuture, ExitUsage},
+	{reconcile.ErrBadOptions, ExitUsage},
+	// Applying look-up verdicts unconfirmed is refused like execute's confirmation gate.
+	{reconcile.ErrNotConfirmed, ExitGateRefused},
+	// Resolving an event that has no uncertain row (or several, without --effect-version) is bad input.
+	{reconcile.ErrNothingToResolve, ExitUsage},
+}
+
+// ExitError ends a command with an explicit exit code, for outcomes no sentinel describes (a
+// declined confirmation, a run that finished with items to review).
+type ExitError struct {
+	// Code is the process exit code, one of the Exit constants.
+	Code int
+	// Err says what happened; Execute prints it.
+	Err error
+	// Reported means the command already wrote its result, this failure included, as JSON on
+	// stdout; Execute then prints the error on stderr only, so stdout stays one JSON document.
+	Reported bool
+}
+
+// Error returns the message of the underlying error.
+func (e *ExitError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the underlying error, so sentinels inside an ExitError still match.
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ErrUsage matches every error about how replayctl was invoked: unknown flags or commands, wrong
+// arguments, bad flag values. Execute adds a hint to --help to these.
+var ErrUsage = errors.New("usage error")
+
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func (e *usageError) Is(target error) bool { return target == ErrUsage }
+
+// usageErrorf returns an error matching ErrUsage.
+func usageErrorf(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode returns the exit code for err: an ExitError's own code, else the first match in
+// exitCodes, else ExitFailure.
+func exitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	if ee, ok := errors.AsType[*ExitError](err); ok {
+		return ee.Code
+	}
+	for _, m := range exitCodes {
+		if errors.Is(err, m.err) {
+			return m.code
+		}
+	}
+	return ExitFailure
+}

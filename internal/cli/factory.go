@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/internal/natsurl"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+const (
+	defaultDatabaseURL = "postgres:///test?host=/var/run/postgresql"
+	defaultNATSURL     = "nats://127.0.0.1:4222"
+	// connectTimeout bounds opening a connection, so an unreachable host fails the command in
+	// seconds instead of hanging an operator's terminal or a CI job.
+	connectTimeout = 10 * time.Second
+)
+
+// Factory hands commands their dependencies. Every dependency is a func called only when a
+// command runs, never when it is built, so --help and flag errors cannot touch the network;
+// tests replace the funcs they need.
+type Factory struct {
+	// IOStreams are the streams every command reads and writes.
+	IOStreams *iostreams.IOStreams
+	// Ledger opens the ledger at DatabaseURL on first use and returns the same store afterwards;
+	// Execute closes it when the command ends.
+	Ledger func(ctx context.Context) (*ledger.Store, error)
+	// JetStream connects to NATSURL; the caller runs the returned func to close the connection.
+	JetStream func(ctx context.Context) (jetstream.JetStream, func(), error)
+	// Now is the clock, fixed in tests.
+	Now func() time.Time
+	// Actor names the operator recorded in the audit log: --actor, else $USER, else "unknown".
+	Actor func() string
+	// JSON reports whether --json was given.
+	JSON func() bool
+	// DatabaseURL is --database-url, else $REPLAYCTL_DATABASE_URL, else $DATABASE_URL, else the
+	// local PostgreSQL socket, database test.
+	DatabaseURL func() string
+	// NATSURL is --nats-url, else $NATS_URL, else nats://127.0.0.1:4222.
+	NATSURL func() string
+
+	flags globalFlags
+
+	mu    sync.Mutex
+	store *ledger.Store
+}
+
+// globalFlags holds the persistent flags NewCmdRoot binds. Defaults that come from the
+// environment are resolved when read rather than shown as flag defaults, so --help never prints
+// a URL with a password in it.
+type globalFlags struct {
+	databaseURL string
+	natsURL     string
+	actor       string
+	json        bool
+}
+
+// NewFactory returns the production Factory writing to ios.
+func NewFactory(ios *iostreams.IOStreams) *Factory {
+	f := &Factory{IOStreams: ios, Now: time.Now}
+	f.DatabaseURL = func() string {
+		return firstNonEmpty(f.flags.databaseURL, os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"), defaultDatabaseURL)
+	}
+	f.NATSURL = func() string { return firstNonEmpty(f.flags.natsURL, os.Getenv("NATS_URL"), defaultNATSURL) }
+	f.Actor = func() string { return firstNonEmpty(f.flags.actor, os.Getenv("USER"), "unknown") }
+	f.JSON = func() bool { return f.flags.json }
+	f.Ledger = f.openLedger
+	f.JetStream = f.connectJetStream
+	return f
+}
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func (f *Factory) openLedger(ctx context.Context) (*ledger.Store, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store != nil {
+		return f.store, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	// ledger.Open's errors already name the redacted URL and the flag to check.
+	store, err := ledger.Open(ctx, f.DatabaseURL())
+	if err != nil {
+		return nil, err
+	}
+	f.store = store
+	return store, nil
+}
+
+// closeLedger closes the store openLedger opened, if any.
+func (f *Factory) closeLedger() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.store != nil {
+		f.store.Close()
+		f.store = nil
+	}
+}
+
+func (f *Factory) connectJetStream(ctx context.Context) (jetstream.JetStream, func(), error) {
+	natsURL := f.NATSURL()
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	timeout := connectTimeout
+	if deadline, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(deadline))
+	}
+	nc, err := nats.Connect(natsURL, nats.Name("replayctl"), nats.Timeout(timeout))
+	if err != nil {
+		// nats.go quotes an entry it cannot parse, password included.
+		return nil, nil, fmt.Errorf("connecting to NATS at %s: %w; check --nats-url / NATS_URL", natsurl.Redact(natsURL), natsurl.ScrubError(err, natsURL))
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("opening JetStream at %s: %w; check --nats-url / NATS_URL", natsurl.Redact(natsURL), natsurl.ScrubError(err, natsURL))
+	}
+	return js, nc.Close, nil
+}
+
+// userinfoPassword matches the password of any scheme://user:password@ in free text. Quotes and
+// backquotes end a URL quoted in a message.
+var userinfoPassword = regexp.MustCompile("(?i)\\b([a-z][a-z0-9+.-]*://[^\\s:/@\"'`]*:)[^\\s@\"'`]+@")
+
+// redactCredentials masks every URL password and NATS token in msg, and every password= of a
+// key=value connection string, wherever it came from. The configured URLs are redacted by value
+// before; this catches a URL the operator misplaced, for example as an argument
+// (`--database-url= postgres://u:pw@host/db` makes the URL a positional argument, which usage
+// errors and "no such job" quote back).
+func redactCredentials(msg string) string {
+	msg = userinfoPassword.ReplaceAllString(msg, "${1}xxxxx@")
+	msg = natsurl.RedactTokens(msg)
+	return ledger.RedactURL(msg)
+}

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// natsDown is how long a restarted server stays down: longer than a reconnect attempt (100ms for
+// the test's connection, 2s apart for replayctl's), shorter than any timeout that would give up.
+const natsDown = 1500 * time.Millisecond
+
+// assertReconnected fails unless the test's own connection saw the server go away and come back,
+// so a test that passes is known to have restarted the server under the run.
+func (w *execWorld) assertReconnected(t *testing.T) {
+	t.Helper()
+	if got := w.NATS.Conn.Stats().Reconnects; got == 0 {
+		t.Error("the test's NATS connection never reconnected: the server was not restarted under the run")
+	}
+}
+
+func TestFaultNATSRestartDuringExecute(t *testing.T) {
+	const n = 300
+	w := newFaultWorld(t)
+	m := w.Shadowed(n, "job-fault-nats-exec")
+	w.RunConsumer(w.NewConsumer(nil, nil))
+
+	p := startReplayctl(t, w.executeArgs("--rate", "100")...)
+	w.waitCompleted(t, p, m, 50)
+	if published := w.StreamMessages(); published >= n {
+		t.Fatalf("all %d targets were published before the restart; want it mid-run", published)
+	}
+	w.NATS.Restart(t, natsDown)
+	code, output := p.wait(t, 60*time.Second), p.outputOf()
+	if code == ExitFailure {
+		// Stopping is allowed if it says so; the rerun must then finish the job.
+		if want := lacking(p.stderr.String(), "execute of job "+m.ID+" stopped after publishing", "run `replayctl execute` on its manifest again"); want != "" {
+			t.Errorf("the stopped executor's error lacks %q:\n%s", want, output)
+		}
+		t.Logf("the executor stopped on the restart: %s", p.stderr.String())
+		var stdout, stderr string
+		stdout, stderr, code = w.replayctl(t, "execute --yes "+w.ManifestPath())
+		output = "stdout:\n" + stdout + "\nstderr:\n" + stderr
+	} else {
+		t.Log("the executor rode through the restart")
+	}
+	if code != ExitOK {
+		t.Fatalf("execute exited %d, want 0:\n%s", code, output)
+	}
+	w.assertReconnected(t)
+	w.assertChargedOnce(t, n)
+	if s := w.JobStatus(m.ID); s != "completed" {
+		t.Errorf("job %s, want completed", s)
+	}
+	counts, err := w.Store.JobTargetsCount(w.Ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts["completed"] != n {
+		t.Errorf("job_targets %v, want %d completed", counts, n)
+	}
+	if c := w.EffectCounts(m); c.Completed != n || c.Uncertain != 0 || c.Processing != 0 {
+		t.Errorf("ledger rows of the job %+v, want %d completed and nothing else", c, n)
+	}
+}
+
+func TestFaultNATSRestartDuringShadow(t *testing.T) {
+	const n = 300
+	w := newFaultWorld(t)
+	w.Seed(n)
+	m := w.Plan("job-fault-nats-shadow")
+	answered := w.slowShadowResponder(t)
+	shadowArgs := "shadow " + w.ManifestPath() + " --concurrency 2"
+	p := w.startSlowShadow(t, answered, w.DatabaseURL)
+	w.NATS.Restart(t, natsDown)
+	switch code := p.wait(t, 60*time.Second); code {
+	case ExitOK:
+		t.Logf("shadow rode through the restart (%d requests answered)", answered.Load())
+	case ExitFailure, ExitGuardStopped:
+		// A pass that broke off, or a verdict failed by requests lost in the restart, must say so;
+		// shadowing again replaces the outcomes and must pass.
+		wants := []string{"shadow of job " + m.ID + " stopped before its verdict", "no verdict was recorded", "run `replayctl shadow` on its manifest again"}
+		if code == ExitGuardStopped {
+			wants = []string{"shadow verdict for job " + m.ID + ": fail", "went unanswered"}
+		}
+		if want := lacking(p.stderr.String(), wants...); want != "" {
+			t.Errorf("the stopped shadow's error lacks %q:\n%s", want, p.outputOf())
+		}
+		t.Logf("shadow exited %d on the restart:\n%s", code, p.outputOf())
+		if stdout, stderr, code := w.replayctl(t, shadowArgs); code != ExitOK {
+			t.Fatalf("shadow again after the restart: exit %d:\n%s\n%s", code, stdout, stderr)
+		}
+	default:
+		t.Fatalf("shadow exited %d on the restart, want 0, 1 or 4:\n%s", code, p.outputOf())
+	}
+	w.assertReconnected(t)
+	if calls := w.Provider.Calls(""); calls != 0 {
+		t.Fatalf("the shadow made %d provider calls, want none", calls)
+	}
+	if s := w.JobStatus(m.ID); s != "shadowed" {
+		t.Errorf("job %s after shadow, want shadowed", s)
+	}
+	v, err := w.Store.ShadowVerdictsLatest(w.Ctx, m.ID)
+	if err != nil || !v.Pass || v.ManifestDigest != m.Digest {
+		t.Fatalf("latest verdict %+v (%v), want a pass for %s", v, err, m.Digest)
+	}
+	if got := w.QueryInt(`select count(*) from job_targets where job_id = $1 and shadow_status = 'ok'`, m.ID); got != n {
+		t.Errorf("%d targets shadowed ok, want all %d", got, n)
+	}
+	if got := w.QueryInt(`select count(*) from effects where job_id = $1`, m.ID); got != 0 {
+		t.Errorf("shadow wrote %d ledger rows of the job, want none", got)
+	}
+
+	// The verdict is good for execute: every order is charged exactly once.
+	w.RunConsumer(w.NewConsumer(nil, nil))
+	if stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitOK {
+		t.Fatalf("execute after the shadow: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	w.assertChargedOnce(t, n)
+}
+
+func TestFaultNATSDownAtExecuteStart(t *testing.T) {
+	w := newExecWorld(t)
+	m := w.Shadowed(5, "job-fault-nats-down")
+	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", closedPort(t))
+	stdout, stderr, code := runCommand(t, false, "execute --yes "+w.ManifestPath()+" --database-url '"+w.DatabaseURL+"' --nats-url "+natsURL)
+	if code != ExitFailure {
+		t.Fatalf("exit %d, want 1:\n%s\n%s", code, stdout, stderr)
+	}
+	if want := lacking(stderr, "connecting to NATS at "+natsURL, "--nats-url"); want != "" {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+	w.assertNothingStarted(t, m)
+}

@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// manifestError is a manifest file refused by manifest.Load, told the way an operator acts on it:
+// a headline, then every problem on its own line.
+type manifestError struct {
+	headline string
+	problems []string
+	err      error
+}
+
+func (e *manifestError) Error() string {
+	return e.headline + ":\n  " + strings.Join(e.problems, "\n  ")
+}
+
+// Unwrap keeps manifest.ErrInvalid and its kinds matchable, which maps the error to exit code 2.
+func (e *manifestError) Unwrap() error { return e.err }
+
+// loadManifest loads and verifies the manifest at path. A refused manifest is a *manifestError;
+// a file that does not exist is bad input (exit 2), since retrying cannot help.
+func loadManifest(path string) (*manifest.Manifest, error) {
+	m, err := manifest.Load(path)
+	switch {
+	case err == nil:
+		return m, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &ExitError{Code: ExitUsage, Err: err}
+	case !errors.Is(err, manifest.ErrInvalid):
+		return nil, err
+	}
+	e := &manifestError{err: err}
+	if ve, ok := errors.AsType[*manifest.ValidationError](err); ok {
+		e.headline = fmt.Sprintf("%s: invalid manifest, %d problem(s)", path, len(ve.Errors)+ve.Omitted)
+		for _, fe := range ve.Errors {
+			e.problems = append(e.problems, fe.String())
+		}
+		if ve.Omitted > 0 {
+			e.problems = append(e.problems, fmt.Sprintf("... and %d more", ve.Omitted))
+		}
+		return nil, e
+	}
+	e.headline = path + ": invalid manifest"
+	if errors.Is(err, manifest.ErrTampered) {
+		e.headline = path + ": tampered: the manifest was edited after plan, so it is not the job that was planned; " +
+			"re-run `replayctl plan` instead of editing it"
+	}
+	e.problems = []string{err.Error()}
+	return nil, e
+}
+
+// manifestArg accepts exactly one positional argument, the manifest file.
+func manifestArg(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("%s takes exactly one argument, the manifest file (job.json); got %d", cmd.Name(), len(args))
+	}
+	return nil
+}
+
+// noArgs refuses positional arguments as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments; got %q", cmd.Name(), args)
+	}
+	return nil
+}

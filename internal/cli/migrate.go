@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// MigrateOptions are the inputs of replayctl migrate.
+type MigrateOptions struct {
+	IO     *iostreams.IOStreams
+	Ledger func(ctx context.Context) (*ledger.Store, error)
+	JSON   bool
+}
+
+// NewCmdMigrate returns the migrate command. runF, when not nil, replaces the run function (tests).
+func NewCmdMigrate(f *Factory, runF func(*MigrateOptions) error) *cobra.Command {
+	opts := &MigrateOptions{IO: f.IOStreams, Ledger: f.Ledger}
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Install or upgrade the ledger schema",
+		Long: `Install or upgrade the ledger schema in the database of --database-url.
+
+Migrations are embedded in replayctl and numbered; each runs in its own transaction and is
+recorded, and an advisory lock serialises concurrent runs, so migrate is safe to repeat and to run
+from two places at once. Other commands refuse an older schema and say to run migrate.
+
+The schema goes wherever the connection's search_path points: add ?search_path=replayctl to the
+URL to keep it out of public.`,
+		Example: `  replayctl migrate
+  replayctl migrate --database-url 'postgres://replayctl@db.internal/ops?search_path=replayctl'
+  replayctl migrate --json    # {"version": 1, "applied": ["0001_init"]}`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return migrateRun(cmd.Context(), opts)
+		},
+	}
+}
+
+func migrateRun(ctx context.Context, opts *MigrateOptions) error {
+	store, err := opts.Ledger(ctx)
+	if err != nil {
+		return err
+	}
+	res, err := store.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		applied := res.Applied
+		if applied == nil {
+			applied = []string{}
+		}
+		return printJSON(opts.IO.Out, struct {
+			Version int      `json:"version"`
+			Applied []string `json:"applied"`
+		}{res.Version, applied})
+	}
+	if len(res.Applied) == 0 {
+		fmt.Fprintf(opts.IO.Out, "ledger schema already at version %d, nothing to apply\n", res.Version)
+		return nil
+	}
+	fmt.Fprintf(opts.IO.Out, "ledger schema at version %d (applied: %s)\n", res.Version, strings.Join(res.Applied, ", "))
+	return nil
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/olekukonko/ll"
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/replayctl/replayctl/internal/clip"
+)
+
+// printJSON writes v as the one --json document of a command: indented for people reading CI
+// logs, without HTML escaping so "<" and "&" in reasons stay readable.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("writing JSON output: %w", err)
+	}
+	return nil
+}
+
+// newTable returns a table for w: boxed and aligned for a person on a TTY; otherwise one line per
+// row with cells separated by a tab, no padding and no borders, so cut, awk and diffs of two runs
+// see exactly the data.
+func newTable(w io.Writer, isTTY bool) *tablewriter.Table {
+	opts := []tablewriter.Option{
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		// Cells hold producer- and ledger-sourced text (failure reasons, event IDs, last errors):
+		// control characters could move the cursor or recolour a terminal, and a tab or newline
+		// would break a plain row, so they are shown escaped.
+		tablewriter.WithRowFilter(tw.CellFilter{Global: sanitizeCells}),
+	}
+	if isTTY {
+		opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Symbols: tw.NewSymbols(tw.StyleLight),
+		})))
+	} else {
+		opts = append(opts,
+			tablewriter.WithRenderer(&plainRenderer{}),
+			tablewriter.WithPadding(tw.PaddingNone),
+			tablewriter.WithTrimSpace(tw.Off),
+			tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+			tablewriter.WithRowAutoWrap(tw.WrapNone),
+		)
+	}
+	return tablewriter.NewTable(w, opts...)
+}
+
+func sanitizeCells(cells []string) []string {
+	for i, c := range cells {
+		cells[i] = clip.Line(c)
+	}
+	return cells
+}
+
+// plainRenderer is the non-TTY table form: header and rows as tab-separated lines, nothing else.
+type plainRenderer struct{ w io.Writer }
+
+func (r *plainRenderer) Start(w io.Writer) error { r.w = w; return nil }
+
+func (r *plainRenderer) Header(lines [][]string, _ tw.Formatting) {
+	for _, cells := range lines {
+		r.line(cells)
+	}
+}
+
+func (r *plainRenderer) Row(cells []string, _ tw.Formatting) { r.line(cells) }
+
+func (r *plainRenderer) Footer(lines [][]string, _ tw.Formatting) {
+	for _, cells := range lines {
+		r.line(cells)
+	}
+}
+
+func (r *plainRenderer) line(cells []string) {
+	fmt.Fprintln(r.w, strings.Join(cells, "\t"))
+}
+
+func (r *plainRenderer) Line(tw.Formatting) {}
+
+func (r *plainRenderer) Config() tw.Rendition {
+	return tw.Rendition{Borders: tw.BorderNone, Settings: tw.Settings{Lines: tw.LinesNone, Separators: tw.SeparatorsNone}}
+}
+
+func (r *plainRenderer) Close() error { return nil }
+
+func (r *plainRenderer) Logger(*ll.Logger) {}

@@ -1,0 +1,225 @@
+// Package cmd is replayctl's command line: cobra wiring, flags, output (tables and --json) and
+// the mapping of errors to exit codes. The work itself is done by the domain packages.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/internal/natsurl"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+const rootLong = `replayctl replays a consumer's dead-letter queue (NATS JetStream) as a reviewed, gated job,
+with the idempotency ledger in PostgreSQL. An idempotency key binds one business intent to its
+result, so a replay must prove its boundary before any external effect is produced again:
+
+  plan     scan the DLQ stream, join every event ID against the ledger and write a sealed
+           manifest (job.json) and a job row: exactly which events will be replayed, which
+           were kept out and why, and how many external calls to expect
+  shadow   run every target through the consumer's shadow responder (no external writes),
+           diff a 100-event sample against the recorded results and record a verdict
+  execute  replay exactly the manifest's event IDs, gated on a passing shadow and a plan
+           that is not stale, after a confirmation; rate-limited, resumable after a crash
+  status   where a job's targets stand, from any terminal; pause, resume and cancel it
+  reconcile  ask the consumer's look-up whether uncertain effects happened: reconciled, or
+           marked for manual review; never retried
+  ledger   "ledger stats --consumer C" for replay and mismatch rates, lease expiries and
+           uncertain age, with warnings; "ledger prune" drops result bodies and old rows
+
+Review between the steps: "show job.json" summarises a manifest and "validate --ledger job.json"
+proves it is the manifest the job was recorded with. A manifest edited after plan is refused.
+
+Exit codes:
+  0  done
+  1  runtime failure (database or NATS unreachable, interrupted); retrying may succeed
+  2  usage or bad input (flags, arguments, an invalid manifest)
+  3  a gate refused (no passing shadow, stale or tampered manifest, version not bumped)
+  4  a guard stopped the run (budget, error rate, no progress), the job was cancelled,
+     or the shadow verdict failed
+  5  finished, but items need manual review (uncertain outcomes)
+
+With --json, stdout carries one JSON document (on failure {"error": "...", "exitCode": N}) and
+everything else goes to stderr.`
+
+const rootExample = `  # once per environment and after every upgrade; safe to repeat
+  replayctl migrate
+
+  # freeze the boundary into a sealed manifest
+  replayctl plan --consumer billing --stream DLQ_BILLING \
+    --reason "payments provider outage INC-4521 fixed; re-run failed charges" \
+    --ticket INC-4521 --since 6h --failure-match 'timeout|503' -o job.json
+
+  # review it and prove it is the manifest the ledger recorded
+  replayctl show job.json
+  replayctl validate --ledger job.json
+
+  # every target through the consumer's shadow responder; exit 4 when the verdict fails
+  replayctl shadow job.json
+
+  # CI: every gate, nothing published; then the real run and, elsewhere, its status
+  replayctl execute job.json --dry-run
+  replayctl execute job.json --rate 200
+  replayctl status job-20261202-0300-3f9c
+
+  # see it all on an embedded NATS server and the local PostgreSQL
+  replayctl demo`
+
+// NewCmdRoot returns the replayctl command with its global flags and verbs. Building it opens
+// nothing; the flags are bound to f, whose funcs read them when a verb runs.
+func NewCmdRoot(f *Factory) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "replayctl",
+		Short:         "Plan, shadow and execute dead-letter-queue replays safely",
+		Long:          rootLong,
+		Example:       rootExample,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		// cobra only applies its default distance on its own unknown-command path, which a root
+		// with Args set does not take.
+		SuggestionsMinimumDistance: 2,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q", args[0])
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return usageErrorf("%s", msg)
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			f.IOStreams.SetMachineOutput(f.JSON())
+			// cobra reports these as plain errors after this hook; checking them here first
+			// makes them usage errors (exit 2) like every other flag problem.
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return usageErrorf("%s", err)
+			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return usageErrorf("%s", err)
+			}
+			// Every command that records who ran it takes the actor from here; checking it once
+			// refuses it before anything is read or written.
+			if err := manifest.ValidateActor(f.Actor()); err != nil {
+				source := "--actor"
+				if f.flags.actor == "" {
+					source = "$USER (the default of --actor)"
+				}
+				return usageErrorf("%s %q %v", source, clip.Runes(f.Actor(), 80), err)
+			}
+			return nil
+		},
+	}
+	root.SetIn(f.IOStreams.In)
+	root.SetOut(f.IOStreams.Out)
+	root.SetErr(f.IOStreams.ErrOut)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%s", err) })
+
+	pf := root.PersistentFlags()
+	pf.StringVar(&f.flags.databaseURL, "database-url", "",
+		"PostgreSQL URL of the ledger (default: $REPLAYCTL_DATABASE_URL, then $DATABASE_URL, then the local socket, database test)")
+	pf.StringVar(&f.flags.natsURL, "nats-url", "", "NATS server URL (default: $NATS_URL, then "+defaultNATSURL+")")
+	pf.BoolVar(&f.flags.json, "json", false, "print machine-readable JSON on stdout; logs stay on stderr")
+	pf.StringVar(&f.flags.actor, "actor", "", `operator recorded in the audit log (default: $USER, else "unknown")`)
+
+	root.AddCommand(
+		NewCmdMigrate(f, nil),
+		NewCmdPlan(f, nil),
+		NewCmdShadow(f, nil),
+		NewCmdExecute(f, nil),
+		NewCmdStatus(f, nil),
+		NewCmdReconcile(f, nil),
+		NewCmdControl(f, "pause", nil),
+		NewCmdControl(f, "resume", nil),
+		NewCmdControl(f, "cancel", nil),
+		NewCmdDrain(f, nil),
+		NewCmdShow(f, nil),
+		NewCmdValidate(f, nil),
+		NewCmdLedger(f),
+		NewCmdDemo(f, nil),
+	)
+	return root
+}
+
+// Execute runs replayctl on the process's arguments and streams and returns its exit code.
+// The first SIGINT or SIGTERM cancels the command's context, so work in progress stops cleanly;
+// a second one kills the process, for an operator whose clean stop is itself stuck.
+func Execute() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	f := NewFactory(iostreams.System())
+	return run(ctx, f, NewCmdRoot(f), os.Args[1:])
+}
+
+// run executes args on root, built on f, and reports a failure; Execute and the tests share it.
+func run(ctx context.Context, f *Factory, root *cobra.Command, args []string) int {
+	defer f.closeLedger()
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := exitCode(err)
+	reportError(f, cmd, args, err, code)
+	return code
+}
+
+// reportError prints err as "replayctl: <message>" on stderr, with a hint to --help for usage
+// errors, and under --json also as {"error", "exitCode"} on stdout for CI.
+func reportError(f *Factory, cmd *cobra.Command, args []string, err error, code int) {
+	msg := redact(err.Error(), f.DatabaseURL(), ledger.RedactURL)
+	msg = redactCredentials(natsurl.Scrub(msg, f.NATSURL()))
+	ios := f.IOStreams
+	// Messages quote ledger rows, manifests and flags: no terminal escape in them is obeyed.
+	fmt.Fprintf(ios.ErrOut, "replayctl: %s\n", clip.Text(msg))
+	if errors.Is(err, ErrUsage) {
+		fmt.Fprintf(ios.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
+	}
+	if ee, ok := errors.AsType[*ExitError](err); ok && ee.Reported {
+		return
+	}
+	if f.JSON() || jsonRequested(args) {
+		_ = printJSON(ios.Out, struct {
+			Error    string `json:"error"`
+			ExitCode int    `json:"exitCode"`
+		}{msg, code})
+	}
+}
+
+// redact replaces secret, wherever it appears in msg, with its redacted form, for messages from
+// libraries that echo a connection URL verbatim.
+func redact(msg, secret string, redacted func(string) string) string {
+	if secret == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, secret, redacted(secret))
+}
+
+// jsonRequested reports whether args ask for --json even though flag parsing stopped before
+// reading it: a CI job that always passes --json still gets the error object after a typo.
+func jsonRequested(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			return false
+		}
+		if a == "--json" || a == "--json=true" {
+			return true
+		}
+	}
+	return false
+}

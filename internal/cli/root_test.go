@@ -1,0 +1,260 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// noConnections makes any attempt to reach PostgreSQL or NATS fail the test. Commands take the
+// factory's funcs when they are built, so the verbs are built again from the changed factory.
+func noConnections(t *testing.T) func(*Factory, *cobra.Command) {
+	return failOnConnection(func(what string) { t.Errorf("the command %s", what) })
+}
+
+// failOnConnection calls report instead of opening the ledger or connecting to NATS.
+func failOnConnection(report func(what string)) func(*Factory, *cobra.Command) {
+	return func(f *Factory, root *cobra.Command) {
+		f.Ledger = func(context.Context) (*ledger.Store, error) {
+			report("opened the ledger")
+			return nil, errors.New("no ledger in this test")
+		}
+		f.JetStream = func(context.Context) (jetstream.JetStream, func(), error) {
+			report("connected to NATS")
+			return nil, nil, errors.New("no NATS in this test")
+		}
+		for _, c := range NewCmdRoot(f).Commands() {
+			replaceCommand(root, c)
+		}
+	}
+}
+
+func TestNoConnectionsCatchesAConnection(t *testing.T) {
+	var caught []string
+	path := writeManifest(t, testManifest(t))
+	execCommand(t, false, "validate --ledger "+path, failOnConnection(func(what string) { caught = append(caught, what) }))
+	if len(caught) == 0 {
+		t.Fatal("validate --ledger opened the ledger and noConnections did not notice")
+	}
+}
+
+func TestHelpNeedsNoConnection(t *testing.T) {
+	t.Setenv("REPLAYCTL_DATABASE_URL", "postgres://ops:env-secret@10.255.255.1:5432/ledger")
+	for _, args := range []string{
+		"--help --database-url postgres://ops:flag-secret@10.255.255.1:5432/ledger --nats-url nats://10.255.255.1:4222",
+		"migrate --help --database-url postgres://ops:flag-secret@10.255.255.1:5432/ledger",
+		"validate --help",
+		"show --help",
+		"shadow --help",
+		"help validate",
+	} {
+		t.Run(args, func(t *testing.T) {
+			start := time.Now()
+			stdout, stderr, code := execCommand(t, false, args, noConnections(t))
+			if code != ExitOK {
+				t.Fatalf("exit %d, stderr %q", code, stderr)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("help took %v; it must not wait for a connection", d)
+			}
+			if strings.Contains(stdout+stderr, "secret") {
+				t.Errorf("help printed a password:\n%s", stdout)
+			}
+			if !strings.Contains(stdout, "Usage:") {
+				t.Errorf("no usage in:\n%s", stdout)
+			}
+		})
+	}
+}
+
+func TestRootHelpExplainsWorkflowAndExitCodes(t *testing.T) {
+	stdout, _, code := execCommand(t, false, "--help", noConnections(t))
+	if code != ExitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		"plan ", "shadow ", "execute ", "Exit codes:",
+		"0  done", "1  runtime failure", "2  usage or bad input", "3  a gate refused",
+		"4  a guard stopped the run", "5  finished, but items need manual review",
+		"replayctl migrate", "replayctl show job.json", "replayctl validate --ledger job.json", "replayctl shadow job.json",
+		"--database-url", "--nats-url", "--json", "--actor",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("root help lacks %q", want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		args, wantErr, wantHint string
+	}{
+		{"valdate job.json", `unknown command "valdate"; did you mean validate?`, "Run 'replayctl --help' for usage."},
+		{"validate", "exactly one argument", "Run 'replayctl validate --help' for usage."},
+		{"validate a.json b.json", "got 2", "Run 'replayctl validate --help' for usage."},
+		{"validate --ledgr job.json", "unknown flag: --ledgr", "Run 'replayctl validate --help' for usage."},
+		{"show", "exactly one argument", "Run 'replayctl show --help' for usage."},
+		{"migrate now", "takes no arguments", "Run 'replayctl migrate --help' for usage."},
+		{"--json=maybe show job.json", "invalid argument", "Run 'replayctl show --help' for usage."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			stdout, stderr, code := execCommand(t, false, tt.args, noConnections(t))
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d", code, ExitUsage)
+			}
+			if !strings.HasPrefix(stderr, "replayctl: ") || !strings.Contains(stderr, tt.wantErr) || !strings.Contains(stderr, tt.wantHint) {
+				t.Errorf("stderr %q, want %q and the hint %q", stderr, tt.wantErr, tt.wantHint)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing without --json", stdout)
+			}
+		})
+	}
+}
+
+// jsonError decodes stdout as the one error object of a failed --json run.
+func jsonError(t *testing.T, stdout string) (msg string, code int) {
+	t.Helper()
+	var got struct {
+		Error    *string `json:"error"`
+		ExitCode *int    `json:"exitCode"`
+	}
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&got); err != nil || dec.More() {
+		t.Fatalf("stdout is not one error object (%v):\n%s", err, stdout)
+	}
+	if got.Error == nil || got.ExitCode == nil {
+		t.Fatalf("error object lacks error or exitCode: %s", stdout)
+	}
+	return *got.Error, *got.ExitCode
+}
+
+func TestJSONErrorObject(t *testing.T) {
+	t.Run("bad input", func(t *testing.T) {
+		stdout, stderr, code := runCommand(t, false, "--json show /nonexistent/job.json")
+		msg, jsonCode := jsonError(t, stdout)
+		if code != ExitUsage || jsonCode != ExitUsage {
+			t.Errorf("exit %d, exitCode %d; want %d", code, jsonCode, ExitUsage)
+		}
+		if !strings.Contains(msg, "/nonexistent/job.json") || !strings.Contains(stderr, "replayctl: "+msg) {
+			t.Errorf("error %q, stderr %q", msg, stderr)
+		}
+	})
+	t.Run("flag error after --json", func(t *testing.T) {
+		stdout, _, code := runCommand(t, false, "validate --json --bogus job.json")
+		if _, jsonCode := jsonError(t, stdout); code != ExitUsage || jsonCode != ExitUsage {
+			t.Errorf("exit %d, exitCode %d", code, jsonCode)
+		}
+	})
+	t.Run("flag error before --json", func(t *testing.T) {
+		stdout, _, code := runCommand(t, false, "validate --bogus --json job.json")
+		if _, jsonCode := jsonError(t, stdout); code != ExitUsage || jsonCode != ExitUsage {
+			t.Errorf("exit %d, exitCode %d", code, jsonCode)
+		}
+	})
+	t.Run("runtime failure hides the password", func(t *testing.T) {
+		url := "postgres://ops:s3cret-pw@127.0.0.1:1/ledger?connect_timeout=2"
+		stdout, stderr, code := runCommand(t, false, "--json migrate --database-url "+url)
+		msg, jsonCode := jsonError(t, stdout)
+		if code != ExitFailure || jsonCode != ExitFailure {
+			t.Errorf("exit %d, exitCode %d; want %d", code, jsonCode, ExitFailure)
+		}
+		if strings.Contains(stdout+stderr, "s3cret-pw") {
+			t.Errorf("the password was printed:\nstdout %s\nstderr %s", stdout, stderr)
+		}
+		if !strings.Contains(msg, "check --database-url") {
+			t.Errorf("error %q does not say what to check", msg)
+		}
+	})
+}
+
+func TestExitCodes(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, ExitOK},
+		{errors.New("connection refused"), ExitFailure},
+		{usageErrorf("bad flag"), ExitUsage},
+		{fmt.Errorf("manifest job.json: %w", manifest.ErrTampered), ExitGateRefused},
+		{&manifest.ValidationError{}, ExitUsage},
+		{fmt.Errorf("validate: %w", errManifestNotRecorded), ExitUsage},
+		{fmt.Errorf("status: %w", ledger.ErrJobNotFound), ExitUsage},
+		{&ExitError{Code: ExitGateRefused, Err: errors.New("confirmation declined")}, ExitGateRefused},
+		{fmt.Errorf("execute: %w", &ExitError{Code: ExitNeedsReview, Err: manifest.ErrInvalid}), ExitNeedsReview},
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestGlobalFlagDefaults(t *testing.T) {
+	t.Setenv("REPLAYCTL_DATABASE_URL", "")
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("NATS_URL", "")
+	t.Setenv("USER", "")
+	var f *Factory
+	capture := func(got *Factory, _ *cobra.Command) { f = got }
+	if _, stderr, code := execCommand(t, false, "--help", capture); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if got := f.DatabaseURL(); got != defaultDatabaseURL {
+		t.Errorf("DatabaseURL() = %q", got)
+	}
+	if got := f.NATSURL(); got != defaultNATSURL {
+		t.Errorf("NATSURL() = %q", got)
+	}
+	if got := f.Actor(); got != "unknown" {
+		t.Errorf("Actor() = %q", got)
+	}
+
+	t.Setenv("DATABASE_URL", "postgres:///from-database-url")
+	if got := f.DatabaseURL(); got != "postgres:///from-database-url" {
+		t.Errorf("DatabaseURL() = %q, want $DATABASE_URL", got)
+	}
+	t.Setenv("REPLAYCTL_DATABASE_URL", "postgres:///from-replayctl")
+	t.Setenv("NATS_URL", "nats://from-env:4222")
+	t.Setenv("USER", "bob")
+	if f.DatabaseURL() != "postgres:///from-replayctl" || f.NATSURL() != "nats://from-env:4222" || f.Actor() != "bob" {
+		t.Errorf("env not read: %q %q %q", f.DatabaseURL(), f.NATSURL(), f.Actor())
+	}
+
+	args := "--database-url postgres:///flag --nats-url nats://flag:4222 --actor carol --json --help"
+	if _, stderr, code := execCommand(t, false, args, capture); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if f.DatabaseURL() != "postgres:///flag" || f.NATSURL() != "nats://flag:4222" || f.Actor() != "carol" || !f.JSON() {
+		t.Errorf("flags not read: %q %q %q %v", f.DatabaseURL(), f.NATSURL(), f.Actor(), f.JSON())
+	}
+}
+
+func TestNATSConnectFailureNamesTheFlag(t *testing.T) {
+	f := NewFactory(nil)
+	f.flags.natsURL = "nats://ops:nats-secret@127.0.0.1:1"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, err := f.JetStream(ctx)
+	if err == nil {
+		t.Fatal("connected to a closed port")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "check --nats-url / NATS_URL") || strings.Contains(msg, "nats-secret") {
+		t.Errorf("error %q: want the flag named and no password", msg)
+	}
+	if exitCode(err) != ExitFailure {
+		t.Errorf("exit code %d, want %d", exitCode(err), ExitFailure)
+	}
+}

@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/shadow"
+)
+
+// ShadowOptions are the inputs of replayctl shadow.
+type ShadowOptions struct {
+	IO        *iostreams.IOStreams
+	Ledger    func(ctx context.Context) (*ledger.Store, error)
+	JetStream func(ctx context.Context) (jetstream.JetStream, func(), error)
+	Now       func() time.Time
+	JSON      bool
+
+	ManifestPath string
+	// ReportPath is --report; empty means next to the manifest (job.json -> job.shadow.json).
+	ReportPath string
+	Request    shadow.Options
+}
+
+// NewCmdShadow returns the shadow command. runF, when not nil, replaces the run function (tests).
+func NewCmdShadow(f *Factory, runF func(*ShadowOptions) error) *cobra.Command {
+	opts := &ShadowOptions{IO: f.IOStreams, Ledger: f.Ledger, JetStream: f.JetStream, Now: f.Now}
+	req := &opts.Request
+	defaults := shadow.DefaultThresholds()
+	cmd := &cobra.Command{
+		Use:   "shadow <job.json>",
+		Short: "Run every target through the consumer's shadow responder and judge the diff",
+		Long: `Send every target of a planned job to the consumer's shadow responder (request/reply on
+replay.shadow.<consumer>) under the new effect version. A shadow handler makes no external write and
+no ledger write: its external calls are recorded, not made.
+
+Steps:
+  1. verify the manifest and its recorded job (same digest, not executed)
+  2. pick a deterministic sample (--sample, seeded by the manifest digest, spread over the failure
+     reasons) and shadow it twice: result fields that differ between the two runs are noise
+     (timestamps, generated IDs) and are reported as such, not as changes
+  3. diff each sampled result against its original: the ledger's result body where it is still
+     retained, else its hash only (said so), else a shadow run under the old effect version; a
+     different number of external calls counts as a change too
+  4. shadow every target (--concurrency requests in flight, --timeout each) and store each outcome
+  5. judge: identical / changed / no original, terminal business failures (a class of their own:
+     execute counts them as failed, so --max-failure-ratio, 0 by default, bounds them whether or
+     not the original failed too), shadow errors, unanswered requests, and the shadow's external
+     calls against the manifest's expected external calls
+
+The verdict is recorded with the manifest digest; execute requires a passing one. A report with
+every sampled diff (field values included; the table shows paths only) is written next to the
+manifest unless --report says where.
+
+Exits 0 on a passing verdict, 4 on a failing one, 3 when the manifest is not the recorded job or the
+job already ran, 2 on bad input. Shadowing again replaces the stored outcomes and adds a verdict.`,
+		Example: `  replayctl shadow job.json
+  replayctl shadow job.json --concurrency 32 --timeout 10s --ignore-field processedAt
+  # CI: the report as JSON on stdout, exit 4 when the verdict fails
+  replayctl shadow job.json --json --max-changed-ratio 0.5`,
+		Args: manifestArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.ManifestPath = args[0]
+			opts.JSON = f.JSON()
+			req.Actor = f.Actor()
+			if runF != nil {
+				return runF(opts)
+			}
+			return shadowRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&req.Concurrency, "concurrency", 16, "shadow requests in flight at once (1-1024)")
+	fl.IntVar(&req.Sample, "sample", 100, "events in the diffed sample")
+	fl.DurationVar(&req.Timeout, "timeout", 5*time.Second, "how long to wait for each shadow reply")
+	fl.StringArrayVar(&req.IgnoreFields, "ignore-field", nil, "result field to leave out of the comparison, e.g. processedAt or lines[*].sku (repeatable)")
+	fl.StringVar(&opts.ReportPath, "report", "", "where to write the report (default: next to the manifest, <name>.shadow.json)")
+	fl.Float64Var(&req.Thresholds.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "fail when more than this fraction of targets fail in shadow or are missing from the DLQ (0: none may)")
+	fl.Float64Var(&req.Thresholds.MaxUnansweredRatio, "max-unanswered-ratio", defaults.MaxUnansweredRatio, "fail when more than this fraction of requests time out or find no responder (0: none may)")
+	fl.Float64Var(&req.Thresholds.MaxFailureRatio, "max-failure-ratio", defaults.MaxFailureRatio, "fail when more than this fraction of targets end in a terminal business failure, which execute counts as failed (0: none may)")
+	fl.Float64Var(&req.Thresholds.MaxChangedRatio, "max-changed-ratio", defaults.MaxChangedRatio, "fail when more than this fraction of the targets with an original changed result (1: never)")
+	fl.Float64Var(&req.Thresholds.MaxCallsOverExpected, "max-calls-over", defaults.MaxCallsOverExpected, "fail when the shadow's external calls exceed the manifest's expected calls by more than this fraction")
+	return cmd
+}
+
+func shadowRun(ctx context.Context, opts *ShadowOptions) error {
+	req := opts.Request
+	req.Now = opts.Now
+	// The domain package reads zero as "the default"; on the command line a typed 0 is a mistake.
+	switch {
+	case req.Concurrency < 1:
+		return usageErrorf("--concurrency %d: must be between 1 and 1024", req.Concurrency)
+	case req.Sample < 1:
+		return usageErrorf("--sample %d: must be at least 1", req.Sample)
+	case req.Timeout <= 0:
+		return usageErrorf("--timeout %s: must be positive, e.g. 5s", req.Timeout)
+	}
+	m, err := loadManifest(opts.ManifestPath)
+	if err != nil {
+		return err
+	}
+	req.Manifest = m
+	if err := req.Normalise(); err != nil {
+		return err
+	}
+	req.ReportPath = opts.ReportPath
+	if req.ReportPath == "" {
+		req.ReportPath = defaultReportPath(opts.ManifestPath)
+	}
+	var finishProgress func()
+	req.Progress, req.Stage, finishProgress = stepProgress(opts.IO, "shadowing targets")
+	store, err := opts.Ledger(ctx)
+	if err != nil {
+		return err
+	}
+	js, closeNATS, err := opts.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	report, err := shadow.Run(ctx, js.Conn(), js, store, req)
+	finishProgress()
+	if err != nil {
+		return err
+	}
+	if err := shadow.WriteReport(req.ReportPath, report); err != nil {
+		return fmt.Errorf("the verdict is recorded, but the report could not be written: %w", err)
+	}
+	if opts.JSON {
+		if err := printJSON(opts.IO.Out, report); err != nil {
+			return err
+		}
+	} else if err := printShadowReport(opts.IO, req.ReportPath, report); err != nil {
+		return err
+	}
+	if !report.Verdict.Pass {
+		return &ExitError{Code: ExitGuardStopped, Reported: opts.JSON, Err: fmt.Errorf(
+			"shadow verdict for job %s: fail: %s", report.JobID, strings.Join(report.Verdict.Reasons, "; "))}
+	}
+	return nil
+}
+
+// defaultReportPath puts the report beside the manifest: job.json -> job.shadow.json.
+func defaultReportPath(manifestPath string) string {
+	return strings.TrimSuffix(manifestPath, filepath.Ext(manifestPath)) + ".shadow.json"
+}

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/shadow"
+)
+
+// printShadowReport tells a person what the shadow pass found: the totals over every target, the
+// sample's fields by path (values only in the report file: they may be personal data), and the
+// verdict with every reason it failed.
+func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Report) error {
+	out, tty := ios.Out, ios.IsStdoutTTY()
+	fmt.Fprintf(out, "shadow of job %s on %s, effect version %d -> %d\n", r.JobID, r.Subject, r.EffectVersion.From, r.EffectVersion.To)
+	fmt.Fprintf(out, "manifest %s\n", r.ManifestDigest)
+	if r.WriteForbidden {
+		fmt.Fprintln(out, "write-forbidden: execute will suppress every external call counted below")
+	}
+	fmt.Fprintln(out)
+
+	t := r.Totals
+	totals := newTable(out, tty)
+	totals.Header("TARGETS", "COUNT")
+	for _, row := range [][2]string{
+		{"targets", count(t.Targets)},
+		{"answered", count(t.Answered)},
+		{"identical to the original", count(t.Identical)},
+		{"changed from the original", count(t.Changed)},
+		{"no original to compare", count(t.NoOriginal)},
+		{"terminal business failures", count(t.Failed)},
+		{"  of which failed before too", count(t.FailedAgain)},
+		{"compared on hash only (body pruned)", count(t.ComparedOnHash)},
+		{"changed external call count", count(t.EffectCountChanged)},
+		{"shadow errors", count(t.ShadowErrors)},
+		{"timeouts", count(t.Timeouts)},
+		{"no responder", count(t.NoResponder)},
+		{"missing from the DLQ", count(t.SourceMissing)},
+		{"refused by NATS (over max_payload)", count(t.Refused)},
+		{"external calls in shadow", count(t.ShadowExternalCalls)},
+		{"  most of one target", count(t.MaxCallsPerTarget)},
+		{"external calls expected by the plan", count(t.ExpectedExternalCalls)},
+	} {
+		if err := totals.Append(row[0], row[1]); err != nil {
+			return err
+		}
+	}
+	if err := totals.Render(); err != nil {
+		return err
+	}
+	if t.Aborted {
+		fmt.Fprintf(out, "the full pass stopped early: %s\n", clip.Line(t.AbortReason))
+	}
+
+	s := r.Sample
+	fmt.Fprintf(out, "\nsample: %d events, seed %s, over %d failure reasons\n", s.Size, s.Seed, len(s.PerReason))
+	if len(r.Fields) > 0 {
+		fields := newTable(out, tty)
+		fields.Header("FIELD", "CHANGED", "NOISE", "IGNORED")
+		for _, f := range r.Fields {
+			if err := fields.Append(f.Path, strconv.Itoa(f.Changed), strconv.Itoa(f.Noise), strconv.Itoa(f.Ignored)); err != nil {
+				return err
+			}
+		}
+		if err := fields.Render(); err != nil {
+			return err
+		}
+	}
+	outcomes := map[string]int{}
+	baselines := map[string]int{}
+	for _, it := range s.Items {
+		outcomes[it.Outcome]++
+		baselines[it.Baseline]++
+	}
+	fmt.Fprintf(out, "sample outcomes: %s\n", clip.Line(joinCounts(outcomes)))
+	fmt.Fprintf(out, "compared against: %s\n", clip.Line(joinCounts(baselines)))
+
+	fmt.Fprintln(out)
+	if r.Verdict.Pass {
+		fmt.Fprintf(out, "verdict: PASS, recorded for %s\n", r.ManifestDigest)
+	} else {
+		fmt.Fprintln(out, "verdict: FAIL")
+		for _, reason := range r.Verdict.Reasons {
+			fmt.Fprintf(out, "  - %s\n", clip.Line(reason))
+		}
+	}
+	fmt.Fprintf(out, "report: %s\n", reportPath)
+	if r.Verdict.Pass {
+		fmt.Fprintf(ios.ErrOut, "next: read the report; `replayctl execute` requires a passing verdict for this manifest digest\n")
+	} else {
+		fmt.Fprintf(ios.ErrOut, "next: read the report; fix the consumer or re-plan, then shadow again\n")
+	}
+	return nil
+}
+
+// count writes n for a table cell; plain digits, so scripts can read the non-TTY form.
+func count(n int64) string { return strconv.FormatInt(n, 10) }
+
+// joinCounts writes a small histogram as "changed 12, identical 88", keys sorted.
+func joinCounts(counts map[string]int) string {
+	if len(counts) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(counts))
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	return strings.Join(parts, ", ")
+}

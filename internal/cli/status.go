@@ -1,0 +1,128 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// StatusOptions are the inputs of replayctl status.
+type StatusOptions struct {
+	IO     *iostreams.IOStreams
+	Ledger func(ctx context.Context) (*ledger.Store, error)
+	JSON   bool
+	JobID  string
+}
+
+// NewCmdStatus returns the status command. runF, when not nil, replaces the run function (tests).
+func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{IO: f.IOStreams, Ledger: f.Ledger}
+	return &cobra.Command{
+		Use:   "status <job-id>",
+		Short: "Show where a job's targets stand, from any terminal",
+		Long: `Show a job's status and counts from the ledger: targets, skipped (drifted since plan),
+published, completed, failed, uncertain, in progress, remaining, external calls against the
+budget, and, while an executor runs, its rate, ETA and why it is paused or throttled. Uncertain
+and failed targets are listed (the first 20 of each).
+
+It reads only; run it as often as you like while execute runs elsewhere.`,
+		Example: `  replayctl status job-20261202-0300-3f9c
+  replayctl status job-20261202-0300-3f9c --json | jq .counts`,
+		Args: jobArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.JobID = args[0]
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return statusRun(cmd.Context(), opts)
+		},
+	}
+}
+
+// jobArg accepts exactly one positional argument, a job ID.
+func jobArg(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("%s takes exactly one argument, the job ID (the manifest's id, see `replayctl show job.json`); got %d", cmd.Name(), len(args))
+	}
+	return nil
+}
+
+func statusRun(ctx context.Context, opts *StatusOptions) error {
+	store, err := opts.Ledger(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := executor.Status(ctx, store, opts.JobID)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return printJSON(opts.IO.Out, r)
+	}
+	return printStatus(opts.IO, r)
+}
+
+func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
+	out := ios.Out
+	fmt.Fprintf(out, "job %s of consumer %s: %s", clip.Line(r.JobID), clip.Line(r.Consumer), clip.Line(r.Status))
+	if r.StatusBy != "" {
+		fmt.Fprintf(out, " by %s", clip.Line(r.StatusBy))
+	}
+	if r.StatusAt != nil {
+		fmt.Fprintf(out, " at %s", r.StatusAt.Format(time.RFC3339))
+	}
+	fmt.Fprintln(out)
+	if r.StatusReason != "" {
+		fmt.Fprintf(out, "  because: %s\n", clip.Line(r.StatusReason))
+	}
+	fmt.Fprintf(out, "%s job, effect version %d -> %d, write-forbidden %t, manifest %s\n", r.SourceKind, r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, clip.Line(r.ManifestDigest))
+	fmt.Fprintf(out, "reason: %s\n", clip.Line(r.Reason))
+	switch {
+	case r.ExecutorAttached && r.Executor != nil:
+		fmt.Fprintf(out, "executor: %s (%s), %s", clip.Line(r.Executor.Owner), clip.Line(r.Executor.Actor), clip.Line(r.Counts.State))
+		if r.Counts.Rate > 0 {
+			fmt.Fprintf(out, ", %.1f targets/s, ETA %s", r.Counts.Rate, r.Counts.ETA)
+		}
+		fmt.Fprintln(out)
+		if r.Counts.Reason != "" {
+			fmt.Fprintf(out, "  %s\n", clip.Line(r.Counts.Reason))
+		}
+	case r.ExecutorAttached:
+		fmt.Fprintln(out, "executor: attached, no progress reported yet")
+	case r.Status == "executing" || r.Status == "paused":
+		fmt.Fprint(out, "executor: none attached")
+		if r.Executor != nil {
+			fmt.Fprintf(out, " (last: %s, %s at %s)", clip.Line(r.Executor.Owner), clip.Line(r.Executor.State), r.Executor.At.Format(time.RFC3339))
+		}
+		fmt.Fprintln(out, "; run `replayctl execute job.json` to continue publishing")
+	}
+	fmt.Fprintln(out)
+	p := r.Counts
+	if err := printProgressTable(ios, [][2]string{
+		{"targets", count(p.Targets)},
+		{"skipped (drifted since plan)", count(p.Skipped)},
+		{"published", count(p.Published)},
+		{"completed", count(p.Completed)},
+		{"failed", count(p.Failed)},
+		{"  of which not published (DLQ message gone or changed)", count(p.SourceFailed)},
+		{"uncertain", count(p.Uncertain)},
+		{"in progress", count(p.InProgress)},
+		{"remaining", count(p.Remaining)},
+		{"external calls", count(p.ExternalCalls)},
+		{"expected external calls", count(r.ExpectedCalls)},
+	}); err != nil {
+		return err
+	}
+	if err := printReview(ios, "uncertain: review by hand, never retried automatically", r.Uncertain, p.Uncertain); err != nil {
+		return err
+	}
+	return printReview(ios, "failed", r.Failed, p.Failed-p.SourceFailed)
+}

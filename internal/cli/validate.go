@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// errManifestNotRecorded means a manifest is valid on its own but is not the one its job was
+// recorded with: an edited and re-sealed file, or a job that was never recorded.
+var errManifestNotRecorded = errors.New("manifest does not match the recorded job")
+
+// errManifestStale means the ledger records the manifest's job with another digest: the file was
+// edited and re-sealed, or is older than a re-planned job. Shadow and execute refuse it at their
+// gate (exit 3), so validate --ledger gives the same answer for the same fact.
+var errManifestStale = fmt.Errorf("%w: the recorded digest differs", errManifestNotRecorded)
+
+// ValidateOptions are the inputs of replayctl validate.
+type ValidateOptions struct {
+	IO     *iostreams.IOStreams
+	Ledger func(ctx context.Context) (*ledger.Store, error)
+	JSON   bool
+
+	Path string
+	// CheckLedger also requires the job to be recorded with the manifest's digest.
+	CheckLedger bool
+}
+
+// NewCmdValidate returns the validate command. runF, when not nil, replaces the run function (tests).
+func NewCmdValidate(f *Factory, runF func(*ValidateOptions) error) *cobra.Command {
+	opts := &ValidateOptions{IO: f.IOStreams, Ledger: f.Ledger}
+	cmd := &cobra.Command{
+		Use:   "validate <job.json>",
+		Short: "Check that a manifest is intact and valid",
+		Long: `Check a manifest file: known fields only, apiVersion replayctl/v1, every field valid, and a
+digest that matches the content. Every problem is listed with its JSON path; a digest that does
+not match means the file was edited after plan and is refused.
+
+With --ledger, also require the job to be recorded in the ledger with the same digest, so a
+manifest that was edited and re-sealed by hand still does not pass.
+
+Exits 0 when the manifest is valid, 2 when it is not, and 3 when it is sound but not the job that
+was planned: a digest that does not match its content, or (with --ledger) a job recorded with
+another digest, as shadow and execute refuse it. A job the ledger never recorded is 2.`,
+		Example: `  replayctl validate job.json
+  replayctl validate --ledger job.json
+  replayctl validate --json job.json   # {"valid": true, "id": ..., "digest": ..., "targets": ..., "problems": []}`,
+		Args: manifestArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Path = args[0]
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return validateRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().BoolVar(&opts.CheckLedger, "ledger", false, "also require the job to be recorded in the ledger with this manifest's digest")
+	return cmd
+}
+
+// validateResult is the --json output of validate.
+type validateResult struct {
+	Valid    bool     `json:"valid"`
+	ID       string   `json:"id"`
+	Digest   string   `json:"digest"`
+	Targets  int64    `json:"targets"`
+	Problems []string `json:"problems"`
+	// Error and ExitCode repeat, for a refused manifest, what the error object of every other
+	// command carries, so CI reads failures the same way everywhere.
+	Error    string `json:"error,omitempty"`
+	ExitCode int    `json:"exitCode"`
+}
+
+func validateRun(ctx context.Context, opts *ValidateOptions) error {
+	m, err := loadManifest(opts.Path)
+	if err == nil && opts.CheckLedger {
+		err = checkRecorded(ctx, opts, m)
+	}
+	if err != nil {
+		return validateFailed(opts, m, err)
+	}
+	if opts.JSON {
+		return printJSON(opts.IO.Out, validateResult{
+			Valid: true, ID: m.ID, Digest: m.Digest, Targets: m.Stats.Targets, Problems: []string{},
+		})
+	}
+	fmt.Fprintf(opts.IO.Out, "%s: valid (job %s, %d targets, digest %s)\n", opts.Path, m.ID, m.Stats.Targets, m.Digest)
+	if opts.CheckLedger {
+		fmt.Fprintf(opts.IO.Out, "%s: matches the job recorded in the ledger\n", opts.Path)
+	}
+	return nil
+}
+
+// validateFailed reports a refused manifest. A runtime failure (ledger unreachable) is returned
+// as it is: "could not check" must not read as "invalid".
+func validateFailed(opts *ValidateOptions, m *manifest.Manifest, err error) error {
+	var problems []string
+	headline := err.Error()
+	if me, ok := errors.AsType[*manifestError](err); ok {
+		headline, problems = me.headline, me.problems
+	} else if errors.Is(err, errManifestNotRecorded) {
+		problems = []string{err.Error()}
+	}
+	if !opts.JSON || problems == nil {
+		return err
+	}
+	code := exitCode(err)
+	res := validateResult{Problems: problems, Error: headline, ExitCode: code}
+	if m != nil {
+		res.ID, res.Digest, res.Targets = m.ID, m.Digest, m.Stats.Targets
+	}
+	if perr := printJSON(opts.IO.Out, res); perr != nil {
+		return perr
+	}
+	return &ExitError{Code: code, Err: err, Reported: true}
+}
+
+// checkRecorded requires the ledger to hold m's job with m's digest.
+func checkRecorded(ctx context.Context, opts *ValidateOptions, m *manifest.Manifest) error {
+	store, err := opts.Ledger(ctx)
+	if err != nil {
+		return err
+	}
+	if err := store.CheckSchema(ctx); err != nil {
+		return err
+	}
+	job, err := store.JobsGet(ctx, m.ID)
+	if errors.Is(err, ledger.ErrJobNotFound) {
+		return fmt.Errorf("%s: %w: the ledger has no job %s; re-run `replayctl plan` to plan and record the job",
+			opts.Path, errManifestNotRecorded, m.ID)
+	}
+	if err != nil {
+		return err
+	}
+	if job.ManifestDigest != m.Digest {
+		return fmt.Errorf("%s: %w: job %s was recorded with digest %s, the file has %s; "+
+			"the file was changed after plan; re-run `replayctl plan` instead of editing it",
+			opts.Path, errManifestStale, m.ID, job.ManifestDigest, m.Digest)
+	}
+	return nil
+}
