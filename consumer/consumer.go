@@ -14,8 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/replayctl/replayctl/fingerprint"
-	"github.com/replayctl/replayctl/ledger"
-	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
 )
 
 // Defaults for Config's zero values.
@@ -37,9 +36,10 @@ const (
 // Config configures a Consumer. Zero values take the defaults named on each field.
 type Config struct {
 	// Name is the consumer name: the ledger key and the shadow subject token
-	// (manifest.ValidateConsumerName).
-	Name  string
-	Store *ledger.Store
+	// (protocol.ValidateConsumerName).
+	Name string
+	// Store is the ledger the SDK keeps its rows in: the *ledger.Store that ledger.Open returns.
+	Store Ledger
 	Conn  *nats.Conn
 	// Stream is the stream Run consumes; live and replayed messages both arrive there.
 	Stream string
@@ -157,7 +157,7 @@ func withDefaults(cfg Config) (Config, error) {
 	problem := func(field, format string, args ...any) {
 		bad = append(bad, field+": "+fmt.Sprintf(format, args...))
 	}
-	if err := manifest.ValidateConsumerName(cfg.Name); err != nil {
+	if err := protocol.ValidateConsumerName(cfg.Name); err != nil {
 		problem("Name", "%v", err)
 	}
 	if cfg.Store == nil {
@@ -173,7 +173,7 @@ func withDefaults(cfg Config) (Config, error) {
 		problem("Fingerprint", "%v", err)
 	}
 	if cfg.Stream != "" {
-		if err := manifest.ValidateStreamName(cfg.Stream); err != nil {
+		if err := protocol.ValidateStreamName(cfg.Stream); err != nil {
 			problem("Stream", "%v", err)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -51,7 +50,7 @@ type Handler func(ctx context.Context, ev Event, fx *Effects) (Result, error)
 func streamEvent(subject string, data []byte, h nats.Header, liveVersion, delivery int) (Event, error) {
 	ev := Event{ID: h.Get(protocol.HeaderEventID), Subject: subject, Payload: data, Header: h,
 		Mode: ModeLive, EffectVersion: liveVersion, Delivery: delivery}
-	if err := manifest.ValidateEventID(ev.ID); err != nil {
+	if err := protocol.ValidateEventID(ev.ID); err != nil {
 		return ev, fmt.Errorf("%w: %s header: %w; the producer must set a stable event ID", ErrInvalidMessage, protocol.HeaderEventID, err)
 	}
 	job := h.Get(protocol.HeaderReplayJob)
@@ -71,7 +70,7 @@ func shadowEvent(msg *nats.Msg) (Event, error) {
 	h := msg.Header
 	ev := Event{ID: h.Get(protocol.HeaderEventID), Subject: msg.Subject, Payload: msg.Data, Header: h,
 		Mode: ModeShadow, JobID: h.Get(protocol.HeaderReplayJob), Delivery: 1}
-	if err := manifest.ValidateEventID(ev.ID); err != nil {
+	if err := protocol.ValidateEventID(ev.ID); err != nil {
 		return ev, fmt.Errorf("%w: %s header: %w", ErrInvalidMessage, protocol.HeaderEventID, err)
 	}
 	if mode := h.Get(protocol.HeaderReplayMode); mode != protocol.ModeShadow {
@@ -88,7 +87,7 @@ func shadowEvent(msg *nats.Msg) (Event, error) {
 // the ledger cannot hold is refused here: the registry look-up would otherwise fail, and the
 // message be retried, on every delivery.
 func withReplayVersion(ev Event, h nats.Header) (Event, error) {
-	if err := manifest.ValidateJobID(ev.JobID); err != nil {
+	if err := protocol.ValidateJobID(ev.JobID); err != nil {
 		return ev, fmt.Errorf("%w: event %q: %s header: %w", ErrInvalidMessage, ev.ID, protocol.HeaderReplayJob, err)
 	}
 	v, err := protocol.ParseEffectVersion(h.Get(protocol.HeaderReplayEffectVersion))

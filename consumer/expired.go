@@ -57,7 +57,7 @@ func (c *Consumer) meetExpired(ctx context.Context, d *delivery, out Outcome, ke
 			versions[i] = t.EffectVersion
 		}
 		if len(versions) > 0 {
-			if _, err := ledger.EffectsReopenExpired(ctx, c.cfg.Store.Pool, c.cfg.Name, d.ev.ID, versions,
+			if _, err := c.cfg.Store.EffectsReopenExpired(ctx, c.cfg.Name, d.ev.ID, versions,
 				clipText(res.Detail, maxLookupDetail), c.cfg.Owner); err != nil {
 				return c.retry(d, out, err), true
 			}
@@ -68,7 +68,7 @@ func (c *Consumer) meetExpired(ctx context.Context, d *delivery, out Outcome, ke
 	if err != nil {
 		return c.retry(d, out, err), true
 	}
-	written, err := ledger.EffectsApplyExpiredVerdict(ctx, c.cfg.Store.Pool, ledger.ExpiredVerdict{Key: key, RequestHash: hash,
+	written, err := c.cfg.Store.EffectsApplyExpiredVerdict(ctx, ledger.ExpiredVerdict{Key: key, RequestHash: hash,
 		RequestHashAlg: alg, Verdict: res.Verdict, Note: clipText(res.Detail, maxLookupDetail), ExternalRefs: refs,
 		JobID: d.ev.JobID, Actor: c.cfg.Owner, EvidenceRetention: c.cfg.EvidenceRetention})
 	switch {

@@ -15,7 +15,7 @@ import (
 // options is compared with the incoming payload recomputed its way, never skipped.
 type fingerprints struct {
 	current  fingerprint.Hasher
-	store    *ledger.Store
+	store    Ledger
 	consumer string
 
 	mu         sync.Mutex

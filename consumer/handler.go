@@ -38,7 +38,7 @@ func (c *Consumer) runHandler(ctx context.Context, ev Event, fx *Effects) (res R
 func (c *Consumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, key ledger.EffectKey, msg jetstream.Msg) (stop func()) {
 	return every.Interval(ctx, c.cfg.Heartbeat, func() bool {
 		qctx, qcancel := context.WithTimeout(ctx, c.cfg.Heartbeat)
-		ok, err := ledger.EffectsHeartbeat(qctx, c.cfg.Store.Pool, key, c.cfg.Owner, c.cfg.Lease)
+		ok, err := c.cfg.Store.EffectsHeartbeat(qctx, key, c.cfg.Owner, c.cfg.Lease)
 		qcancel()
 		switch {
 		case err != nil:

@@ -81,7 +81,7 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 	if err := c.fingerprints.register(ctx); err != nil {
 		return c.retry(d, out, err)
 	}
-	rows, err := ledger.EffectsForEvent(ctx, c.cfg.Store.Pool, c.cfg.Name, ev.ID)
+	rows, err := c.cfg.Store.EffectsForEvent(ctx, c.cfg.Name, ev.ID)
 	if err != nil {
 		return c.retry(d, out, err)
 	}
@@ -107,7 +107,7 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 			claim.TakeOverHash, claim.TakeOverHashAlg = incoming[i], r.RequestHashAlg
 		}
 	}
-	claimed, err := ledger.EffectsClaim(ctx, c.cfg.Store.Pool, claim)
+	claimed, err := c.cfg.Store.EffectsClaim(ctx, claim)
 	if err != nil {
 		return c.retry(d, out, err)
 	}
@@ -120,7 +120,7 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 	if ev.Delivery > c.cfg.MaxDeliver {
 		cause := WithReasonClass("redelivered without a recorded outcome", fmt.Errorf("delivered %d times without a recorded outcome (MaxDeliver %d): the handler may be crashing the process on it",
 			ev.Delivery, c.cfg.MaxDeliver))
-		if _, err := ledger.EffectsRelease(ctx, c.cfg.Store.Pool, key, c.cfg.Owner, cause.Error()); err != nil {
+		if _, err := c.cfg.Store.EffectsRelease(ctx, key, c.cfg.Owner, cause.Error()); err != nil {
 			return c.retry(d, out, err)
 		}
 		out.Kind, out.Err = OutcomeDeadLettered, cause
@@ -181,7 +181,7 @@ func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []
 		}
 		if r.CallsStarted > 0 {
 			lapsed := ledger.EffectKey{Consumer: r.Consumer, EventID: r.EventID, EffectVersion: r.EffectVersion}
-			marked, err := ledger.EffectsMarkLapsedUncertain(ctx, c.cfg.Store.Pool, lapsed)
+			marked, err := c.cfg.Store.EffectsMarkLapsedUncertain(ctx, lapsed)
 			if err != nil {
 				return c.retry(d, out, err), true
 			}
@@ -203,7 +203,7 @@ func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []
 // not a decision: failing to write it is logged and the message is handled as it would be anyway.
 func (c *Consumer) recordIncident(ctx context.Context, inc ledger.EffectIncident) {
 	c.meters.incident(inc.Kind)
-	if err := ledger.EffectIncidentsInsert(ctx, c.cfg.Store.Pool, inc); err != nil {
+	if err := c.cfg.Store.EffectIncidentsInsert(ctx, inc); err != nil {
 		c.log.Warn("recording an incident failed", "consumer", c.cfg.Name, "event_id", inc.EventID, "kind", inc.Kind, "error", err)
 	}
 }
@@ -219,7 +219,7 @@ func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key led
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	fx := &Effects{suppress: d.ev.WriteForbidden, starting: func(ctx context.Context, n int) error {
-		ok, err := ledger.EffectsCallStarted(ctx, c.cfg.Store.Pool, key, c.cfg.Owner, n)
+		ok, err := c.cfg.Store.EffectsCallStarted(ctx, key, c.cfg.Owner, n)
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: the lease on %s is no longer live", ErrLeaseLost, key)
 		}
@@ -254,7 +254,7 @@ func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key led
 		completion.OutcomeKind, completion.LastError = "business", clipText(herr.Error(), maxLastErrorBytes)
 		out.Kind, out.Err = OutcomeBusinessFailure, herr
 	}
-	completed, err := ledger.EffectsComplete(ctx, c.cfg.Store.Pool, completion)
+	completed, err := c.cfg.Store.EffectsComplete(ctx, completion)
 	switch {
 	case err != nil:
 		// Nothing is recorded: the redelivery finds the lease, then its lapse decides (uncertain if
@@ -280,7 +280,7 @@ func (c *Consumer) transient(ctx context.Context, d *delivery, out Outcome, key 
 	if leaseLost {
 		return c.retry(d, out, herr)
 	}
-	released, err := ledger.EffectsRelease(ctx, c.cfg.Store.Pool, key, c.cfg.Owner, clipText(herr.Error(), maxLastErrorBytes))
+	released, err := c.cfg.Store.EffectsRelease(ctx, key, c.cfg.Owner, clipText(herr.Error(), maxLastErrorBytes))
 	if err != nil {
 		return c.retry(d, out, errors.Join(herr, err))
 	}
@@ -299,7 +299,7 @@ func (c *Consumer) transient(ctx context.Context, d *delivery, out Outcome, key 
 // and marks it uncertain then. A termed message would leave the row processing with nobody to
 // look at it again, and the replay waiting for it forever.
 func (c *Consumer) markUncertain(ctx context.Context, d *delivery, out Outcome, key ledger.EffectKey, made int, refs []byte, cause error) Outcome {
-	_, err := ledger.EffectsMarkUncertain(ctx, c.cfg.Store.Pool, ledger.EffectUncertainty{Key: key, Owner: c.cfg.Owner,
+	_, err := c.cfg.Store.EffectsMarkUncertain(ctx, ledger.EffectUncertainty{Key: key, Owner: c.cfg.Owner,
 		EffectCount: made, ExternalRefs: refs, LastError: clipText(cause.Error(), maxLastErrorBytes)})
 	if err != nil {
 		return c.retry(d, out, fmt.Errorf("event %q version %d: %w; recording it as uncertain failed (%w): the redelivery "+

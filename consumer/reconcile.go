@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -72,8 +71,8 @@ func (c *Consumer) Lookup(ctx context.Context, msg *nats.Msg) protocol.Reconcile
 	switch {
 	case req.Consumer != c.cfg.Name:
 		return unknown("the request is for consumer %q, this responder serves %s", clipText(req.Consumer, 64), c.cfg.Name)
-	case manifest.ValidateEventID(req.EventID) != nil:
-		return unknown("the request's eventId is invalid: %v", manifest.ValidateEventID(req.EventID))
+	case protocol.ValidateEventID(req.EventID) != nil:
+		return unknown("the request's eventId is invalid: %v", protocol.ValidateEventID(req.EventID))
 	case req.EffectVersion < 0:
 		return unknown("the request's effectVersion %d is negative", req.EffectVersion)
 	}

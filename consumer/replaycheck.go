@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/replayctl/replayctl/ledger"
 )
 
 // executingTTL is how long a positive registry answer is trusted: a replay publishes thousands of
@@ -43,7 +41,7 @@ func (c *Consumer) replayAllowed(ctx context.Context, ev Event) (bool, string, e
 	if ok && time.Now().Before(entry.until) {
 		return true, entry.sourceKind, nil
 	}
-	r, err := ledger.EffectVersionsIsExecuting(ctx, c.cfg.Store.Pool, c.cfg.Name, ev.EffectVersion, ev.JobID)
+	r, err := c.cfg.Store.EffectVersionsIsExecuting(ctx, c.cfg.Name, ev.EffectVersion, ev.JobID)
 	if err != nil {
 		return false, "", fmt.Errorf("event %q: %w", ev.ID, err)
 	}

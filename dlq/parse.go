@@ -38,7 +38,7 @@ func ParseEventID(h nats.Header, name string) (string, error) {
 	if len(values) == 0 {
 		return "", fmt.Errorf("%s %w", name, ErrHeaderMissing)
 	}
-	if err := manifest.ValidateEventID(values[0]); err != nil {
+	if err := protocol.ValidateEventID(values[0]); err != nil {
 		return "", fmt.Errorf("%s header: %w", name, err)
 	}
 	return values[0], nil

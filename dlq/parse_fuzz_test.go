@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/replayctl/replayctl/dlq"
-	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -37,9 +36,9 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("no %s header, yet accepted as %q", dlq.DefaultHeaders.EventID, d.EventID)
 		case d.EventIDErr != nil && !strings.Contains(d.EventIDErr.Error(), dlq.DefaultHeaders.EventID):
 			t.Fatalf("the error does not name the header: %v", d.EventIDErr)
-		case d.EventIDErr == nil && (d.EventID != eventID || manifest.ValidateEventID(eventID) != nil):
+		case d.EventIDErr == nil && (d.EventID != eventID || protocol.ValidateEventID(eventID) != nil):
 			t.Fatalf("accepted event ID %q from %q", d.EventID, eventID)
-		case hasEventID && d.EventIDErr != nil && manifest.ValidateEventID(eventID) == nil:
+		case hasEventID && d.EventIDErr != nil && protocol.ValidateEventID(eventID) == nil:
 			t.Fatalf("a valid event ID %q refused: %v", eventID, d.EventIDErr)
 		}
 		switch {

@@ -9,12 +9,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/replayctl/replayctl/protocol"
 )
 
 // maxListedProblems bounds ValidationError.Errors so a broken 1M-target manifest stays readable.
 const maxListedProblems = 20
-
-var jobIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // FieldError is one problem with one field of a manifest.
 type FieldError struct {
@@ -70,16 +70,6 @@ func (p *problems) check(field string, err error) {
 	}
 }
 
-// ValidateJobID reports whether id can be a job ID: 1 to 128 characters from A-Z a-z 0-9 . _ -,
-// starting with a letter or digit.
-func ValidateJobID(id string) error {
-	if !jobIDPattern.MatchString(id) {
-		return fmt.Errorf("job ID %q is not allowed: use 1-128 characters from A-Z a-z 0-9 . _ -, "+
-			"starting with a letter or digit", clip(id))
-	}
-	return nil
-}
-
 // Validate checks every field of m except the digest and returns a *ValidationError listing the
 // problems, or nil.
 func Validate(m *Manifest) error {
@@ -87,7 +77,7 @@ func Validate(m *Manifest) error {
 	if m.APIVersion != APIVersion {
 		p.add("apiVersion", fmt.Sprintf("must be %q, found %q", APIVersion, clip(m.APIVersion)))
 	}
-	p.check("id", ValidateJobID(m.ID))
+	p.check("id", protocol.ValidateJobID(m.ID))
 	if m.CreatedAt.IsZero() {
 		p.add("createdAt", "is missing")
 	}
@@ -96,7 +86,7 @@ func Validate(m *Manifest) error {
 		p.add("createdBy", "is missing: name the operator who planned the replay")
 	}
 	p.check("reason", ValidateReason(m.Reason))
-	p.check("consumer", ValidateConsumerName(m.Consumer))
+	p.check("consumer", protocol.ValidateConsumerName(m.Consumer))
 	validateSource(&p, &m.Source)
 	if m.EffectVersion.From < 0 {
 		p.add("effectVersion.from", fmt.Sprintf("is %d; versions start at 0", m.EffectVersion.From))
@@ -123,7 +113,7 @@ func validateSource(p *problems, s *Source) {
 	if s.Kind != "" && s.Kind != SourceDLQ && s.Kind != SourceBackfill {
 		p.add("source.kind", fmt.Sprintf("must be %q or %q, found %q", SourceDLQ, SourceBackfill, clip(s.Kind)))
 	}
-	p.check("source.stream", ValidateStreamName(s.Stream))
+	p.check("source.stream", protocol.ValidateStreamName(s.Stream))
 	checkTime(p, "source.since", s.Since)
 	checkTime(p, "source.until", s.Until)
 	if s.Since != nil && s.Until != nil && !s.Since.Before(*s.Until) {
@@ -146,7 +136,7 @@ func validateSource(p *problems, s *Source) {
 		{"failedAt", s.Headers.FailedAt},
 	}
 	for _, h := range headers {
-		p.check("source.headers."+h.field, ValidateHeaderName(h.name))
+		p.check("source.headers."+h.field, protocol.ValidateHeaderName(h.name))
 	}
 	if s.FirstSeq > s.LastSeq {
 		p.add("source.lastSeq", fmt.Sprintf("is %d, before source.firstSeq (%d)", s.LastSeq, s.FirstSeq))
@@ -265,7 +255,7 @@ func excludedIDs(x *Excluded) []excludedID {
 
 func validateExcluded(p *problems, x *Excluded, ids []excludedID) {
 	for _, e := range ids {
-		p.check(e.field, ValidateEventID(e.id))
+		p.check(e.field, protocol.ValidateEventID(e.id))
 	}
 	for i, c := range x.Conflicts {
 		if c.Where != "source" && c.Where != "ledger" {
@@ -293,7 +283,7 @@ func validateExcluded(p *problems, x *Excluded, ids []excludedID) {
 func validateEventIDs(p *problems, ids []string) bool {
 	ascending := true
 	for i, id := range ids {
-		if err := ValidateEventID(id); err != nil {
+		if err := protocol.ValidateEventID(id); err != nil {
 			p.add(fmt.Sprintf("eventIds[%d]", i), err.Error())
 		}
 		if i == 0 {

@@ -70,12 +70,12 @@ func (o *Options) Normalise() error {
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	if o.Consumer == "" {
 		add("--consumer is required")
-	} else if err := manifest.ValidateConsumerName(o.Consumer); err != nil {
+	} else if err := protocol.ValidateConsumerName(o.Consumer); err != nil {
 		add("--consumer: %v", err)
 	}
 	if o.Stream == "" {
 		add("--stream is required (the DLQ stream to scan)")
-	} else if err := manifest.ValidateStreamName(o.Stream); err != nil {
+	} else if err := protocol.ValidateStreamName(o.Stream); err != nil {
 		add("--stream: %v", err)
 	}
 	if err := manifest.ValidateReason(o.Reason); err != nil {
@@ -124,12 +124,12 @@ func (o *Options) Normalise() error {
 		{"--header-original-subject", o.Headers.OriginalSubject}, {"--header-attempts", o.Headers.Attempts},
 		{"--header-failed-at", o.Headers.FailedAt},
 	} {
-		if err := manifest.ValidateHeaderName(h.name); err != nil {
+		if err := protocol.ValidateHeaderName(h.name); err != nil {
 			add("%s: %v", h.flag, err)
 		}
 	}
 	if o.JobID != "" {
-		if err := manifest.ValidateJobID(o.JobID); err != nil {
+		if err := protocol.ValidateJobID(o.JobID); err != nil {
 			add("job ID: %v", err)
 		}
 	}

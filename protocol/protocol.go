@@ -63,12 +63,12 @@ func ParseWriteForbidden(s string) (bool, error) {
 	case strings.EqualFold(v, "true"):
 		return true, nil
 	default:
-		return false, fmt.Errorf("%s is %q, want true or false", HeaderReplayWriteForbidden, clip(v))
+		return false, fmt.Errorf("%s is %q, want true or false", HeaderReplayWriteForbidden, clipHeaderValue(v))
 	}
 }
 
-// clip bounds a header value quoted in an error.
-func clip(s string) string {
+// clipHeaderValue bounds a header value quoted in an error.
+func clipHeaderValue(s string) string {
 	if len(s) > 32 {
 		return s[:32] + "…"
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
 )
 
 // Options is one reconcile request.
@@ -57,7 +57,7 @@ func (o *Options) Normalise() error {
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	if o.Consumer == "" {
 		add("--consumer is required: the consumer whose uncertain ledger rows to reconcile")
-	} else if err := manifest.ValidateConsumerName(o.Consumer); err != nil {
+	} else if err := protocol.ValidateConsumerName(o.Consumer); err != nil {
 		add("--consumer %q: %v", o.Consumer, err)
 	}
 	if o.OlderThan < 0 {

@@ -34,7 +34,7 @@ const (
 // (ErrNoResponder), when the responder stops answering (ErrUnanswered) or without confirmation
 // (ErrNotConfirmed, with the report of the verdicts). A row that changed between list and apply
 // is left alone and reported as such.
-func Run(ctx context.Context, nc *nats.Conn, store *ledger.Store, o Options) (*Report, error) {
+func Run(ctx context.Context, nc *nats.Conn, store Ledger, o Options) (*Report, error) {
 	if err := o.Normalise(); err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func Run(ctx context.Context, nc *nats.Conn, store *ledger.Store, o Options) (*R
 // list reads up to o.Max matching rows in keyset pages, plus one to tell whether more match: the
 // uncertain rows, then the stuck leases with a call started (uncertain in all but name, and
 // otherwise never looked at again).
-func list(ctx context.Context, store *ledger.Store, o Options, r *Report) ([]ledger.UncertainRow, error) {
+func list(ctx context.Context, store Ledger, o Options, r *Report) ([]ledger.UncertainRow, error) {
 	var out []ledger.UncertainRow
 	for _, stuck := range []bool{false, true} {
 		f := ledger.UncertainFilter{Consumer: o.Consumer, JobID: o.JobID, OlderThan: o.OlderThan, Stuck: stuck, Due: o.Due}
@@ -184,7 +184,7 @@ func rowOf(u ledger.UncertainRow, ans answer) Row {
 
 // apply writes the answered rows' verdicts in batches and records the run in the audit log. A
 // verdict the ledger did not take (its row changed since it was listed) is reported, not retried.
-func apply(ctx context.Context, store *ledger.Store, o Options, r *Report) error {
+func apply(ctx context.Context, store Ledger, o Options, r *Report) error {
 	type key struct {
 		event   string
 		version int
@@ -225,7 +225,7 @@ func apply(ctx context.Context, store *ledger.Store, o Options, r *Report) error
 	r.Applied = true
 	r.total()
 	t := r.Totals
-	return ledger.AuditInsert(ctx, store.Pool, ledger.AuditEntry{Actor: o.Actor, JobID: o.JobID, Action: ledger.AuditReconcileRun,
+	return store.AuditInsert(ctx, ledger.AuditEntry{Actor: o.Actor, JobID: o.JobID, Action: ledger.AuditReconcileRun,
 		Details: map[string]any{"run": r.RunID, "consumer": o.Consumer, "olderThan": r.OlderThan, "listed": t.Listed,
 			"truncated": r.Truncated, "reconciled": t.Reconciled, "manualReview": t.ManualReview,
 			"unanswered": t.Unanswered, "changedSinceListed": t.Changed}})

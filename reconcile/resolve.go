@@ -11,6 +11,7 @@ import (
 
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
 )
 
 var (
@@ -78,10 +79,10 @@ type Resolution struct {
 func (o *ResolveOptions) Normalise() error {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	if err := manifest.ValidateConsumerName(o.Consumer); err != nil {
+	if err := protocol.ValidateConsumerName(o.Consumer); err != nil {
 		add("--consumer %q: %v", o.Consumer, err)
 	}
-	if err := manifest.ValidateEventID(o.EventID); err != nil {
+	if err := protocol.ValidateEventID(o.EventID); err != nil {
 		add("EVENT %q: %v", o.EventID, err)
 	}
 	if o.EffectVersion < 0 {

@@ -1,0 +1,76 @@
+package ledger
+
+import (
+	"context"
+	"time"
+)
+
+// Store methods for the statements the consumer SDK runs one at a time on the pool, each outside
+// any transaction of the caller's (consumer.Ledger names them). The package-level functions they
+// call take a Querier so that replayctl's own commands can run the same statements inside a
+// transaction.
+
+// EffectsForEvent runs the package-level EffectsForEvent on the pool.
+func (s *Store) EffectsForEvent(ctx context.Context, consumer, eventID string) ([]EffectRow, error) {
+	return EffectsForEvent(ctx, s.Pool, consumer, eventID)
+}
+
+// EffectsClaim runs the package-level EffectsClaim on the pool.
+func (s *Store) EffectsClaim(ctx context.Context, c EffectClaim) (bool, error) {
+	return EffectsClaim(ctx, s.Pool, c)
+}
+
+// EffectsHeartbeat runs the package-level EffectsHeartbeat on the pool.
+func (s *Store) EffectsHeartbeat(ctx context.Context, key EffectKey, owner string, lease time.Duration) (bool, error) {
+	return EffectsHeartbeat(ctx, s.Pool, key, owner, lease)
+}
+
+// EffectsCallStarted runs the package-level EffectsCallStarted on the pool.
+func (s *Store) EffectsCallStarted(ctx context.Context, key EffectKey, owner string, ordinal int) (bool, error) {
+	return EffectsCallStarted(ctx, s.Pool, key, owner, ordinal)
+}
+
+// EffectsComplete runs the package-level EffectsComplete on the pool.
+func (s *Store) EffectsComplete(ctx context.Context, c EffectCompletion) (bool, error) {
+	return EffectsComplete(ctx, s.Pool, c)
+}
+
+// EffectsRelease runs the package-level EffectsRelease on the pool.
+func (s *Store) EffectsRelease(ctx context.Context, key EffectKey, owner, lastError string) (bool, error) {
+	return EffectsRelease(ctx, s.Pool, key, owner, lastError)
+}
+
+// EffectsMarkUncertain runs the package-level EffectsMarkUncertain on the pool.
+func (s *Store) EffectsMarkUncertain(ctx context.Context, u EffectUncertainty) (bool, error) {
+	return EffectsMarkUncertain(ctx, s.Pool, u)
+}
+
+// EffectsMarkLapsedUncertain runs the package-level EffectsMarkLapsedUncertain on the pool.
+func (s *Store) EffectsMarkLapsedUncertain(ctx context.Context, key EffectKey) (bool, error) {
+	return EffectsMarkLapsedUncertain(ctx, s.Pool, key)
+}
+
+// EffectsReopenExpired runs the package-level EffectsReopenExpired on the pool.
+func (s *Store) EffectsReopenExpired(ctx context.Context, consumer, eventID string, versions []int, note, actor string) (int64, error) {
+	return EffectsReopenExpired(ctx, s.Pool, consumer, eventID, versions, note, actor)
+}
+
+// EffectsApplyExpiredVerdict runs the package-level EffectsApplyExpiredVerdict on the pool.
+func (s *Store) EffectsApplyExpiredVerdict(ctx context.Context, v ExpiredVerdict) (bool, error) {
+	return EffectsApplyExpiredVerdict(ctx, s.Pool, v)
+}
+
+// EffectIncidentsInsert runs the package-level EffectIncidentsInsert on the pool.
+func (s *Store) EffectIncidentsInsert(ctx context.Context, inc EffectIncident) error {
+	return EffectIncidentsInsert(ctx, s.Pool, inc)
+}
+
+// EffectVersionsIsExecuting runs the package-level EffectVersionsIsExecuting on the pool.
+func (s *Store) EffectVersionsIsExecuting(ctx context.Context, consumer string, version int, jobID string) (ExecutingReplay, error) {
+	return EffectVersionsIsExecuting(ctx, s.Pool, consumer, version, jobID)
+}
+
+// AuditInsert runs the package-level AuditInsert on the pool.
+func (s *Store) AuditInsert(ctx context.Context, e AuditEntry) error {
+	return AuditInsert(ctx, s.Pool, e)
+}
