@@ -56,6 +56,11 @@ func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 	if err != nil {
 		return nil, s.lockLost(ctx, err, 0)
 	}
+	if opts.Warn != nil {
+		for _, w := range pre.Warnings {
+			opts.Warn(w)
+		}
+	}
 	r := &Result{Preflight: pre, DryRun: opts.DryRun, StartedAt: opts.Now().UTC(), JobStatus: s.job.Status,
 		Final: pre.Counts, Uncertain: []ledger.ReviewItem{}, Failed: []ledger.ReviewItem{}}
 	if opts.DryRun {

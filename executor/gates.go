@@ -227,7 +227,7 @@ func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift
 		Targets: job.Targets, Counts: progressOf(job.Targets, ts, e, false), Drift: drift,
 		ExpectedExternalCalls: m.ExpectedExternalCalls, CallBudget: s.budget.Budget, Budget: s.budget,
 		Guards: s.opts.Guards, Durable: s.opts.Durable, Rate: s.opts.Rate, MaxInFlight: s.opts.MaxInFlight,
-		FirstTargets: []PlannedPublish{}}
+		FirstTargets: []PlannedPublish{}, Warnings: []string{}}
 	p.Counts.CallBudget = p.CallBudget
 	rowsUnderVersion := e.Settled() + e.Processing + e.Retrying
 	p.ToPublish = max(0, unsettled(ts)-drift.Drifted-rowsUnderVersion)
@@ -260,10 +260,29 @@ func (s *session) checkSubject(ctx context.Context, subject string, p *Preflight
 		return fmt.Errorf("find the stream that captures %s: %w", subject, err)
 	}
 	s.stream = stream
+	if err := s.checkDedupWindow(ctx, p); err != nil {
+		return err
+	}
 	if _, err := s.js.Consumer(ctx, stream, s.opts.Durable); err == nil {
 		p.DurableFound = true
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return fmt.Errorf("read durable consumer %q of stream %s: %w", s.opts.Durable, stream, err)
+	}
+	return nil
+}
+
+// checkDedupWindow measures this run against the duplicate window of the stream its replays land
+// in, and warns when publishing at --rate outlasts it. It never refuses: the ledger keeps a
+// second copy of a replay from a second effect; the window only keeps the copy off the stream.
+func (s *session) checkDedupWindow(ctx context.Context, p *Preflight) error {
+	stream, err := s.js.Stream(ctx, s.stream)
+	if err != nil {
+		return fmt.Errorf("read the duplicate window of stream %s: %w", s.stream, err)
+	}
+	d := protocol.NewDedupWindow(s.stream, stream.CachedInfo().Config.Duplicates, p.ToPublish, s.opts.Rate, false)
+	p.DedupWindow = &d
+	if d.Exceeded {
+		p.Warnings = append(p.Warnings, d.Warning())
 	}
 	return nil
 }

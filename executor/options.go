@@ -75,6 +75,9 @@ type Options struct {
 	Progress func(Progress)
 	// Stage, when set, is told in one line each step before publishing.
 	Stage func(description string)
+	// Warn, when set, is told each of Preflight.Warnings once the gates passed, before the
+	// confirmation and before anything is published.
+	Warn func(warning string)
 }
 
 const (

@@ -5,6 +5,7 @@ import (
 
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
 )
 
 // Preflight is what a run would do, known once every gate passed: what the confirmation shows and
@@ -44,6 +45,12 @@ type Preflight struct {
 	// Canary is how many targets this run publishes and lets settle, judged by every guard,
 	// before it opens Rate and MaxInFlight; 0 when it opens them at once.
 	Canary int64 `json:"canary"`
+	// DedupWindow measures ToPublish at Rate against the duplicate window of the stream the
+	// replays land in; nil when nothing is left to publish.
+	DedupWindow *protocol.DedupWindow `json:"dedupWindow,omitempty"`
+	// Warnings are what the operator should know before the run publishes; Options.Warn is told
+	// each one once the gates passed.
+	Warnings []string `json:"warnings"`
 }
 
 // VerdictRef names a shadow verdict.

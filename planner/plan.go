@@ -19,6 +19,7 @@ import (
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
 )
 
 // Result is a recorded plan.
@@ -26,6 +27,9 @@ type Result struct {
 	Manifest *manifest.Manifest
 	// Warnings are facts the operator should read before shadowing, in plain sentences.
 	Warnings []string
+	// DedupWindow measures the job against the duplicate window of the stream its replays land
+	// in; nil when no stream captures them.
+	DedupWindow *protocol.DedupWindow
 }
 
 // highCompletedRatio is the share of already-completed candidates above which plan warns: such a
@@ -107,6 +111,10 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if m.Stats.Targets == 0 {
 		return nil, noTargets(m)
 	}
+	dedup, err := dedupWindow(ctx, js, &opts, counts.ReplaySubject, m.Stats.Targets)
+	if err != nil {
+		return nil, err
+	}
 	opts.stage("recording job %s with %d targets and writing %s", m.ID, m.Stats.Targets, opts.OutputPath)
 	job := jobFor(m, info.State.LastSeq, stateDigest)
 	entry := ledger.AuditEntry{
@@ -139,7 +147,12 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		os.Remove(opts.OutputPath)
 		return nil, fmt.Errorf("job %s not recorded, manifest %s removed: %w", m.ID, opts.OutputPath, err)
 	}
-	return &Result{Manifest: m, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts), hashers.warnings(opts.Consumer))}, nil
+	res := &Result{Manifest: m, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts), hashers.warnings(opts.Consumer)),
+		DedupWindow: dedup}
+	if dedup != nil && dedup.Exceeded {
+		res.Warnings = append(res.Warnings, dedup.Warning())
+	}
+	return res, nil
 }
 
 func (o *Options) sourceKind() string {

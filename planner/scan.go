@@ -34,6 +34,8 @@ type scanCounts struct {
 	// MaxPayload is the server's limit the replays were sized against; LargestOverMaxPayload the
 	// largest replay above it.
 	MaxPayload, LargestOverMaxPayload int64
+	// ReplaySubject is the subject the first usable message replays to.
+	ReplaySubject string
 }
 
 // scanner walks the DLQ stream with an ordered consumer and hands each usable message to COPY as a
@@ -214,6 +216,9 @@ func (s *scanner) acceptOriginal(msg jetstream.Msg, seq uint64, storedAt time.Ti
 
 // rowOf is msg's row of ledger.PlanScanColumns.
 func (s *scanner) rowOf(msg jetstream.Msg, seq uint64, eventID, reason, subject string, storedAt time.Time) []any {
+	if s.counts.ReplaySubject == "" {
+		s.counts.ReplaySubject = subject
+	}
 	v1Hash := fingerprint.Payload(msg.Data())
 	return []any{int64(seq), eventID, v1Hash, s.hashers.fingerprints(msg.Data(), v1Hash), reason, subject, storedAt}
 }

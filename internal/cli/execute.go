@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -135,6 +136,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 	bar := &executeProgress{ios: opts.IO}
 	req.Progress = bar.update
 	req.Stage = bar.stage
+	req.Warn = func(w string) { fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", clip.Line(w)) }
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
+	"github.com/replayctl/replayctl/protocol"
 )
 
 // PlanOptions are the inputs of replayctl plan.
@@ -177,9 +178,10 @@ func printPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 			ExpectedExternalCalls int64                    `json:"expectedExternalCalls"`
 			ExternalCallsEstimate manifest.CallsEstimate   `json:"externalCallsEstimate"`
 			EvidenceLookup        *manifest.EvidenceLookup `json:"evidenceLookup,omitempty"`
+			DedupWindow           *protocol.DedupWindow    `json:"dedupWindow,omitempty"`
 			Warnings              []string                 `json:"warnings"`
 		}{m.ID, path, m.Digest, m.Consumer, m.EffectVersion, m.WriteForbidden, stats,
-			reasons, m.ExpectedExternalCalls, m.ExternalCallsEstimate, m.EvidenceLookup, warnings})
+			reasons, m.ExpectedExternalCalls, m.ExternalCallsEstimate, m.EvidenceLookup, res.DedupWindow, warnings})
 	}
 	if err := printSummary(io.Out, io.IsStdoutTTY(), m); err != nil {
 		return err
