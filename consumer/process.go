@@ -343,9 +343,3 @@ func (c *Consumer) nak(d *delivery, delay time.Duration) {
 		c.log.Warn("nak failed", "consumer", c.cfg.Name, "event_id", d.ev.ID, "error", err)
 	}
 }
-
-func (c *Consumer) term(d *delivery, reason error) {
-	if err := d.msg.TermWithReason(clipText(reason.Error(), maxReasonBytes)); err != nil {
-		c.log.Warn("term failed", "consumer", c.cfg.Name, "event_id", d.ev.ID, "error", err)
-	}
-}

@@ -57,6 +57,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.warnIfTermReasonIgnored()
 	// Registered before the first message, so a plan made while this instance runs already
 	// compares under its options.
 	if err := c.fingerprints.register(ctx); err != nil {

@@ -166,7 +166,7 @@ func TestRunRidesThroughMissedHeartbeats(t *testing.T) {
 		}
 	}
 	e.nats = listening
-	proxy := natstest.StartFreezeProxy(t, strings.TrimPrefix(listening.Server.ClientURL(), "nats://"))
+	proxy := natstest.StartFreezeProxy(t, strings.TrimPrefix(listening.URL, "nats://"))
 	nc, err := nats.Connect(proxy.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +207,7 @@ func TestRunRidesThroughMissedHeartbeats(t *testing.T) {
 // through; Run says which stream and durable, and what to do.
 func TestRunStopsNamedWhenTheConnectionIsClosed(t *testing.T) {
 	e := newEnv(t)
-	nc, err := e.nats.Server.Connect()
+	nc, err := e.nats.Connect()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ package natstest
 import (
 	"fmt"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -16,23 +17,36 @@ import (
 
 // Env is one test's server and a connection to it.
 type Env struct {
+	// Server is the embedded server; nil when Start ran an external binary (ExternalServerEnv).
 	Server *natsembed.Server
 	Conn   *nats.Conn
 	JS     jetstream.JetStream
+	// URL is the server's client URL when it listens (Start with listen true, or an external
+	// binary), else empty.
+	URL string
 
 	restart *restartable
 }
 
 // Start runs a fresh server for t, stopped at cleanup. listen makes it reachable from a subprocess
-// at Env.Server.ClientURL().
+// at Env.URL. With $REPLAYCTL_TEST_NATS_SERVER set (ExternalServerEnv) the server is that
+// nats-server binary, always listening, and Env.Server is nil: tests that need the embedded
+// server's internals are not run that way.
 func Start(t testing.TB, listen bool) *Env {
 	t.Helper()
+	if binary := os.Getenv(ExternalServerEnv); binary != "" {
+		return startExternal(t, binary)
+	}
 	srv, err := natsembed.Start(t.TempDir(), listen)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	return connect(t, srv)
+	env := connect(t, srv)
+	if listen {
+		env.URL = srv.ClientURL()
+	}
+	return env
 }
 
 // StartMaxPayload runs a server for t like Start(t, false) whose max_payload is maxPayload bytes,
@@ -143,4 +157,12 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Connect opens another connection to e's server, embedded or external; the caller closes it.
+func (e *Env) Connect(opts ...nats.Option) (*nats.Conn, error) {
+	if e.Server != nil {
+		return e.Server.Connect(opts...)
+	}
+	return nats.Connect(e.URL, opts...)
 }
