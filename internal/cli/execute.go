@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -181,7 +179,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 // the operator to pass --yes.
 func confirmExecute(ios *iostreams.IOStreams) func(executor.Preflight) (bool, error) {
 	return func(p executor.Preflight) (bool, error) {
-		if !ios.IsStdinTTY() || !ios.IsStderrTTY() {
+		if !ios.CanPrompt() {
 			return false, nil
 		}
 		w := ios.ErrOut
@@ -197,11 +195,6 @@ func confirmExecute(ios *iostreams.IOStreams) func(executor.Preflight) (bool, er
 		if p.Drift.Drifted > 0 {
 			fmt.Fprintf(w, "  skipped as drifted      %d\n", p.Drift.Drifted)
 		}
-		fmt.Fprintf(w, "Type the job ID to confirm: ")
-		line, err := bufio.NewReader(ios.In).ReadString('\n')
-		if err != nil && line == "" {
-			return false, nil
-		}
-		return strings.TrimSpace(line) == p.JobID, nil
+		return ios.ConfirmTyped("the job ID", p.JobID), nil
 	}
 }

@@ -1,11 +1,10 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -123,7 +122,7 @@ func ledgerPruneRun(ctx context.Context, opts *LedgerPruneOptions) error {
 	}
 	// Without a terminal --yes is needed even when nothing is due, so a nightly job that forgot
 	// it fails on its first night rather than on the first night with something to prune.
-	if !opts.Yes && !canPrompt(opts.IO) {
+	if !opts.Yes && !opts.IO.CanPrompt() {
 		return &ExitError{Code: ExitGateRefused, Err: fmt.Errorf("not confirmed: ledger prune would remove %s; "+
 			"without a terminal pass --yes (see the counts with --dry-run)", pruneSummary(counted))}
 	}
@@ -179,8 +178,6 @@ func pruneFlags(opts *LedgerPruneOptions, req *ledger.PruneOptions) error {
 	return err
 }
 
-func canPrompt(ios *iostreams.IOStreams) bool { return ios.IsStdinTTY() && ios.IsStderrTTY() }
-
 func pruneSummary(r *ledger.PruneReport) string {
 	return fmt.Sprintf("%d rows to tombstones, %d tombstones, %d result bodies and %d incidents",
 		r.Total.Tombstoned, r.Total.Rows, r.Total.Bodies, r.Incidents)
@@ -198,9 +195,7 @@ func confirmPrune(ios *iostreams.IOStreams, r *ledger.PruneReport) error {
 	for _, c := range r.Consumers {
 		fmt.Fprintf(w, "  %-24s %d rows to tombstones, %d tombstones, %d bodies\n", c.Consumer, c.Tombstoned, c.Rows, c.Bodies)
 	}
-	fmt.Fprintf(w, "Type %q to confirm: ", want)
-	line, err := bufio.NewReader(ios.In).ReadString('\n')
-	if (err != nil && line == "") || strings.TrimSpace(line) != want {
+	if !ios.ConfirmTyped(strconv.Quote(want), want) {
 		return &ExitError{Code: ExitGateRefused, Err: fmt.Errorf("not confirmed: nothing was pruned (type %q to prune)", want)}
 	}
 	return nil

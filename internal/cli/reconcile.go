@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -178,7 +177,7 @@ func reviewMessage(r *reconcile.Report) error {
 // tells the operator to pass --yes.
 func confirmReconcile(ios *iostreams.IOStreams) func(*reconcile.Report) (bool, error) {
 	return func(r *reconcile.Report) (bool, error) {
-		if !ios.IsStdinTTY() || !ios.IsStderrTTY() {
+		if !ios.CanPrompt() {
 			return false, nil
 		}
 		w, t := ios.ErrOut, r.Totals
@@ -189,12 +188,7 @@ func confirmReconcile(ios *iostreams.IOStreams) func(*reconcile.Report) (bool, e
 		if t.Unanswered > 0 {
 			fmt.Fprintf(w, "  left as they are (no usable reply)       %d\n", t.Unanswered)
 		}
-		fmt.Fprintf(w, "Type the consumer name to confirm: ")
-		line, err := bufio.NewReader(ios.In).ReadString('\n')
-		if err != nil && line == "" {
-			return false, nil
-		}
-		return strings.TrimSpace(line) == r.Consumer, nil
+		return ios.ConfirmTyped("the consumer name", r.Consumer), nil
 	}
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -122,19 +121,14 @@ func reconcileResolveRun(ctx context.Context, opts *ReconcileResolveOptions) err
 // so the run tells the operator to pass --yes.
 func confirmResolve(ios *iostreams.IOStreams) func(*reconcile.Resolution) (bool, error) {
 	return func(r *reconcile.Resolution) (bool, error) {
-		if !ios.IsStdinTTY() || !ios.IsStderrTTY() {
+		if !ios.CanPrompt() {
 			return false, nil
 		}
 		w := ios.ErrOut
 		fmt.Fprintf(w, "\nResolve event %s version %d of consumer %s as %s:\n", r.EventID, r.EffectVersion, r.Consumer, r.As)
 		describeResolvedRow(w, r)
 		fmt.Fprintf(w, "  becomes      %s\n", resolvedOutcome(r))
-		fmt.Fprintf(w, "Type the event ID to confirm: ")
-		line, err := bufio.NewReader(ios.In).ReadString('\n')
-		if err != nil && line == "" {
-			return false, nil
-		}
-		return strings.TrimSpace(line) == r.EventID, nil
+		return ios.ConfirmTyped("the event ID", r.EventID), nil
 	}
 }
 
