@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/replayctl/replayctl/dlq"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -38,8 +39,8 @@ func (c *Consumer) publishDeadLetter(ctx context.Context, d *delivery, reason er
 	}
 	m := dlq.DeadLetter{
 		Subject: c.cfg.DLQSubject, EventID: src.Get(protocol.HeaderEventID), OriginalSubject: d.msg.Subject(),
-		Class:    clipText(reasonClass(reason), dlq.MaxClassBytes),
-		Detail:   clipText(reason.Error(), dlq.MaxDetailBytes),
+		Class:    clip.Stored(reasonClass(reason), dlq.MaxClassBytes),
+		Detail:   clip.Stored(reason.Error(), dlq.MaxDetailBytes),
 		Attempts: d.ev.Delivery, FailedAt: time.Now(), Payload: d.msg.Data(), Carried: carried,
 	}.Msg()
 	// The stream sequence keeps two copies of one event apart in the DLQ, while a retried

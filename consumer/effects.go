@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -101,7 +102,7 @@ func (fx *Effects) tally() (made int, unknown error) {
 
 func validEffectName(field, s string) error {
 	if s == "" || len(s) > maxEffectName {
-		return fmt.Errorf("effect %s %q: use a short identifier of 1-%d bytes", field, clipText(s, 32), maxEffectName)
+		return fmt.Errorf("effect %s %q: use a short identifier of 1-%d bytes", field, clip.Stored(s, 32), maxEffectName)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -60,7 +61,7 @@ func streamEvent(subject string, data []byte, h nats.Header, liveVersion, delive
 	ev.Mode, ev.JobID = ModeReplay, job
 	if mode := h.Get(protocol.HeaderReplayMode); mode != "" && mode != protocol.ModeExecute {
 		return ev, fmt.Errorf("%w: event %q of job %q: %s is %q on a stream message; only %q is published, shadow goes by request/reply",
-			ErrInvalidMessage, ev.ID, clipText(job, 64), protocol.HeaderReplayMode, clipText(mode, 32), protocol.ModeExecute)
+			ErrInvalidMessage, ev.ID, clip.Stored(job, 64), protocol.HeaderReplayMode, clip.Stored(mode, 32), protocol.ModeExecute)
 	}
 	return withReplayVersion(ev, h)
 }
@@ -75,7 +76,7 @@ func shadowEvent(msg *nats.Msg) (Event, error) {
 	}
 	if mode := h.Get(protocol.HeaderReplayMode); mode != protocol.ModeShadow {
 		return ev, fmt.Errorf("%w: event %q: %s is %q, a shadow request needs %q", ErrInvalidMessage, ev.ID,
-			protocol.HeaderReplayMode, clipText(mode, 32), protocol.ModeShadow)
+			protocol.HeaderReplayMode, clip.Stored(mode, 32), protocol.ModeShadow)
 	}
 	if ev.JobID == "" {
 		return ev, fmt.Errorf("%w: event %q: the shadow request has no %s header", ErrInvalidMessage, ev.ID, protocol.HeaderReplayJob)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -58,7 +59,7 @@ func (c *Consumer) meetExpired(ctx context.Context, d *delivery, out Outcome, ke
 		}
 		if len(versions) > 0 {
 			if _, err := c.cfg.Store.EffectsReopenExpired(ctx, c.cfg.Name, d.ev.ID, versions,
-				clipText(res.Detail, maxLookupDetail), c.cfg.Owner); err != nil {
+				clip.Stored(res.Detail, maxLookupDetail), c.cfg.Owner); err != nil {
 				return c.retry(d, out, err), true
 			}
 		}
@@ -69,7 +70,7 @@ func (c *Consumer) meetExpired(ctx context.Context, d *delivery, out Outcome, ke
 		return c.retry(d, out, err), true
 	}
 	written, err := c.cfg.Store.EffectsApplyExpiredVerdict(ctx, ledger.ExpiredVerdict{Key: key, RequestHash: hash,
-		RequestHashAlg: alg, Verdict: res.Verdict, Note: clipText(res.Detail, maxLookupDetail), ExternalRefs: refs,
+		RequestHashAlg: alg, Verdict: res.Verdict, Note: clip.Stored(res.Detail, maxLookupDetail), ExternalRefs: refs,
 		JobID: d.ev.JobID, Actor: c.cfg.Owner, EvidenceRetention: c.cfg.EvidenceRetention})
 	switch {
 	case err != nil:
@@ -95,7 +96,7 @@ func (c *Consumer) lookupExpired(ctx context.Context, req LookupRequest) LookupR
 	if res.ExternalRefs == nil {
 		res.ExternalRefs = []protocol.Effect{}
 	}
-	res.Detail = clipText(res.Detail, maxLookupDetail)
+	res.Detail = clip.Stored(res.Detail, maxLookupDetail)
 	return res
 }
 
@@ -110,7 +111,7 @@ func (c *Consumer) askLookup(ctx context.Context, req LookupRequest) LookupResul
 	case err != nil:
 		return LookupResult{Verdict: protocol.VerdictUnknown, Detail: "look-up failed: " + err.Error()}
 	case res.Verdict != protocol.VerdictHappened && res.Verdict != protocol.VerdictNotHappened && res.Verdict != protocol.VerdictUnknown:
-		return LookupResult{Verdict: protocol.VerdictUnknown, Detail: fmt.Sprintf("the look-up answered verdict %q, outside the protocol", clipText(res.Verdict, 32))}
+		return LookupResult{Verdict: protocol.VerdictUnknown, Detail: fmt.Sprintf("the look-up answered verdict %q, outside the protocol", clip.Stored(res.Verdict, 32))}
 	}
 	return res
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/every"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -24,8 +25,8 @@ func (c *Consumer) runHandler(ctx context.Context, ev Event, fx *Effects) (res R
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("handler panicked", "consumer", c.cfg.Name, "event_id", ev.ID, "mode", string(ev.Mode),
-				"panic", clipText(fmt.Sprint(r), maxReasonBytes), "stack", string(debug.Stack()))
-			err = fmt.Errorf("%w on event %q: %s", errHandlerPanicked, ev.ID, clipText(fmt.Sprint(r), maxReasonBytes))
+				"panic", clip.Stored(fmt.Sprint(r), maxReasonBytes), "stack", string(debug.Stack()))
+			err = fmt.Errorf("%w on event %q: %s", errHandlerPanicked, ev.ID, clip.Stored(fmt.Sprint(r), maxReasonBytes))
 		}
 	}()
 	return c.cfg.Handler(ctx, ev, fx)

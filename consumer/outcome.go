@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -56,7 +57,7 @@ func (c *Consumer) logOutcome(ctx context.Context, o Outcome, ev Event) {
 		attrs = append(attrs, "stored_hash", o.StoredHash, "incoming_hash", o.IncomingHash)
 	}
 	if o.Err != nil {
-		attrs = append(attrs, "error", clipText(o.Err.Error(), maxLastErrorBytes))
+		attrs = append(attrs, "error", clip.Stored(o.Err.Error(), maxLastErrorBytes))
 	}
 	c.log.Log(ctx, level, "message processed", attrs...)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -251,7 +252,7 @@ func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key led
 		WriteForbidden: d.ev.WriteForbidden}
 	out.Kind = OutcomeCompleted
 	if herr != nil {
-		completion.OutcomeKind, completion.LastError = "business", clipText(herr.Error(), maxLastErrorBytes)
+		completion.OutcomeKind, completion.LastError = "business", clip.Stored(herr.Error(), maxLastErrorBytes)
 		out.Kind, out.Err = OutcomeBusinessFailure, herr
 	}
 	completed, err := c.cfg.Store.EffectsComplete(ctx, completion)
@@ -280,7 +281,7 @@ func (c *Consumer) transient(ctx context.Context, d *delivery, out Outcome, key 
 	if leaseLost {
 		return c.retry(d, out, herr)
 	}
-	released, err := c.cfg.Store.EffectsRelease(ctx, key, c.cfg.Owner, clipText(herr.Error(), maxLastErrorBytes))
+	released, err := c.cfg.Store.EffectsRelease(ctx, key, c.cfg.Owner, clip.Stored(herr.Error(), maxLastErrorBytes))
 	if err != nil {
 		return c.retry(d, out, errors.Join(herr, err))
 	}
@@ -300,7 +301,7 @@ func (c *Consumer) transient(ctx context.Context, d *delivery, out Outcome, key 
 // look at it again, and the replay waiting for it forever.
 func (c *Consumer) markUncertain(ctx context.Context, d *delivery, out Outcome, key ledger.EffectKey, made int, refs []byte, cause error) Outcome {
 	_, err := c.cfg.Store.EffectsMarkUncertain(ctx, ledger.EffectUncertainty{Key: key, Owner: c.cfg.Owner,
-		EffectCount: made, ExternalRefs: refs, LastError: clipText(cause.Error(), maxLastErrorBytes)})
+		EffectCount: made, ExternalRefs: refs, LastError: clip.Stored(cause.Error(), maxLastErrorBytes)})
 	if err != nil {
 		return c.retry(d, out, fmt.Errorf("event %q version %d: %w; recording it as uncertain failed (%w): the redelivery "+
 			"records it once the lease lapses, and never runs it again", d.ev.ID, d.ev.EffectVersion, cause, err))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -63,14 +64,14 @@ func (c *Consumer) Lookup(ctx context.Context, msg *nats.Msg) protocol.Reconcile
 	var req protocol.ReconcileRequest
 	unknown := func(format string, args ...any) protocol.ReconcileReply {
 		return protocol.ReconcileReply{EventID: req.EventID, Verdict: protocol.VerdictUnknown, ExternalRefs: []protocol.Effect{},
-			Detail: clipText(fmt.Sprintf(format, args...), maxLookupDetail)}
+			Detail: clip.Stored(fmt.Sprintf(format, args...), maxLookupDetail)}
 	}
 	if err := json.Unmarshal(msg.Data, &req); err != nil {
 		return unknown("the request is not a look-up request (docs/protocol.md): %v", err)
 	}
 	switch {
 	case req.Consumer != c.cfg.Name:
-		return unknown("the request is for consumer %q, this responder serves %s", clipText(req.Consumer, 64), c.cfg.Name)
+		return unknown("the request is for consumer %q, this responder serves %s", clip.Stored(req.Consumer, 64), c.cfg.Name)
 	case protocol.ValidateEventID(req.EventID) != nil:
 		return unknown("the request's eventId is invalid: %v", protocol.ValidateEventID(req.EventID))
 	case req.EffectVersion < 0:
@@ -89,7 +90,7 @@ func (c *Consumer) Lookup(ctx context.Context, msg *nats.Msg) protocol.Reconcile
 	switch res.Verdict {
 	case protocol.VerdictHappened, protocol.VerdictNotHappened, protocol.VerdictUnknown:
 	default:
-		return unknown("the look-up answered verdict %q; the protocol knows %s, %s and %s", clipText(res.Verdict, 32),
+		return unknown("the look-up answered verdict %q; the protocol knows %s, %s and %s", clip.Stored(res.Verdict, 32),
 			protocol.VerdictHappened, protocol.VerdictNotHappened, protocol.VerdictUnknown)
 	}
 	refs := res.ExternalRefs
@@ -97,7 +98,7 @@ func (c *Consumer) Lookup(ctx context.Context, msg *nats.Msg) protocol.Reconcile
 		refs = []protocol.Effect{}
 	}
 	return protocol.ReconcileReply{EventID: req.EventID, Verdict: res.Verdict, ExternalRefs: refs,
-		Detail: clipText(res.Detail, maxLookupDetail)}
+		Detail: clip.Stored(res.Detail, maxLookupDetail)}
 }
 
 // runLookup calls the look-up, turning a panic into an error as runHandler does for handlers.
@@ -105,8 +106,8 @@ func (c *Consumer) runLookup(ctx context.Context, req LookupRequest) (res Lookup
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("look-up panicked", "consumer", c.cfg.Name, "event_id", req.EventID,
-				"panic", clipText(fmt.Sprint(r), maxReasonBytes), "stack", string(debug.Stack()))
-			err = fmt.Errorf("the look-up panicked: %s", clipText(fmt.Sprint(r), maxReasonBytes))
+				"panic", clip.Stored(fmt.Sprint(r), maxReasonBytes), "stack", string(debug.Stack()))
+			err = fmt.Errorf("the look-up panicked: %s", clip.Stored(fmt.Sprint(r), maxReasonBytes))
 		}
 	}()
 	return c.cfg.Lookup(ctx, req)

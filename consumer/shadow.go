@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -32,7 +33,7 @@ func (c *Consumer) Shadow(ctx context.Context, msg *nats.Msg) protocol.ShadowRep
 	res, herr := c.runHandler(ctx, ev, fx)
 	reply.Effects = fx.Recorded()
 	if herr != nil && !IsBusiness(herr) {
-		reply.Status, reply.Error = protocol.StatusError, clipText(herr.Error(), maxLastErrorBytes)
+		reply.Status, reply.Error = protocol.StatusError, clip.Stored(herr.Error(), maxLastErrorBytes)
 		return reply
 	}
 	body, hash, err := encodeResult(res, herr)

@@ -3,6 +3,8 @@ package consumer
 import (
 	"strconv"
 	"strings"
+
+	"github.com/replayctl/replayctl/internal/clip"
 )
 
 // termReasonSince is the first nats-server release that reads the reason of a +TERM
@@ -17,7 +19,7 @@ var termReasonSince = [3]int{2, 10, 4}
 func (c *Consumer) term(d *delivery, reason error) {
 	var err error
 	if termReasonRead(c.cfg.Conn.ConnectedServerVersion()) {
-		err = d.msg.TermWithReason(clipText(reason.Error(), maxReasonBytes))
+		err = d.msg.TermWithReason(clip.Stored(reason.Error(), maxReasonBytes))
 	} else {
 		err = d.msg.Term()
 	}

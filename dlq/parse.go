@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -63,19 +63,9 @@ func Parse(h nats.Header, names manifest.Headers) Fields {
 // CleanReason makes a failure reason safe to store and count: control characters become spaces,
 // invalid UTF-8 is replaced, and it is cut at MaxReasonRunes runes. An absent reason is "(none)".
 func CleanReason(r string) string {
-	r = strings.ToValidUTF8(r, "\uFFFD")
-	r = strings.Map(func(c rune) rune {
-		if unicode.IsControl(c) {
-			return ' '
-		}
-		return c
-	}, r)
-	r = strings.TrimSpace(r)
+	r = strings.TrimSpace(clip.Flat(r, "\uFFFD"))
 	if r == "" {
 		return "(none)"
 	}
-	if runes := []rune(r); len(runes) > MaxReasonRunes {
-		r = string(runes[:MaxReasonRunes-1]) + "…"
-	}
-	return r
+	return clip.Runes(r, MaxReasonRunes)
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/replayctl/replayctl/internal/clip"
 )
 
 // decodeError turns an encoding/json error on data into an ErrMalformed (or, for a file from
@@ -27,7 +29,7 @@ func decodeError(data []byte, m *Manifest, err error) error {
 		return fmt.Errorf("%w: %s: %v", ErrMalformed, position(data, syntaxErr.Offset-1), syntaxErr)
 	case errors.As(err, &typeErr):
 		return fmt.Errorf("%w: %s: %s: cannot use a JSON %s as %s", ErrMalformed,
-			position(data, typeErr.Offset-1), clip(typeErr.Field), clip(typeErr.Value), typeErr.Type)
+			position(data, typeErr.Offset-1), clip.Bytes(typeErr.Field, maxQuoted), clip.Bytes(typeErr.Value, maxQuoted), typeErr.Type)
 	}
 	if quoted, ok := strings.CutPrefix(err.Error(), unknownFieldPrefix); ok {
 		if m.APIVersion != APIVersion && m.APIVersion != "" {
@@ -37,9 +39,9 @@ func decodeError(data []byte, m *Manifest, err error) error {
 		if uerr != nil {
 			name = quoted
 		}
-		return fmt.Errorf("%w: unknown field %q: %s has no such field", ErrMalformed, clip(name), APIVersion)
+		return fmt.Errorf("%w: unknown field %q: %s has no such field", ErrMalformed, clip.Bytes(name, maxQuoted), APIVersion)
 	}
-	return fmt.Errorf("%w: %s", ErrMalformed, clip(err.Error()))
+	return fmt.Errorf("%w: %s", ErrMalformed, clip.Bytes(err.Error(), maxQuoted))
 }
 
 // unknownFieldPrefix starts encoding/json's unknown-field error. A prefix match, not a regular
@@ -52,7 +54,7 @@ func unsupportedVersion(found string) error {
 	if found == "" {
 		return fmt.Errorf("%w: the file has no apiVersion; this build reads %s", ErrUnsupportedVersion, APIVersion)
 	}
-	return fmt.Errorf("%w: found %q; this build reads %s", ErrUnsupportedVersion, clip(found), APIVersion)
+	return fmt.Errorf("%w: found %q; this build reads %s", ErrUnsupportedVersion, clip.Bytes(found, maxQuoted), APIVersion)
 }
 
 // position returns "line L, column C" (1-based, column in bytes) of data[offset].

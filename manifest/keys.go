@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/replayctl/replayctl/internal/clip"
 )
 
 // checkKeys refuses every object key that is not exactly a field of the manifest type at its place,
@@ -89,7 +91,7 @@ func checkKeys(data []byte) error {
 				}
 				if _, dup := top.keys[key]; dup {
 					return fmt.Errorf("%w: %s: key %q appears twice in one object; a reviewer would read one value and replayctl use the other; "+
-						"re-run `replayctl plan` instead of editing the file", ErrMalformed, position(data, int64(i)), clip(key))
+						"re-run `replayctl plan` instead of editing the file", ErrMalformed, position(data, int64(i)), clip.Bytes(key, maxQuoted))
 				}
 				if top.keys == nil {
 					top.keys = map[string]struct{}{}
@@ -115,7 +117,7 @@ func unknownKey(data []byte, offset int, path, key string, shape *keyShape) erro
 		}
 	}
 	return fmt.Errorf("%w: %s: unknown field %q in %s: %s has no such field%s; re-run `replayctl plan` instead of editing the file",
-		ErrMalformed, position(data, int64(offset)), clip(key), path, APIVersion, hint)
+		ErrMalformed, position(data, int64(offset)), clip.Bytes(key, maxQuoted), path, APIVersion, hint)
 }
 
 // keyShape is what a JSON value of the manifest may hold: an object with exactly fields, or an

@@ -1,11 +1,4 @@
 package manifest
 
+// maxQuoted bounds how much of a rejected value an error message repeats (clip.Bytes).
 const maxQuoted = 80
-
-// clip shortens s for an error message, on a byte boundary: %q shows any split rune as an escape.
-func clip(s string) string {
-	if len(s) <= maxQuoted {
-		return s
-	}
-	return s[:maxQuoted]
-}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+
+	"github.com/replayctl/replayctl/internal/clip"
 )
 
 const (
@@ -38,7 +40,7 @@ func ValidateReason(reason string) error {
 	trimmed := strings.TrimSpace(reason)
 	normal := strings.ToLower(strings.Join(strings.Fields(trimmed), " "))
 	if placeholderReasons[normal] {
-		return fmt.Errorf("%s; %q is a placeholder", reasonHint, clip(trimmed))
+		return fmt.Errorf("%s; %q is a placeholder", reasonHint, clip.Bytes(trimmed, maxQuoted))
 	}
 	words := strings.FieldsFunc(normal, func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsNumber(r)
@@ -52,9 +54,9 @@ func ValidateReason(reason string) error {
 	switch {
 	case len([]rune(trimmed)) < minReasonChars || len(distinct) < minReasonWords:
 		return fmt.Errorf("%s; %q is too short (%d characters, %d distinct words; need %d and %d)",
-			reasonHint, clip(trimmed), len([]rune(trimmed)), len(distinct), minReasonChars, minReasonWords)
+			reasonHint, clip.Bytes(trimmed, maxQuoted), len([]rune(trimmed)), len(distinct), minReasonChars, minReasonWords)
 	case !informative:
-		return fmt.Errorf("%s; %q only says what, not why", reasonHint, clip(trimmed))
+		return fmt.Errorf("%s; %q only says what, not why", reasonHint, clip.Bytes(trimmed, maxQuoted))
 	}
 	return nil
 }

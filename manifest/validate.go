@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -75,7 +76,7 @@ func (p *problems) check(field string, err error) {
 func Validate(m *Manifest) error {
 	var p problems
 	if m.APIVersion != APIVersion {
-		p.add("apiVersion", fmt.Sprintf("must be %q, found %q", APIVersion, clip(m.APIVersion)))
+		p.add("apiVersion", fmt.Sprintf("must be %q, found %q", APIVersion, clip.Bytes(m.APIVersion, maxQuoted)))
 	}
 	p.check("id", protocol.ValidateJobID(m.ID))
 	if m.CreatedAt.IsZero() {
@@ -111,7 +112,7 @@ func Validate(m *Manifest) error {
 
 func validateSource(p *problems, s *Source) {
 	if s.Kind != "" && s.Kind != SourceDLQ && s.Kind != SourceBackfill {
-		p.add("source.kind", fmt.Sprintf("must be %q or %q, found %q", SourceDLQ, SourceBackfill, clip(s.Kind)))
+		p.add("source.kind", fmt.Sprintf("must be %q or %q, found %q", SourceDLQ, SourceBackfill, clip.Bytes(s.Kind, maxQuoted)))
 	}
 	p.check("source.stream", protocol.ValidateStreamName(s.Stream))
 	checkTime(p, "source.since", s.Since)
@@ -205,7 +206,7 @@ func checkHistogram(p *problems, field string, h map[string]int64) (sum int64, o
 	for _, k := range slices.Sorted(maps.Keys(h)) {
 		n := h[k]
 		if n < 0 {
-			p.add(fmt.Sprintf("%s[%q]", field, clip(k)), fmt.Sprintf("is %d; counts cannot be negative", n))
+			p.add(fmt.Sprintf("%s[%q]", field, clip.Bytes(k, maxQuoted)), fmt.Sprintf("is %d; counts cannot be negative", n))
 			continue
 		}
 		ok = ok && sum <= math.MaxInt64-n
@@ -260,7 +261,7 @@ func validateExcluded(p *problems, x *Excluded, ids []excludedID) {
 	for i, c := range x.Conflicts {
 		if c.Where != "source" && c.Where != "ledger" {
 			p.add(fmt.Sprintf("excluded.conflicts[%d].where", i),
-				fmt.Sprintf(`must be "source" or "ledger", found %q`, clip(c.Where)))
+				fmt.Sprintf(`must be "source" or "ledger", found %q`, clip.Bytes(c.Where, maxQuoted)))
 		}
 	}
 	for _, l := range []struct {
@@ -292,11 +293,11 @@ func validateEventIDs(p *problems, ids []string) bool {
 		switch prev := ids[i-1]; {
 		case id == prev:
 			ascending = false
-			p.add(fmt.Sprintf("eventIds[%d]", i), fmt.Sprintf("duplicate of eventIds[%d] (%q); targets must be unique", i-1, clip(id)))
+			p.add(fmt.Sprintf("eventIds[%d]", i), fmt.Sprintf("duplicate of eventIds[%d] (%q); targets must be unique", i-1, clip.Bytes(id, maxQuoted)))
 		case id < prev:
 			ascending = false
 			p.add(fmt.Sprintf("eventIds[%d]", i), fmt.Sprintf("not sorted: %q sorts before eventIds[%d] (%q); targets must be in ascending byte order",
-				clip(id), i-1, clip(prev)))
+				clip.Bytes(id, maxQuoted), i-1, clip.Bytes(prev, maxQuoted)))
 		}
 	}
 	return ascending

@@ -1,6 +1,10 @@
 package manifest
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/replayctl/replayctl/internal/clip"
+)
 
 // Verify reports whether m is fit to use: Validate, then the digest check. A missing or wrong
 // digest is an ErrTampered error saying which digest was expected and which was found.
@@ -19,7 +23,7 @@ func Verify(m *Manifest) error {
 	if m.Digest != want {
 		return fmt.Errorf("%w: expected %s (computed from the content), found %q; "+
 			"the manifest was edited after plan; re-run `replayctl plan` instead of editing it",
-			ErrTampered, want, clip(m.Digest))
+			ErrTampered, want, clip.Bytes(m.Digest, maxQuoted))
 	}
 	return nil
 }

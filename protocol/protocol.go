@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/replayctl/replayctl/internal/clip"
 )
 
 // HeaderEventID carries the event's stable ID on every message: live, DLQ (package dlq owns the
@@ -63,17 +65,12 @@ func ParseWriteForbidden(s string) (bool, error) {
 	case strings.EqualFold(v, "true"):
 		return true, nil
 	default:
-		return false, fmt.Errorf("%s is %q, want true or false", HeaderReplayWriteForbidden, clipHeaderValue(v))
+		return false, fmt.Errorf("%s is %q, want true or false", HeaderReplayWriteForbidden, clip.Runes(v, quotedValueRunes))
 	}
 }
 
-// clipHeaderValue bounds a header value quoted in an error.
-func clipHeaderValue(s string) string {
-	if len(s) > 32 {
-		return s[:32] + "…"
-	}
-	return s
-}
+// quotedValueRunes bounds a header value quoted in an error: 32 runes and the ellipsis.
+const quotedValueRunes = 33
 
 // Shadow reply statuses.
 const (

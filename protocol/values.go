@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/replayctl/replayctl/internal/clip"
 )
 
 // MaxSubjectBytes bounds a Dlq-Original-Subject: the subject goes into a NATS protocol line whose
@@ -23,21 +25,21 @@ func ValidatePublishSubject(subject string) error {
 	case subject == "":
 		return fmt.Errorf("subject is empty")
 	case len(subject) > MaxSubjectBytes:
-		return fmt.Errorf("subject %q... is %d bytes; the limit is %d", clipHeaderValue(subject), len(subject), MaxSubjectBytes)
+		return fmt.Errorf("subject %q... is %d bytes; the limit is %d", clip.Runes(subject, quotedValueRunes), len(subject), MaxSubjectBytes)
 	case !utf8.ValidString(subject):
-		return fmt.Errorf("subject %q is not valid UTF-8", clipHeaderValue(subject))
+		return fmt.Errorf("subject %q is not valid UTF-8", clip.Runes(subject, quotedValueRunes))
 	}
 	for _, r := range subject {
 		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return fmt.Errorf("subject %q contains the white space or control character %U", clipHeaderValue(subject), r)
+			return fmt.Errorf("subject %q contains the white space or control character %U", clip.Runes(subject, quotedValueRunes), r)
 		}
 	}
 	for _, token := range strings.Split(subject, ".") {
 		switch token {
 		case "":
-			return fmt.Errorf("subject %q has an empty token (a leading, trailing or doubled '.')", clipHeaderValue(subject))
+			return fmt.Errorf("subject %q has an empty token (a leading, trailing or doubled '.')", clip.Runes(subject, quotedValueRunes))
 		case "*", ">":
-			return fmt.Errorf("subject %q contains the wildcard token %q; a message is published to one literal subject", clipHeaderValue(subject), token)
+			return fmt.Errorf("subject %q contains the wildcard token %q; a message is published to one literal subject", clip.Runes(subject, quotedValueRunes), token)
 		}
 	}
 	return nil
@@ -50,7 +52,7 @@ func ValidatePublishSubject(subject string) error {
 func ParseEffectVersion(s string) (int, error) {
 	v, err := strconv.ParseInt(s, 10, 32)
 	if err != nil || v <= 0 || strconv.FormatInt(v, 10) != s {
-		return 0, fmt.Errorf("%s is %q, want an integer from 1 to %d", HeaderReplayEffectVersion, clipHeaderValue(s), math.MaxInt32)
+		return 0, fmt.Errorf("%s is %q, want an integer from 1 to %d", HeaderReplayEffectVersion, clip.Runes(s, quotedValueRunes), math.MaxInt32)
 	}
 	return int(v), nil
 }
@@ -61,15 +63,15 @@ func ParseEffectVersion(s string) (int, error) {
 func ValidateSubjectFilter(filter string) error {
 	if filter == "" || strings.ContainsFunc(filter, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) ||
 		!utf8.ValidString(filter) {
-		return fmt.Errorf("subject filter %q is not allowed: use dot-separated tokens without white space or control characters", clipHeaderValue(filter))
+		return fmt.Errorf("subject filter %q is not allowed: use dot-separated tokens without white space or control characters", clip.Runes(filter, quotedValueRunes))
 	}
 	tokens := strings.Split(filter, ".")
 	for i, token := range tokens {
 		switch {
 		case token == "":
-			return fmt.Errorf("subject filter %q has an empty token (a leading, trailing or doubled '.')", clipHeaderValue(filter))
+			return fmt.Errorf("subject filter %q has an empty token (a leading, trailing or doubled '.')", clip.Runes(filter, quotedValueRunes))
 		case token == ">" && i != len(tokens)-1:
-			return fmt.Errorf("subject filter %q has '>' before its last token; '>' matches the rest of a subject", clipHeaderValue(filter))
+			return fmt.Errorf("subject filter %q has '>' before its last token; '>' matches the rest of a subject", clip.Runes(filter, quotedValueRunes))
 		}
 	}
 	return nil

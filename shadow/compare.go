@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -80,7 +81,7 @@ func (c *comparer) judge(t ledger.ShadowTarget, missing string, a *answer, orig 
 		return res
 	}
 	if message, failed := businessFailure(a.result); failed {
-		res.outcome.Comparison, res.outcome.Error = comparisonFailed, clipError(message)
+		res.outcome.Comparison, res.outcome.Error = comparisonFailed, clip.Runes(message, maxStoredError)
 		if originalFailed(orig) {
 			res.outcome.Comparison = comparisonFailedAgain
 		}

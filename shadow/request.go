@@ -95,7 +95,7 @@ func (r *requester) ask(ctx context.Context, eventID string, version int, payloa
 func parseReply(eventID string, data []byte) *answer {
 	var rep protocol.ShadowReply
 	if err := json.Unmarshal(data, &rep); err != nil {
-		return &answer{status: statusError, err: "the reply is not a shadow reply (docs/protocol.md): " + clipError(err.Error())}
+		return &answer{status: statusError, err: "the reply is not a shadow reply (docs/protocol.md): " + clip.Runes(err.Error(), maxStoredError)}
 	}
 	a := &answer{effects: rep.Effects}
 	bad := func(format string, args ...any) *answer {
@@ -103,18 +103,18 @@ func parseReply(eventID string, data []byte) *answer {
 		return a
 	}
 	if rep.EventID != eventID {
-		return bad("the reply is for event %q, not %q: the responder mixed up requests", clipError(rep.EventID), eventID)
+		return bad("the reply is for event %q, not %q: the responder mixed up requests", clip.Runes(rep.EventID, maxStoredError), eventID)
 	}
 	switch rep.Status {
 	case protocol.StatusError:
-		a.status, a.err = statusError, clipError(rep.Error)
+		a.status, a.err = statusError, clip.Runes(rep.Error, maxStoredError)
 		if a.err == "" {
 			a.err = "the responder reported an error without a message"
 		}
 		return a
 	case protocol.StatusOK:
 	default:
-		return bad("the reply has status %q; the protocol knows %q and %q", clipError(rep.Status), protocol.StatusOK, protocol.StatusError)
+		return bad("the reply has status %q; the protocol knows %q and %q", clip.Runes(rep.Status, maxStoredError), protocol.StatusOK, protocol.StatusError)
 	}
 	a.status = statusOK
 	if len(rep.Result) == 0 {
@@ -126,10 +126,7 @@ func parseReply(eventID string, data []byte) *answer {
 	}
 	a.result, a.resultHash = rep.Result, fingerprint.Payload(rep.Result)
 	if rep.ResultHash != "" && rep.ResultHash != a.resultHash {
-		return bad("the reply's resultHash %s is not the fingerprint of its result (%s)", clipError(rep.ResultHash), a.resultHash)
+		return bad("the reply's resultHash %s is not the fingerprint of its result (%s)", clip.Runes(rep.ResultHash, maxStoredError), a.resultHash)
 	}
 	return a
 }
-
-// clipError bounds the text a stored outcome quotes from a reply.
-func clipError(s string) string { return clip.Runes(s, maxStoredError) }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/replayctl/replayctl/dlq"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -270,7 +271,7 @@ func (c *comparer) describe(s *sampled, m *manifest.Manifest) SampleItem {
 		item.Outcome = OutcomeFailed
 		item.FailedBefore = originalFailed(s.original) || s.from.failed()
 		message, _ := businessFailure(s.first.result)
-		note("business failure under version %d: %s", m.EffectVersion.To, clipError(message))
+		note("business failure under version %d: %s", m.EffectVersion.To, clip.Runes(message, maxStoredError))
 	case item.Baseline == BaselineNone:
 		item.Outcome = OutcomeNoOriginal
 	default:

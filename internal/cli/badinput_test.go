@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -149,10 +150,10 @@ func refuseAll(t *testing.T, w *execWorld, dirs []string, cases []badInput) {
 			before := w.state(t, dirs...)
 			stdout, stderr, code := w.replayctl(t, tc.args)
 			if code != tc.code {
-				t.Errorf("exit %d, want %d:\n%s\n%s", code, tc.code, stdout, clipOutput(stderr))
+				t.Errorf("exit %d, want %d:\n%s\n%s", code, tc.code, stdout, clip.Runes(stderr, 2000))
 			}
 			if lacks := lacking(stderr, tc.wants...); lacks != "" {
-				t.Errorf("stderr lacks %q:\n%s", lacks, clipOutput(stderr))
+				t.Errorf("stderr lacks %q:\n%s", lacks, clip.Runes(stderr, 2000))
 			}
 			if len(stderr) > 8<<10 {
 				t.Errorf("stderr is %d bytes: a refusal quotes bad values clipped", len(stderr))
@@ -164,7 +165,7 @@ func refuseAll(t *testing.T, w *execWorld, dirs []string, cases []badInput) {
 			if msg, jsonCode := errorDocument(t, stdout); code != tc.code || jsonCode != tc.code {
 				t.Errorf("--json: exit %d, exitCode %d, want %d", code, jsonCode, tc.code)
 			} else if lacks := lacking(msg, tc.wants...); lacks != "" {
-				t.Errorf("--json: error lacks %q: %s", lacks, clipOutput(msg))
+				t.Errorf("--json: error lacks %q: %s", lacks, clip.Runes(msg, 2000))
 			}
 			assertUnchanged(t, between, w.state(t, dirs...), tc.audited)
 		})
@@ -183,16 +184,9 @@ func errorDocument(t *testing.T, stdout string) (msg string, code int) {
 	}
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	if err := dec.Decode(&doc); err != nil || dec.More() || doc.Error == nil || doc.ExitCode == nil {
-		t.Fatalf("stdout is not one JSON document with error and exitCode (%v):\n%s", err, clipOutput(stdout))
+		t.Fatalf("stdout is not one JSON document with error and exitCode (%v):\n%s", err, clip.Runes(stdout, 2000))
 	}
 	return strings.Join(append([]string{*doc.Error}, doc.Problems...), "\n"), *doc.ExitCode
-}
-
-func clipOutput(s string) string {
-	if len(s) > 2000 {
-		return s[:2000] + "…"
-	}
-	return s
 }
 
 // resealed writes m, changed by edit and sealed again as a forger with the source would, to dir.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -175,7 +174,7 @@ func printReview(ios *iostreams.IOStreams, title string, items []ledger.ReviewIt
 	t.Header("EVENT", "STATE", "CALLS", "UPDATED", "LAST ERROR")
 	for _, it := range items {
 		calls := max(it.EffectCount, it.CallsStarted)
-		if err := t.Append(it.EventID, it.State, fmt.Sprint(calls), it.UpdatedAt.UTC().Format(time.RFC3339), clipCell(it.LastError)); err != nil {
+		if err := t.Append(it.EventID, it.State, fmt.Sprint(calls), it.UpdatedAt.UTC().Format(time.RFC3339), clip.Cell(it.LastError)); err != nil {
 			return err
 		}
 	}
@@ -189,6 +188,3 @@ func driftKinds(byKind map[string]int64) string {
 	}
 	return joinCounts(counts)
 }
-
-// clipCell keeps a table cell to one readable line.
-func clipCell(s string) string { return clip.Runes(strings.TrimSpace(s), 100) }

@@ -224,7 +224,7 @@ func printReconcileReport(ios *iostreams.IOStreams, r *reconcile.Report) error {
 			}
 			if err := t.Append(row.EventID, fmt.Sprint(row.EffectVersion), dash(row.JobID),
 				(time.Duration(row.UncertainForSeconds) * time.Second).String(), fmt.Sprint(row.Calls),
-				clipCell(refsCell(row.ExternalRefs)), clipCell(lastErrorCell(row)), verdict, row.Outcome, clipCell(detail)); err != nil {
+				clip.Cell(refsCell(row.ExternalRefs)), clip.Cell(lastErrorCell(row)), verdict, row.Outcome, clip.Cell(detail)); err != nil {
 				return err
 			}
 		}

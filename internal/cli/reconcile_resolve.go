@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/reconcile"
@@ -136,9 +137,9 @@ func describeResolvedRow(w io.Writer, r *reconcile.Resolution) {
 	fmt.Fprintf(w, "  job          %s\n", dash(r.JobID))
 	fmt.Fprintf(w, "  uncertain    %s\n", (time.Duration(r.UncertainForSeconds) * time.Second).String())
 	fmt.Fprintf(w, "  calls        %d (%s)\n", r.Calls, refsCell(r.ExternalRefs))
-	fmt.Fprintf(w, "  last error   %s\n", dash(clipCell(r.LastError)))
+	fmt.Fprintf(w, "  last error   %s\n", dash(clip.Cell(r.LastError)))
 	if r.PreviousVerdict != "" {
-		fmt.Fprintf(w, "  look-up      %s: %s\n", r.PreviousVerdict, dash(clipCell(r.PreviousNote)))
+		fmt.Fprintf(w, "  look-up      %s: %s\n", r.PreviousVerdict, dash(clip.Cell(r.PreviousNote)))
 	}
 }
 

@@ -1,6 +1,7 @@
 package clip_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/replayctl/replayctl/internal/clip"
@@ -39,5 +40,53 @@ func TestLineEscapesWhatATerminalWouldObey(t *testing.T) {
 	}
 	if got, want := clip.Text("line one\n\tline two \x1b[2J"), "line one\n\tline two \\x1b[2J"; got != want {
 		t.Errorf("Text = %q, want %q", got, want)
+	}
+}
+
+func TestBytesCutsOnARuneBoundaryWithoutAMark(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly", 7, "exactly"},
+		{"one too many", 11, "one too man"},
+		{"aé", 2, "a"}, // é is two bytes: it is left out, not split
+		{"日本", 4, "日"},
+	} {
+		if got := clip.Bytes(c.in, c.n); got != c.want {
+			t.Errorf("Bytes(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}
+
+func TestStoredIsOneLineOfValidUTF8WithinItsBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"dial tcp: timeout", 100, "dial tcp: timeout"},
+		{"two\nlines\x00nul", 100, "two lines nul"},
+		{"bad \xff byte", 100, "bad ? byte"},
+		{"ünïcode", 4, "ün"}, // ï would end past the fourth byte
+	} {
+		if got := clip.Stored(c.in, c.n); got != c.want {
+			t.Errorf("Stored(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+	if got, want := clip.Flat("a\xffb\tc", "\uFFFD"), "a\uFFFDb c"; got != want {
+		t.Errorf("Flat = %q, want %q", got, want)
+	}
+}
+
+func TestCellIsTrimmedTo100Runes(t *testing.T) {
+	if got := clip.Cell("  ok \n"); got != "ok" {
+		t.Errorf("Cell = %q", got)
+	}
+	long := strings.Repeat("é", 150)
+	if got := clip.Cell(long); len([]rune(got)) != 100 || !strings.HasSuffix(got, "…") {
+		t.Errorf("Cell of 150 runes = %d runes %q", len([]rune(got)), got)
 	}
 }
