@@ -94,8 +94,8 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	if !ledger.ValidSchemaName(opts.Schema) {
 		return usageErrorf("--schema %q: use lowercase letters, digits and _ (at most 63), starting with a letter", opts.Schema)
 	}
-	progress, stage, finishProgress := stepProgress(opts.IO, "scanning DLQ")
-	shadowProgress, _, finishShadowProgress := stepProgress(opts.IO, "shadowing targets")
+	progress, stage, finishProgress := stepProgress(opts.IO, "scanning DLQ", "messages")
+	shadowProgress, _, finishShadowProgress := stepProgress(opts.IO, "shadowing targets", "targets")
 	executeBar := &executeProgress{ios: opts.IO}
 	finishBars := func() {
 		finishProgress()

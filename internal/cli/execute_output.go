@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/replayctl/replayctl/executor"
@@ -10,52 +9,6 @@ import (
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 )
-
-// executeProgress draws execute's progress bar: settled targets of all, labelled with the run's
-// state (publishing, throttled, paused, waiting), with rate and ETA. Off a terminal it is silent.
-type executeProgress struct {
-	ios *iostreams.IOStreams
-
-	mu    sync.Mutex
-	bar   iostreams.Progress
-	label string
-}
-
-func (p *executeProgress) update(pr executor.Progress) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	label := "execute: " + pr.State
-	if pr.Uncertain > 0 || pr.Failed > 0 {
-		label += fmt.Sprintf(" (%d failed, %d uncertain)", pr.Failed, pr.Uncertain)
-	}
-	if p.bar == nil {
-		p.bar = p.ios.StartProgress(label, pr.Targets)
-	} else if label != p.label {
-		p.bar.Describe(label)
-	}
-	if pr.Reason != "" && p.ios.ShowsProgress() && label != p.label {
-		fmt.Fprintf(p.ios.ErrOut, "\n%s\n", clip.Line(pr.Reason))
-	}
-	p.label = label
-	p.bar.Set(pr.Targets - pr.Remaining)
-}
-
-func (p *executeProgress) stage(description string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ios.ShowsProgress() {
-		fmt.Fprintf(p.ios.ErrOut, "%s ...\n", description)
-	}
-}
-
-func (p *executeProgress) finish() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.bar != nil {
-		p.bar.Finish()
-		p.bar = nil
-	}
-}
 
 // printExecuteResult tells a person what the run did: a dry run says plainly that nothing was
 // published; a run shows the counts, why it stopped, and what needs review.

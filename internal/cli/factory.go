@@ -23,6 +23,9 @@ const (
 	// connectTimeout bounds opening a connection, so an unreachable host fails the command in
 	// seconds instead of hanging an operator's terminal or a CI job.
 	connectTimeout = 10 * time.Second
+	// defaultProgressInterval is --progress-interval: a line every 10 s keeps a log readable and
+	// shows a stuck run within seconds.
+	defaultProgressInterval = 10 * time.Second
 )
 
 // Factory hands commands their dependencies. Every dependency is a func called only when a
@@ -62,6 +65,9 @@ type globalFlags struct {
 	natsURL     string
 	actor       string
 	json        bool
+	// progressInterval is --progress-interval: how often a long command logs a progress line
+	// where it draws no bar.
+	progressInterval time.Duration
 }
 
 // NewFactory returns the production Factory writing to ios.

@@ -138,7 +138,7 @@ func ledgerPruneRun(ctx context.Context, opts *LedgerPruneOptions) error {
 	// The run prunes what was counted and confirmed: the same as-of, not a later now().
 	req.AsOf = counted.AsOf
 	req.Expected = counted.Changes()
-	advance, _, finish := stepProgress(opts.IO, "ledger prune")
+	advance, _, finish := stepProgress(opts.IO, "ledger prune", "rows")
 	req.Progress = advance
 	r, err := store.Prune(ctx, req)
 	finish()

@@ -131,7 +131,7 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 		return err
 	}
 	var finishProgress func()
-	req.Progress, req.Stage, finishProgress = stepProgress(opts.IO, "scanning DLQ")
+	req.Progress, req.Stage, finishProgress = stepProgress(opts.IO, "scanning DLQ", "messages")
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err

@@ -3,14 +3,16 @@ package cli
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/replayctl/replayctl/internal/iostreams"
 )
 
-// stepProgress reports a long step on a terminal: a bar labelled label, whose total the domain
-// package learns only once the step starts, and one line per other step. finish ends the bar (a
-// no-op if it never started). Off a terminal, and with --json, it shows nothing.
-func stepProgress(ios *iostreams.IOStreams, label string) (advance func(done, total int64), stage func(description string), finish func()) {
+// stepProgress reports a long step: a bar on a terminal, or a line per --progress-interval in a
+// log, labelled label and counting unit, whose total the domain package learns only once the
+// step starts; and one line per other step. finish ends the display (a no-op if it never
+// started).
+func stepProgress(ios *iostreams.IOStreams, label, unit string) (advance func(done, total int64), stage func(description string), finish func()) {
 	var bar iostreams.Progress
 	// A domain package may report from several workers.
 	var mu sync.Mutex
@@ -18,7 +20,7 @@ func stepProgress(ios *iostreams.IOStreams, label string) (advance func(done, to
 		mu.Lock()
 		defer mu.Unlock()
 		if bar == nil {
-			bar = ios.StartProgress(label, total)
+			bar = ios.StartProgress(label, total, unit)
 		}
 		bar.Set(done)
 	}
@@ -37,9 +39,22 @@ func stepProgress(ios *iostreams.IOStreams, label string) (advance func(done, to
 		mu.Lock()
 		defer mu.Unlock()
 		finishLocked()
-		if ios.ShowsProgress() {
-			fmt.Fprintf(ios.ErrOut, "%s ...\n", description)
-		}
+		printStage(ios, description)
 	}
 	return advance, stage, finish
+}
+
+// printStage tells a person, or a log, which step a long command is at.
+func printStage(ios *iostreams.IOStreams, description string) {
+	switch {
+	case ios.ShowsProgress():
+		fmt.Fprintf(ios.ErrOut, "%s ...\n", description)
+	case ios.ProgressInterval() > 0:
+		logLine(ios, "%s ...", description)
+	}
+}
+
+// logLine prints one timestamped line on stderr, for what a log must show as it happens.
+func logLine(ios *iostreams.IOStreams, format string, args ...any) {
+	fmt.Fprintf(ios.ErrOut, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 }

@@ -116,7 +116,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 		req.Confirm = confirmReconcile(opts.IO)
 	}
 	var finishProgress func()
-	req.Progress, req.Stage, finishProgress = stepProgress(opts.IO, "asking look-ups")
+	req.Progress, req.Stage, finishProgress = stepProgress(opts.IO, "asking look-ups", "rows")
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err

@@ -101,6 +101,10 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			f.IOStreams.SetMachineOutput(f.JSON())
+			if f.flags.progressInterval < 0 {
+				return usageErrorf("--progress-interval %s: must be 0 (no progress lines) or positive, e.g. 30s", f.flags.progressInterval)
+			}
+			f.IOStreams.SetProgressInterval(f.flags.progressInterval)
 			// cobra reports these as plain errors after this hook; checking them here first
 			// makes them usage errors (exit 2) like every other flag problem.
 			if err := cmd.ValidateRequiredFlags(); err != nil {
@@ -131,6 +135,8 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		"PostgreSQL URL of the ledger (default: $REPLAYCTL_DATABASE_URL, then $DATABASE_URL, then the local socket, database test)")
 	pf.StringVar(&f.flags.natsURL, "nats-url", "", "NATS server URL (default: $NATS_URL, then "+defaultNATSURL+")")
 	pf.BoolVar(&f.flags.json, "json", false, "print machine-readable JSON on stdout; logs stay on stderr")
+	pf.DurationVar(&f.flags.progressInterval, "progress-interval", defaultProgressInterval,
+		"without a terminal (nohup, CI) or with --json, long commands (plan, shadow, execute, reconcile, prune) print a progress line on stderr this often (0: none)")
 	pf.StringVar(&f.flags.actor, "actor", "", `operator recorded in the audit log (default: $USER, else "unknown")`)
 
 	root.AddCommand(

@@ -115,7 +115,7 @@ func shadowRun(ctx context.Context, opts *ShadowOptions) error {
 		req.ReportPath = defaultReportPath(opts.ManifestPath)
 	}
 	var finishProgress func()
-	req.Progress, req.Stage, finishProgress = stepProgress(opts.IO, "shadowing targets")
+	req.Progress, req.Stage, finishProgress = stepProgress(opts.IO, "shadowing targets", "targets")
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"time"
 
 	"golang.org/x/term"
 )
@@ -27,6 +28,9 @@ type IOStreams struct {
 	// machineOutput is set under --json: stderr stays free of redrawn bars, so a CI log of a
 	// --json run holds only lines a parser or a person can read.
 	machineOutput bool
+	// progressInterval is how often a long step prints a progress line where no bar is drawn
+	// (--progress-interval); 0 prints none.
+	progressInterval time.Duration
 }
 
 // System returns the process's streams, each marked a TTY when it is a terminal.
@@ -74,3 +78,10 @@ func (s *IOStreams) SetMachineOutput(on bool) { s.machineOutput = on }
 
 // ShowsProgress reports whether progress belongs on ErrOut: a terminal, and output not for machines.
 func (s *IOStreams) ShowsProgress() bool { return s.stderrTTY && !s.machineOutput }
+
+// SetProgressInterval sets how often a long step prints one progress line where no bar is drawn
+// (no terminal, or --json); 0 prints none.
+func (s *IOStreams) SetProgressInterval(d time.Duration) { s.progressInterval = max(d, 0) }
+
+// ProgressInterval is the interval SetProgressInterval set.
+func (s *IOStreams) ProgressInterval() time.Duration { return s.progressInterval }

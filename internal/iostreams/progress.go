@@ -2,95 +2,295 @@ package iostreams
 
 import (
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 )
 
-// progressThrottle bounds redraws: a million-target run calls Set far more often than a terminal
-// can usefully repaint.
-const progressThrottle = 100 * time.Millisecond
+const (
+	// progressThrottle bounds redraws: a million-target run calls Set far more often than a
+	// terminal can usefully repaint.
+	progressThrottle = 100 * time.Millisecond
+	// barWidth is the bar's width in cells; the whole line stays within 100 columns.
+	barWidth = 30
+	// rateSpan is how far back a rate the bar measures itself looks: long enough to smooth
+	// batches, short enough to follow a run that slows down.
+	rateSpan = 10 * time.Second
+)
 
-// Progress reports the advance of one long step.
+// Progress reports the advance of one long step in units (targets, events, rows).
 type Progress interface {
 	// Set records that n units of the total are done.
 	Set(n int64)
-	// Describe replaces the label, for a step whose state changes (publishing, paused).
+	// Describe replaces the label, for a step whose state changes (publishing, throttled).
 	Describe(description string)
+	// SetRate gives the rate, in units per second, measured by the step itself (execute's
+	// settled targets per second); without it the display measures the rate of Set.
+	SetRate(perSecond float64)
+	// SetPaused marks the step paused or not: a paused step shows no rate and no ETA, since
+	// nothing predicts when a person resumes it.
+	SetPaused(paused bool)
 	// Finish ends the display, leaving the last count on screen.
 	Finish()
 }
 
-// StartProgress starts reporting a step of total units (0 or less when the total is unknown).
-// It draws a bar with rate and ETA on ErrOut when ErrOut is a terminal and output is not for
-// machines; otherwise it returns a Progress that does nothing, so CI logs and --json runs stay
-// free of carriage-return noise.
-func (s *IOStreams) StartProgress(description string, total int64) Progress {
-	if !s.ShowsProgress() {
-		return noProgress{}
+// StartProgress starts reporting a step of total units (0 or less when the total is unknown),
+// counted as unit ("targets", "events"). On a terminal whose output is not for machines it draws
+// a bar on ErrOut, redrawn in place. Otherwise, when a progress interval is set
+// (SetProgressInterval, --progress-interval), it prints one plain line per interval so nohup
+// and CI logs show a long run; with no interval it shows nothing.
+func (s *IOStreams) StartProgress(description string, total int64, unit string) Progress {
+	st := &progressState{label: description, total: max(total, 0), unit: unit, startedAt: time.Now()}
+	switch {
+	case s.ShowsProgress():
+		return &barProgress{out: s.ErrOut, state: st}
+	case s.progressInterval > 0:
+		p := &lineProgress{out: s.ErrOut, state: st, stop: make(chan struct{}), done: make(chan struct{})}
+		go p.tick(s.progressInterval)
+		return p
 	}
-	if total <= 0 {
-		// progressbar's convention for "unknown length": a spinner with a count instead of a bar.
-		total = -1
-	}
-	out := s.ErrOut
-	bar := progressbar.NewOptions64(total,
-		progressbar.OptionSetWriter(out),
-		progressbar.OptionSetDescription(description),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionSetRenderBlankState(true),
-		progressbar.OptionOnCompletion(func() { fmt.Fprintln(out) }),
-	)
-	return &barProgress{bar: bar}
+	return noProgress{}
 }
 
 type noProgress struct{}
 
 func (noProgress) Set(int64)       {}
 func (noProgress) Describe(string) {}
+func (noProgress) SetRate(float64) {}
+func (noProgress) SetPaused(bool)  {}
 func (noProgress) Finish()         {}
 
-// barProgress throttles redraws itself rather than with progressbar's option, which drops the
-// last update before Finish and would leave a stale count on screen.
-type barProgress struct {
-	bar *progressbar.ProgressBar
-
-	mu       sync.Mutex
-	n        int64
-	lastDraw time.Time
+// rateSample is one count at one time, for a rate the display measures itself.
+type rateSample struct {
+	at time.Time
+	n  int64
 }
 
-// Set ignores the bar's errors: a display glitch must never fail the step it reports on.
+// progressState is what both displays show; its methods are called under the display's lock.
+type progressState struct {
+	label     string
+	total     int64
+	unit      string
+	n         int64
+	paused    bool
+	rate      float64
+	rateGiven bool
+	samples   []rateSample
+	startedAt time.Time
+}
+
+func (st *progressState) set(n int64, now time.Time) {
+	st.n = n
+	if len(st.samples) == 0 || now.Sub(st.samples[len(st.samples)-1].at) >= progressThrottle {
+		st.samples = append(st.samples, rateSample{at: now, n: n})
+	}
+	for len(st.samples) > 2 && now.Sub(st.samples[1].at) > rateSpan {
+		st.samples = st.samples[1:]
+	}
+}
+
+// currentRate is the rate given by the step, else the one measured over the last samples.
+func (st *progressState) currentRate() float64 {
+	if st.rateGiven || len(st.samples) < 2 {
+		return st.rate
+	}
+	first, last := st.samples[0], st.samples[len(st.samples)-1]
+	if d := last.at.Sub(first.at).Seconds(); d > 0 && last.n > first.n {
+		return float64(last.n-first.n) / d
+	}
+	return 0
+}
+
+// figures renders the count, rate and ETA: "450/1000 targets (45%), 37.0/s, ETA 15s".
+func (st *progressState) figures() string {
+	var b strings.Builder
+	if st.total > 0 {
+		fmt.Fprintf(&b, "%d/%d %s (%d%%)", st.n, st.total, st.unit, percent(st.n, st.total))
+	} else {
+		fmt.Fprintf(&b, "%d %s", st.n, st.unit)
+	}
+	if st.paused {
+		b.WriteString(", paused, no ETA")
+		return b.String()
+	}
+	rate := st.currentRate()
+	if rate > 0 {
+		fmt.Fprintf(&b, ", %s/s", formatRate(rate))
+		if st.total > st.n {
+			eta := time.Duration(float64(st.total-st.n) / rate * float64(time.Second))
+			fmt.Fprintf(&b, ", ETA %s", roundETA(eta))
+		}
+	}
+	return b.String()
+}
+
+func percent(n, total int64) int64 {
+	if total <= 0 {
+		return 0
+	}
+	return min(100, n*100/total)
+}
+
+func formatRate(r float64) string {
+	if r >= 100 {
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.1f", r)
+}
+
+// roundETA keeps an ETA readable: seconds under ten minutes, minutes above.
+func roundETA(d time.Duration) time.Duration {
+	if d > 10*time.Minute {
+		return d.Round(time.Minute)
+	}
+	return d.Round(time.Second)
+}
+
+// barProgress redraws one line in place on a terminal.
+type barProgress struct {
+	out   io.Writer
+	state *progressState
+
+	mu       sync.Mutex
+	lastDraw time.Time
+	finished bool
+}
+
 func (p *barProgress) Set(n int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.n = n
-	if time.Since(p.lastDraw) < progressThrottle && n < p.bar.GetMax64() {
+	now := time.Now()
+	p.state.set(n, now)
+	if now.Sub(p.lastDraw) < progressThrottle && (p.state.total <= 0 || n < p.state.total) {
 		return
 	}
-	p.lastDraw = time.Now()
-	_ = p.bar.Set64(n)
+	p.drawLocked()
 }
 
-// Describe changes the label; it is drawn with the next count.
 func (p *barProgress) Describe(description string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.bar.Describe(description)
+	p.state.label = description
+	p.drawLocked()
 }
 
-// Finish draws the last count and stops there rather than filling the bar (progressbar's own
-// Finish does), so an interrupted step never looks complete. A bar that reached its total has
-// already ended its line.
+func (p *barProgress) SetRate(perSecond float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state.rate, p.state.rateGiven = perSecond, true
+}
+
+func (p *barProgress) SetPaused(paused bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.state.paused != paused {
+		p.state.paused = paused
+		p.drawLocked()
+	}
+}
+
+// Finish draws the last count and ends the line; it never fills the bar, so an interrupted
+// step never looks complete.
 func (p *barProgress) Finish() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_ = p.bar.Set64(p.n)
-	if !p.bar.IsFinished() {
-		_ = p.bar.Exit()
+	if p.finished {
+		return
+	}
+	p.drawLocked()
+	fmt.Fprintln(p.out)
+	p.finished = true
+}
+
+// drawLocked ignores write errors: a display glitch must never fail the step it reports on.
+func (p *barProgress) drawLocked() {
+	if p.finished {
+		return
+	}
+	p.lastDraw = time.Now()
+	st := p.state
+	bar := ""
+	if st.total > 0 {
+		filled := int(percent(st.n, st.total) * barWidth / 100)
+		bar = " [" + strings.Repeat("=", filled) + strings.Repeat(" ", barWidth-filled) + "]"
+	}
+	// \x1b[K clears what a longer previous line left behind.
+	fmt.Fprintf(p.out, "\r%s%s %s\x1b[K", st.label, bar, st.figures())
+}
+
+// lineProgress prints one plain line per interval, and a last one at Finish if it printed any:
+// a run shorter than the interval shows its result and nothing else.
+type lineProgress struct {
+	out   io.Writer
+	state *progressState
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu      sync.Mutex
+	printed bool
+	ended   bool
+}
+
+func (p *lineProgress) tick(interval time.Duration) {
+	defer close(p.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+			p.mu.Lock()
+			p.printLocked("")
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *lineProgress) printLocked(suffix string) {
+	// A timestamp, because a nohup log has none of its own.
+	fmt.Fprintf(p.out, "%s %s: %s%s\n", time.Now().UTC().Format(time.RFC3339), p.state.label, p.state.figures(), suffix)
+	p.printed = true
+}
+
+func (p *lineProgress) Set(n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state.set(n, time.Now())
+}
+
+func (p *lineProgress) Describe(description string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state.label = description
+}
+
+func (p *lineProgress) SetRate(perSecond float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state.rate, p.state.rateGiven = perSecond, true
+}
+
+func (p *lineProgress) SetPaused(paused bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.state.paused = paused
+}
+
+func (p *lineProgress) Finish() {
+	p.mu.Lock()
+	if p.ended {
+		p.mu.Unlock()
+		return
+	}
+	p.ended = true
+	p.mu.Unlock()
+	close(p.stop)
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.printed {
+		p.printLocked(fmt.Sprintf(", stopped after %s", time.Since(p.state.startedAt).Round(time.Second)))
 	}
 }

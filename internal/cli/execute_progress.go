@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// executeProgress shows execute's progress: settled targets of all, labelled with the run's
+// state (publishing, throttled, paused, waiting), with the settled rate and an ETA except while
+// paused; on a terminal as a bar, in a log as a line per --progress-interval. Why the run is
+// paused or throttled is printed once, when its state changes (the reason's figures change at
+// every poll).
+type executeProgress struct {
+	ios *iostreams.IOStreams
+
+	mu    sync.Mutex
+	bar   iostreams.Progress
+	label string
+	state string
+}
+
+func (p *executeProgress) update(pr executor.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	label := "execute: " + pr.State
+	if pr.Uncertain > 0 || pr.Failed > 0 {
+		label += fmt.Sprintf(" (%d failed, %d uncertain)", pr.Failed, pr.Uncertain)
+	}
+	if p.bar == nil {
+		p.bar = p.ios.StartProgress(label, pr.Targets, "targets")
+	} else if label != p.label {
+		p.bar.Describe(label)
+	}
+	p.label = label
+	p.bar.SetRate(pr.Rate)
+	p.bar.SetPaused(pr.State == ledger.JobPaused)
+	p.bar.Set(pr.Targets - pr.Remaining)
+	if pr.State != p.state && pr.Reason != "" {
+		switch {
+		case p.ios.ShowsProgress():
+			fmt.Fprintf(p.ios.ErrOut, "\n%s\n", clip.Line(pr.Reason))
+		case p.ios.ProgressInterval() > 0:
+			logLine(p.ios, "execute: %s: %s", clip.Line(pr.State), clip.Line(pr.Reason))
+		}
+	}
+	p.state = pr.State
+}
+
+func (p *executeProgress) stage(description string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	printStage(p.ios, description)
+}
+
+func (p *executeProgress) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil {
+		p.bar.Finish()
+		p.bar = nil
+	}
+}

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/iostreams"
+)
+
+func TestExecuteProgressCountsTargetsAndShowsNoETAWhilePaused(t *testing.T) {
+	ios, _, _, stderr := iostreams.Test()
+	ios.SetStderrTTY(true)
+	p := &executeProgress{ios: ios}
+	p.update(executor.Progress{Targets: 100, Remaining: 60, Rate: 4, State: "publishing"})
+	if got := lastRedraw(stderr.String()); !strings.Contains(got, "execute: publishing") || !strings.Contains(got, "40/100 targets (40%), 4.0/s, ETA 15s") {
+		t.Errorf("publishing bar %q: want targets counted, the settled rate and an ETA", got)
+	}
+	p.update(executor.Progress{Targets: 100, Remaining: 60, Rate: 4, State: "paused", Reason: "paused by bob; `replayctl resume job-1` continues"})
+	out := stderr.String()
+	if got := lastRedraw(out); !strings.Contains(got, "execute: paused") || !strings.Contains(got, "paused, no ETA") || strings.Contains(got, "ETA 15s") {
+		t.Errorf("paused bar %q: want no ETA", got)
+	}
+	if !strings.Contains(out, "paused by bob") {
+		t.Errorf("the pause's reason was not printed: %q", out)
+	}
+	if strings.Contains(out, "it/s") {
+		t.Errorf("the bar counts targets, not iterations: %q", out)
+	}
+	p.finish()
+}
+
+// lastRedraw is what a terminal shows last on the bar's line.
+func lastRedraw(s string) string { return s[strings.LastIndex(s, "\r")+1:] }
+
+func TestExecuteWithoutTTYLogsAProgressLinePerInterval(t *testing.T) {
+	w, m := newShadowedWorld(t, 30, "job-cli-progress-lines")
+	stdout, stderr, code := w.replayctl(t, "execute --yes --progress-interval 100ms "+w.ManifestPath())
+	if code != ExitOK {
+		t.Fatalf("exit %d, want 0:\n%s\n%s", code, stdout, stderr)
+	}
+	stamp := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `
+	if !regexp.MustCompile(`(?m)^` + stamp + `publishing 30 targets of job ` + m.ID).MatchString(stderr) {
+		t.Errorf("stderr lacks the timestamped publishing step:\n%s", stderr)
+	}
+	line := regexp.MustCompile(`(?m)^` + stamp + `execute: \w+: \d+/30 targets \(\d+%\)`)
+	if n := len(line.FindAllString(stderr, -1)); n < 1 {
+		t.Errorf("no progress line in a run longer than the interval:\n%s", stderr)
+	}
+	if strings.ContainsAny(stderr, "\r\x1b") {
+		t.Errorf("a log got terminal redraws:\n%q", stderr)
+	}
+	if strings.Contains(stdout, "targets (") {
+		t.Errorf("progress lines went to stdout:\n%s", stdout)
+	}
+}
+
+func TestProgressIntervalMustNotBeNegative(t *testing.T) {
+	_, stderr, code := runCommand(t, false, "status job-1 --progress-interval -1s")
+	if code != ExitUsage || !strings.Contains(stderr, "--progress-interval -1s") {
+		t.Errorf("exit %d, stderr %q; want 2 naming the flag", code, stderr)
+	}
+}
