@@ -45,7 +45,7 @@ func (p *executeProgress) update(pr executor.Progress) {
 		case p.ios.ShowsProgress():
 			fmt.Fprintf(p.ios.ErrOut, "\n%s\n", clip.Line(pr.Reason))
 		case p.ios.ProgressInterval() > 0:
-			logLine(p.ios, "execute: %s: %s", clip.Line(pr.State), clip.Line(pr.Reason))
+			logLine(p.ios, "execute: %s", clip.Line(pr.Reason))
 		}
 	}
 	p.state = pr.State
