@@ -16,62 +16,125 @@ type guardFinding struct {
 	kind, found, advice string
 }
 
-// guardStop returns the guard that stops the run, or nil: exhausted says the budget holds the
-// next target back with none in flight. At the end of a run (finished) and when the canary
-// settled (canaryOver) every settled target counts however few; the uncertain guard, which exists to stop publishing, is
-// left to the end's exit code then. A guard passed when no target remains stops nothing: the job
-// completes, and the stop says so instead of offering a resume the job cannot take.
-func (s *session) guardStop(p Progress, e ledger.JobEffectCounts, finished, canaryOver, exhausted bool) *Stop {
-	f := s.guardFinding(p, e, finished, canaryOver, exhausted)
+// guardInput is all a guard judges at one poll: figures, no connection, so each guard is tested
+// with a table (guards_test.go) and a new one needs no PostgreSQL to test.
+type guardInput struct {
+	Guards         Guards
+	Budget         CallBudget
+	PlannedTargets int64 // the manifest's stats.targets
+	Progress
+	Effects ledger.JobEffectCounts
+	// Finished: nothing is publishing and no target remains. CanaryOver: the canary settled.
+	// Exhausted: the budget holds the next target back with none in flight.
+	Finished, CanaryOver, Exhausted bool
+}
+
+// settled counts the targets with an outcome, and those whose DLQ message failed them.
+func (in guardInput) settled() int64 { return in.Effects.Settled() + in.SourceFailed }
+
+// sampled says the prorated guards may judge: enough settled targets, or, at the end of a run
+// and when the canary settled, every settled target however few.
+func (in guardInput) sampled() bool {
+	n := in.settled()
+	return n >= minGuardSample || ((in.Finished || in.CanaryOver) && n > 0)
+}
+
+// A guard returns its finding when its threshold is passed, nil otherwise.
+type guard func(guardInput) *guardFinding
+
+// guards are judged in this order; the first finding stops the run. A new guard is a function
+// here, its flag in Guards, and rows in guards_test.go.
+var guards = []guard{callsOverBudget, budgetExhausted, callsOverProrated, errorRate, tooManyUncertain}
+
+// judgeGuards returns the first guard's finding, or nil.
+func judgeGuards(in guardInput) *guardFinding {
+	for _, g := range guards {
+		if f := g(in); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// guardStop is the stop a finding makes of job jobID's run. A guard passed when no target remains
+// stops nothing: the job completes, and the stop says so instead of offering a resume the job
+// cannot take.
+func guardStop(jobID string, remaining int64, f *guardFinding) *Stop {
 	if f == nil {
 		return nil
 	}
-	if p.Remaining == 0 {
+	if remaining == 0 {
 		return &Stop{Kind: f.kind, Completed: true, Message: fmt.Sprintf(
 			"job %s completed, but the guard's threshold was passed: %s; every target settled, so there is nothing to resume: "+
-				"review the failed and uncertain targets (listed, and in `replayctl status %s`)", s.m.ID, f.found, s.m.ID)}
+				"review the failed and uncertain targets (listed, and in `replayctl status %s`)", jobID, f.found, jobID)}
 	}
 	return &Stop{Kind: f.kind, Message: f.found + "; " + f.advice}
 }
 
-func (s *session) guardFinding(p Progress, e ledger.JobEffectCounts, finished, canaryOver, exhausted bool) *guardFinding {
-	g, m, b := s.opts.Guards, s.m, s.budget
-	if p.ExternalCalls > b.Budget {
-		return &guardFinding{kind: StopCallBudget, found: fmt.Sprintf(
-			"the replay started %d external calls, over its budget of %d (%s)",
-			p.ExternalCalls, b.Budget, b.Describe()),
-			advice: "it is paused: review the consumer, then resume"}
+// callsOverBudget: the calls started passed the job's budget.
+func callsOverBudget(in guardInput) *guardFinding {
+	b := in.Budget
+	if in.ExternalCalls <= b.Budget {
+		return nil
 	}
-	if exhausted {
-		return &guardFinding{kind: StopCallBudget, found: fmt.Sprintf(
-			"the budget of %d external calls (%s) does not cover another target: %d calls made, %d targets not published",
-			b.Budget, b.Describe(), p.ExternalCalls, p.Remaining),
-			advice: "it is paused: review the consumer and the shadow's figures; to allow more calls, run execute again with a higher --max-calls-over after resume"}
+	return &guardFinding{kind: StopCallBudget, found: fmt.Sprintf(
+		"the replay started %d external calls, over its budget of %d (%s)",
+		in.ExternalCalls, b.Budget, b.Describe()),
+		advice: "it is paused: review the consumer, then resume"}
+}
+
+// budgetExhausted: what is left of the budget does not cover another target.
+func budgetExhausted(in guardInput) *guardFinding {
+	if !in.Exhausted {
+		return nil
 	}
-	settled := e.Settled() + p.SourceFailed
-	if settled >= minGuardSample || ((finished || canaryOver) && settled > 0) {
-		if e.Settled() > 0 && m.Stats.Targets > 0 {
-			allowed := b.PerTarget * float64(e.Settled()) * (1 + g.MaxCallsOver)
-			if float64(e.SettledCalls) > allowed {
-				return &guardFinding{kind: StopCallBudget, found: fmt.Sprintf(
-					"the %d settled targets made %d external calls, %.2f each; the budget allows %.2f each (%s), %d for the job at this rate against a budget of %d",
-					e.Settled(), e.SettledCalls, float64(e.SettledCalls)/float64(e.Settled()), b.PerTarget*(1+g.MaxCallsOver), b.Describe(),
-					int64(float64(e.SettledCalls)/float64(e.Settled())*float64(m.Stats.Targets)), b.Budget),
-					advice: "it is paused: review the consumer, then resume"}
-			}
-		}
-		if ratio := float64(p.Failed) / float64(settled); ratio > g.MaxErrorRatio {
-			return &guardFinding{kind: StopErrorRate, found: fmt.Sprintf(
-				"%d of %d settled targets failed (%.1f%%), above --max-error-ratio %.1f%%",
-				p.Failed, settled, 100*ratio, 100*g.MaxErrorRatio),
-				advice: "see the failed list, fix the cause, then resume"}
-		}
+	b := in.Budget
+	return &guardFinding{kind: StopCallBudget, found: fmt.Sprintf(
+		"the budget of %d external calls (%s) does not cover another target: %d calls made, %d targets not published",
+		b.Budget, b.Describe(), in.ExternalCalls, in.Remaining),
+		advice: "it is paused: review the consumer and the shadow's figures; to allow more calls, run execute again with a higher --max-calls-over after resume"}
+}
+
+// callsOverProrated: the settled targets made more calls each than the budget allows a target.
+func callsOverProrated(in guardInput) *guardFinding {
+	e, b, over := in.Effects, in.Budget, in.Guards.MaxCallsOver
+	if !in.sampled() || e.Settled() == 0 || in.PlannedTargets == 0 {
+		return nil
 	}
-	if !finished && p.Remaining > 0 && p.Uncertain > g.MaxUncertain {
-		return &guardFinding{kind: StopUncertain, found: fmt.Sprintf(
-			"%d targets are uncertain (an external call may or may not have happened), above --max-uncertain %d",
-			p.Uncertain, g.MaxUncertain),
-			advice: "review them by hand, then resume"}
+	if allowed := b.PerTarget * float64(e.Settled()) * (1 + over); float64(e.SettledCalls) <= allowed {
+		return nil
 	}
-	return nil
+	each := float64(e.SettledCalls) / float64(e.Settled())
+	return &guardFinding{kind: StopCallBudget, found: fmt.Sprintf(
+		"the %d settled targets made %d external calls, %.2f each; the budget allows %.2f each (%s), %d for the job at this rate against a budget of %d",
+		e.Settled(), e.SettledCalls, each, b.PerTarget*(1+over), b.Describe(), int64(each*float64(in.PlannedTargets)), b.Budget),
+		advice: "it is paused: review the consumer, then resume"}
+}
+
+// errorRate: too many settled targets failed (--max-error-ratio).
+func errorRate(in guardInput) *guardFinding {
+	if !in.sampled() {
+		return nil
+	}
+	settled, limit := in.settled(), in.Guards.MaxErrorRatio
+	ratio := float64(in.Failed) / float64(settled)
+	if ratio <= limit {
+		return nil
+	}
+	return &guardFinding{kind: StopErrorRate, found: fmt.Sprintf(
+		"%d of %d settled targets failed (%.1f%%), above --max-error-ratio %.1f%%",
+		in.Failed, settled, 100*ratio, 100*limit),
+		advice: "see the failed list, fix the cause, then resume"}
+}
+
+// tooManyUncertain stops publishing past --max-uncertain; at the end of a run it is left to the
+// end's exit code, as it exists to stop publishing.
+func tooManyUncertain(in guardInput) *guardFinding {
+	if in.Finished || in.Remaining == 0 || in.Uncertain <= in.Guards.MaxUncertain {
+		return nil
+	}
+	return &guardFinding{kind: StopUncertain, found: fmt.Sprintf(
+		"%d targets are uncertain (an external call may or may not have happened), above --max-uncertain %d",
+		in.Uncertain, in.Guards.MaxUncertain),
+		advice: "review them by hand, then resume"}
 }

@@ -190,7 +190,9 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 			"job %s was cancelled%s; publishing stopped, and what was already replayed stays replayed (cancel never reverts)", job.ID, statusBecause(job))}, false, nil
 	}
 	finished := !publishing && p.Remaining == 0
-	if stop := s.guardStop(p, e, finished, canaryOver, exhausted && p.Remaining > 0); stop != nil {
+	finding := judgeGuards(guardInput{Guards: s.opts.Guards, Budget: s.budget, PlannedTargets: s.m.Stats.Targets, Progress: p, Effects: e,
+		Finished: finished, CanaryOver: canaryOver, Exhausted: exhausted && p.Remaining > 0})
+	if stop := guardStop(s.m.ID, p.Remaining, finding); stop != nil {
 		if inCanary && !stop.Completed {
 			stop.Canary = true
 			stop.Message = fmt.Sprintf("the canary of %d targets stopped the run before the rest was published: %s", w.st.canary.size, stop.Message)

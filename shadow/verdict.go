@@ -6,50 +6,81 @@ import (
 	"strings"
 )
 
-// judgeVerdict applies th to the totals; each failed threshold is one sentence with the figures
-// and the flag that moves it.
+// judgeVerdict applies th to the totals: a pure function of figures, so each threshold is tested
+// with a table (verdict_test.go) and no PostgreSQL or NATS. Each failed threshold is one
+// sentence with the figures and the flag that moves it, in the order of verdictChecks.
 func judgeVerdict(t Totals, th Thresholds) Verdict {
-	var reasons []string
-	fail := func(format string, args ...any) { reasons = append(reasons, fmt.Sprintf(format, args...)) }
-	if t.Aborted {
-		fail("%s", t.AbortReason)
-	}
-	if bad := t.ShadowErrors + t.SourceMissing + t.Refused; exceeds(bad, t.Targets, th.MaxErrorRatio) {
-		refusedNote := ""
-		if t.Refused > 0 {
-			refusedNote = fmt.Sprintf(", %s refused by NATS as over max_payload", count(t.Refused))
+	reasons := []string{}
+	for _, check := range verdictChecks {
+		if reason, failed := check(t, th); failed {
+			reasons = append(reasons, reason)
 		}
-		fail("%s of %s targets (%s) failed in shadow (%s shadow errors, %s missing from the DLQ%s), above --max-error-ratio %s",
-			count(bad), count(t.Targets), percent(bad, t.Targets, 2), count(t.ShadowErrors), count(t.SourceMissing), refusedNote, number(th.MaxErrorRatio))
 	}
-	if none := t.Timeouts + t.NoResponder; exceeds(none, t.Targets, th.MaxUnansweredRatio) {
-		fail("%s of %s targets (%s) went unanswered (%s timeouts, %s with no responder), above --max-unanswered-ratio %s",
-			count(none), count(t.Targets), percent(none, t.Targets, 2), count(t.Timeouts), count(t.NoResponder), number(th.MaxUnansweredRatio))
+	return Verdict{Pass: len(reasons) == 0, Reasons: reasons, Thresholds: th}
+}
+
+// A verdictCheck says whether t fails one threshold of th, and why in one sentence.
+type verdictCheck func(t Totals, th Thresholds) (reason string, failed bool)
+
+// verdictChecks are judged in this order. A new threshold is a check here, its field in
+// Thresholds with its flag, and rows in verdict_test.go.
+var verdictChecks = []verdictCheck{aborted, errorRatio, unansweredRatio, failureRatio, changedRatio, callsOverExpected}
+
+func aborted(t Totals, _ Thresholds) (string, bool) { return t.AbortReason, t.Aborted }
+
+func errorRatio(t Totals, th Thresholds) (string, bool) {
+	bad := t.ShadowErrors + t.SourceMissing + t.Refused
+	if !exceeds(bad, t.Targets, th.MaxErrorRatio) {
+		return "", false
 	}
-	if exceeds(t.Failed, t.Targets, th.MaxFailureRatio) {
-		fail("%s of %s targets (%s) end in a terminal business failure under the new version (%s of them failed before too), above --max-failure-ratio %s; "+
-			"execute would count each as failed: see the failed sample items, fix the consumer or plan without them, or allow a ratio",
-			count(t.Failed), count(t.Targets), percent(t.Failed, t.Targets, 2), count(t.FailedAgain), number(th.MaxFailureRatio))
+	refusedNote := ""
+	if t.Refused > 0 {
+		refusedNote = fmt.Sprintf(", %s refused by NATS as over max_payload", count(t.Refused))
 	}
-	if compared := t.Identical + t.Changed; exceeds(t.Changed, compared, th.MaxChangedRatio) {
-		fail("%s of %s targets compared with their original (%s) changed, above --max-changed-ratio %s; review the diff in the report",
-			count(t.Changed), count(compared), percent(t.Changed, compared, 2), number(th.MaxChangedRatio))
+	return fmt.Sprintf("%s of %s targets (%s) failed in shadow (%s shadow errors, %s missing from the DLQ%s), above --max-error-ratio %s",
+		count(bad), count(t.Targets), percent(bad, t.Targets, 2), count(t.ShadowErrors), count(t.SourceMissing), refusedNote, number(th.MaxErrorRatio)), true
+}
+
+func unansweredRatio(t Totals, th Thresholds) (string, bool) {
+	none := t.Timeouts + t.NoResponder
+	if !exceeds(none, t.Targets, th.MaxUnansweredRatio) {
+		return "", false
 	}
-	// The excess is compared as a ratio, one rounding, so calls exactly at the limit pass.
+	return fmt.Sprintf("%s of %s targets (%s) went unanswered (%s timeouts, %s with no responder), above --max-unanswered-ratio %s",
+		count(none), count(t.Targets), percent(none, t.Targets, 2), count(t.Timeouts), count(t.NoResponder), number(th.MaxUnansweredRatio)), true
+}
+
+func failureRatio(t Totals, th Thresholds) (string, bool) {
+	if !exceeds(t.Failed, t.Targets, th.MaxFailureRatio) {
+		return "", false
+	}
+	return fmt.Sprintf("%s of %s targets (%s) end in a terminal business failure under the new version (%s of them failed before too), above --max-failure-ratio %s; "+
+		"execute would count each as failed: see the failed sample items, fix the consumer or plan without them, or allow a ratio",
+		count(t.Failed), count(t.Targets), percent(t.Failed, t.Targets, 2), count(t.FailedAgain), number(th.MaxFailureRatio)), true
+}
+
+func changedRatio(t Totals, th Thresholds) (string, bool) {
+	compared := t.Identical + t.Changed
+	if !exceeds(t.Changed, compared, th.MaxChangedRatio) {
+		return "", false
+	}
+	return fmt.Sprintf("%s of %s targets compared with their original (%s) changed, above --max-changed-ratio %s; review the diff in the report",
+		count(t.Changed), count(compared), percent(t.Changed, compared, 2), number(th.MaxChangedRatio)), true
+}
+
+// callsOverExpected compares the excess as a ratio, one rounding, so calls exactly at the limit pass.
+func callsOverExpected(t Totals, th Thresholds) (string, bool) {
 	over := t.ShadowExternalCalls - t.ExpectedExternalCalls
 	switch {
 	case t.ExpectedExternalCalls == 0 && over > 0:
-		fail("shadow would make %s external calls, the plan expected none (--max-calls-over %s)",
-			count(t.ShadowExternalCalls), number(th.MaxCallsOverExpected))
+		return fmt.Sprintf("shadow would make %s external calls, the plan expected none (--max-calls-over %s)",
+			count(t.ShadowExternalCalls), number(th.MaxCallsOverExpected)), true
 	case exceeds(over, t.ExpectedExternalCalls, th.MaxCallsOverExpected):
-		fail("shadow would make %s external calls, %s above the plan's expected %s (--max-calls-over %s)",
+		return fmt.Sprintf("shadow would make %s external calls, %s above the plan's expected %s (--max-calls-over %s)",
 			count(t.ShadowExternalCalls), percent(over, t.ExpectedExternalCalls, 1),
-			count(t.ExpectedExternalCalls), number(th.MaxCallsOverExpected))
+			count(t.ExpectedExternalCalls), number(th.MaxCallsOverExpected)), true
 	}
-	if reasons == nil {
-		reasons = []string{}
-	}
-	return Verdict{Pass: len(reasons) == 0, Reasons: reasons, Thresholds: th}
+	return "", false
 }
 
 // exceeds reports whether part / whole is above limit; nothing is above any limit of nothing.
