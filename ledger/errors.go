@@ -13,6 +13,10 @@ var (
 	// (wrong host, PostgreSQL down, bad credentials, unknown database).
 	ErrUnavailable = errors.New("ledger database unavailable")
 
+	// ErrInvalidURL means the ledger database URL does not parse: retrying it unchanged cannot
+	// succeed, unlike ErrUnavailable.
+	ErrInvalidURL = errors.New("invalid ledger database URL")
+
 	// ErrSchemaOutdated means the ledger schema is not the version this binary needs: older (run
 	// `replayctl migrate`) or newer (upgrade replayctl).
 	ErrSchemaOutdated = errors.New("ledger schema outdated")

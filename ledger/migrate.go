@@ -67,6 +67,17 @@ var loadMigrations = sync.OnceValues(func() ([]migration, error) {
 	return out, nil
 })
 
+// EmbeddedSchemaVersion returns the schema version this binary migrates to, its highest embedded
+// migration, and that migration's name, for help text and --version that never open a connection.
+func EmbeddedSchemaVersion() (version int, name string, err error) {
+	ms, err := loadMigrations()
+	if err != nil || len(ms) == 0 {
+		return 0, "", err
+	}
+	last := ms[len(ms)-1]
+	return last.version, last.name, nil
+}
+
 // wantedVersion is the highest embedded migration, the schema version this binary needs.
 func wantedVersion() (int, error) {
 	ms, err := loadMigrations()

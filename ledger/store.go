@@ -45,7 +45,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 func open(ctx context.Context, databaseURL string) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("invalid ledger database URL: %w; %s", err, urlHint)
+		return nil, fmt.Errorf("%w: %w; %s", ErrInvalidURL, err, urlHint)
 	}
 	params := cfg.ConnConfig.RuntimeParams
 	if _, ok := params["application_name"]; !ok {

@@ -107,7 +107,7 @@ guard stopped the run, 3 when a gate refused, 2 on bad input.`,
 	fl.Float64Var(&req.Guards.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "stop when more than this fraction of settled targets failed")
 	fl.Int64Var(&req.Guards.MaxUncertain, "max-uncertain", defaults.MaxUncertain, "stop publishing when more than this many targets are uncertain")
 	fl.Float64Var(&req.MaxDriftRatio, "max-drift", 0, "skip targets whose ledger rows changed since plan, up to this fraction; above it refuse (0: refuse any)")
-	fl.DurationVar(&req.SettleTimeout, "settle-timeout", 5*time.Minute, "stop when published targets make no progress in the ledger for this long")
+	fl.Var(newDurationValue(&req.SettleTimeout, 5*time.Minute), "settle-timeout", "stop when published targets make no progress in the ledger for this long")
 	return cmd
 }
 

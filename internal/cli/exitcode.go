@@ -38,6 +38,8 @@ var exitCodes = []struct {
 	code int
 }{
 	{ErrUsage, ExitUsage},
+	// A URL that does not parse is bad input; an unreachable server (ErrUnavailable) is not.
+	{ledger.ErrInvalidURL, ExitUsage},
 	// A manifest edited after plan is not the job that was planned: DESIGN lists it with the
 	// gates. It also matches ErrInvalid, so it must come first.
 	{manifest.ErrTampered, ExitGateRefused},

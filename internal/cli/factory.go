@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/user"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +43,8 @@ type Factory struct {
 	JetStream func(ctx context.Context) (jetstream.JetStream, func(), error)
 	// Now is the clock, fixed in tests.
 	Now func() time.Time
-	// Actor names the operator recorded in the audit log: --actor, else $USER, else "unknown".
+	// Actor names the operator recorded in the audit log: --actor, else $USER, else the OS user
+	// the process runs as (its name, else "uid N").
 	Actor func() string
 	// JSON reports whether --json was given.
 	JSON func() bool
@@ -77,11 +80,20 @@ func NewFactory(ios *iostreams.IOStreams) *Factory {
 		return firstNonEmpty(f.flags.databaseURL, os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"), defaultDatabaseURL)
 	}
 	f.NATSURL = func() string { return firstNonEmpty(f.flags.natsURL, os.Getenv("NATS_URL"), defaultNATSURL) }
-	f.Actor = func() string { return firstNonEmpty(f.flags.actor, os.Getenv("USER"), "unknown") }
+	f.Actor = func() string { return firstNonEmpty(f.flags.actor, os.Getenv("USER"), osUser()) }
 	f.JSON = func() bool { return f.flags.json }
 	f.Ledger = f.openLedger
 	f.JetStream = f.connectJetStream
 	return f
+}
+
+// osUser names the user the process runs as, for an actor when $USER is unset (cron, systemd,
+// a container's entrypoint): the account name, else the numeric uid, never a made-up name.
+func osUser() string {
+	if u, err := user.Current(); err == nil && strings.TrimSpace(u.Username) != "" {
+		return u.Username
+	}
+	return "uid " + strconv.Itoa(os.Getuid())
 }
 
 func firstNonEmpty(values ...string) string {

@@ -1,10 +1,6 @@
 package cli
 
 import (
-	"strconv"
-	"strings"
-	"time"
-
 	"github.com/spf13/cobra"
 )
 
@@ -21,44 +17,9 @@ func NewCmdLedger(f *Factory) *cobra.Command {
          each against its warning threshold, with what to do about a warning`,
 		Example: `  replayctl ledger stats --consumer billing
   replayctl ledger prune --all-consumers --dry-run`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErrorf("unknown command %q for %s; use prune or stats", args[0], cmd.CommandPath())
-			}
-			return nil
-		},
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(NewCmdLedgerPrune(f, nil), NewCmdLedgerStats(f, nil))
 	return cmd
-}
-
-// parseSpan reads a length of time as Go writes it ("36h", "90m") or in days ("30d"), the unit
-// retention and report windows are thought in. It must be positive.
-func parseSpan(flag, value string) (time.Duration, error) {
-	v := strings.TrimSpace(value)
-	if days, ok := strings.CutSuffix(v, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n > 0 && n <= 100*366 {
-			return time.Duration(n) * 24 * time.Hour, nil
-		}
-	} else if d, err := time.ParseDuration(v); err == nil && d > 0 {
-		return d, nil
-	}
-	return 0, usageErrorf("--%s %q: want a positive length of time in days (30d) or as in 24h or 90m", flag, value)
-}
-
-// spanString writes d the way parseSpan reads it, in whole days from two days up ("24h", "7d").
-func spanString(d time.Duration) string {
-	const day = 24 * time.Hour
-	if d >= 2*day && d%day == 0 {
-		return strconv.FormatInt(int64(d/day), 10) + "d"
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }

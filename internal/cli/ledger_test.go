@@ -111,10 +111,12 @@ func TestLedgerVerbsRefuseBadFlagsWithExit2BeforeConnecting(t *testing.T) {
 		{"ledger prune --consumer billing --incident-retention 0d", `--incident-retention "0d": want a positive length of time`},
 		{"ledger prune --consumer billing extra", "takes no arguments"},
 		{"ledger stats", "--consumer is required"},
-		{"ledger stats --consumer billing --window 1w", `--window "1w": want a positive length of time in days (30d)`},
+		{"ledger stats --consumer billing --window 1y", `--window "1y": want a positive length of time in weeks (1w), days (2d)`},
 		{"ledger stats --consumer billing --window -1h", `--window "-1h"`},
 		{"ledger stats --consumer billing --window 400d", "--window 400d: at most 366d"},
 		{"ledger bogus", `unknown command "bogus" for replayctl ledger; use prune or stats`},
+		{"ledger stast", `unknown command "stast" for replayctl ledger; did you mean stats?`},
+		{"reconcile reslove", `unknown command "reslove" for replayctl reconcile; did you mean resolve?`},
 	} {
 		stdout, stderr, code := execCommand(t, false, tc.args+" --json", noConnections(t))
 		var res struct {

@@ -66,10 +66,34 @@ func manifestArg(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// noArgs refuses positional arguments as a usage error.
+// noArgs refuses positional arguments as a usage error. On a command with verbs under it (replayctl,
+// ledger, reconcile) an argument is a mistyped verb: the error names the nearest ones.
 func noArgs(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
+	if len(args) == 0 {
+		return nil
+	}
+	if !cmd.HasAvailableSubCommands() {
 		return usageErrorf("%s takes no arguments; got %q", cmd.Name(), args)
 	}
-	return nil
+	msg := fmt.Sprintf("unknown command %q", args[0])
+	if cmd.HasParent() {
+		msg += " for " + cmd.CommandPath()
+	}
+	// cobra applies its default distance only on its own unknown-command path, which a command
+	// with Args set does not take.
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += "; did you mean " + strings.Join(s, " or ") + "?"
+	} else if cmd.HasParent() {
+		var verbs []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				verbs = append(verbs, c.Name())
+			}
+		}
+		msg += "; use " + strings.Join(verbs, " or ")
+	}
+	return usageErrorf("%s", msg)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,10 +22,17 @@ type MigrateOptions struct {
 // NewCmdMigrate returns the migrate command. runF, when not nil, replaces the run function (tests).
 func NewCmdMigrate(f *Factory, runF func(*MigrateOptions) error) *cobra.Command {
 	opts := &MigrateOptions{IO: f.IOStreams, Ledger: f.Ledger}
+	// The example shows the version and last migration this binary carries, read from the
+	// embedded files, so it cannot go stale as migrations are added.
+	version, last, err := ledger.EmbeddedSchemaVersion()
+	if err != nil {
+		last = err.Error()
+	}
 	return &cobra.Command{
 		Use:   "migrate",
 		Short: "Install or upgrade the ledger schema",
-		Long: `Install or upgrade the ledger schema in the database of --database-url.
+		Long: `Install or upgrade the ledger schema in the database of --database-url. This replayctl needs
+schema version ` + strconv.Itoa(version) + ` (migration ` + last + `).
 
 Migrations are embedded in replayctl and numbered; each runs in its own transaction and is
 recorded, and an advisory lock serialises concurrent runs, so migrate is safe to repeat and to run
@@ -34,7 +42,7 @@ The schema goes wherever the connection's search_path points: add ?search_path=r
 URL to keep it out of public.`,
 		Example: `  replayctl migrate
   replayctl migrate --database-url 'postgres://replayctl@db.internal/ops?search_path=replayctl'
-  replayctl migrate --json    # {"version": 1, "applied": ["0001_init"]}`,
+  replayctl migrate --json    # {"version": ` + strconv.Itoa(version) + `, "applied": [..., "` + last + `"]} on a ledger that lacked it`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()

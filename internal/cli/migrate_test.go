@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -52,5 +54,28 @@ func TestMigrateTwice(t *testing.T) {
 	}
 	if res.Applied == nil || len(res.Applied) != 0 || res.Version < 1 {
 		t.Errorf("--json result %s", stdout)
+	}
+}
+
+// migrate --help names the version a fresh ledger ends at; it once said 1 when the schema was at 6.
+func TestMigrateHelpNamesTheVersionMigrateReaches(t *testing.T) {
+	url := pgtest.URL(t)
+	stdout, stderr, code := runCommand(t, false, "migrate --json --database-url '"+url+"'")
+	var res struct {
+		Version int      `json:"version"`
+		Applied []string `json:"applied"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != ExitOK || len(res.Applied) == 0 {
+		t.Fatalf("migrate --json: exit %d, %v: %s%s", code, err, stdout, stderr)
+	}
+	help, _, _ := runCommand(t, false, "migrate --help")
+	last := res.Applied[len(res.Applied)-1]
+	for _, want := range []string{
+		fmt.Sprintf("needs\nschema version %d (migration %s)", res.Version, last),
+		fmt.Sprintf(`{"version": %d, "applied": [..., "%s"]}`, res.Version, last),
+	} {
+		if !strings.Contains(help, want) {
+			t.Errorf("migrate --help does not say %q:\n%s", want, help)
+		}
 	}
 }

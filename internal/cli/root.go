@@ -85,20 +85,9 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		Example:       rootExample,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		// cobra only applies its default distance on its own unknown-command path, which a root
-		// with Args set does not take.
-		SuggestionsMinimumDistance: 2,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return nil
-			}
-			msg := fmt.Sprintf("unknown command %q", args[0])
-			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
-				msg += "; did you mean " + strings.Join(s, " or ") + "?"
-			}
-			return usageErrorf("%s", msg)
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Version:       versionString(),
+		Args:          noArgs,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
 			f.IOStreams.SetMachineOutput(f.JSON())
 			if f.flags.progressInterval < 0 {
@@ -118,7 +107,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 			if err := manifest.ValidateActor(f.Actor()); err != nil {
 				source := "--actor"
 				if f.flags.actor == "" {
-					source = "$USER (the default of --actor)"
+					source = "$USER or the OS user (the default of --actor)"
 				}
 				return usageErrorf("%s %q %v", source, clip.Runes(f.Actor(), 80), err)
 			}
@@ -128,6 +117,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	root.SetIn(f.IOStreams.In)
 	root.SetOut(f.IOStreams.Out)
 	root.SetErr(f.IOStreams.ErrOut)
+	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%s", err) })
 
 	pf := root.PersistentFlags()
@@ -135,9 +125,9 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		"PostgreSQL URL of the ledger (default: $REPLAYCTL_DATABASE_URL, then $DATABASE_URL, then the local socket, database test)")
 	pf.StringVar(&f.flags.natsURL, "nats-url", "", "NATS server URL (default: $NATS_URL, then "+defaultNATSURL+")")
 	pf.BoolVar(&f.flags.json, "json", false, "print machine-readable JSON on stdout; logs stay on stderr")
-	pf.DurationVar(&f.flags.progressInterval, "progress-interval", defaultProgressInterval,
+	pf.Var(newDurationValue(&f.flags.progressInterval, defaultProgressInterval), "progress-interval",
 		"without a terminal (nohup, CI) or with --json, long commands (plan, shadow, execute, reconcile, prune) print a progress line on stderr this often (0: none)")
-	pf.StringVar(&f.flags.actor, "actor", "", `operator recorded in the audit log (default: $USER, else "unknown")`)
+	pf.StringVar(&f.flags.actor, "actor", "", "operator recorded in the audit log (default: $USER, else the OS user)")
 
 	root.AddCommand(
 		NewCmdMigrate(f, nil),

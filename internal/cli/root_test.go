@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/user"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +104,9 @@ func TestUsageErrors(t *testing.T) {
 		args, wantErr, wantHint string
 	}{
 		{"valdate job.json", `unknown command "valdate"; did you mean validate?`, "Run 'replayctl --help' for usage."},
+		{"exectue job.json", `unknown command "exectue"; did you mean execute?`, "Run 'replayctl --help' for usage."},
+		{"recon", `unknown command "recon"; did you mean reconcile?`, "Run 'replayctl --help' for usage."},
+		{"frobnicate", `unknown command "frobnicate"`, "Run 'replayctl --help' for usage."},
 		{"validate", "exactly one argument", "Run 'replayctl validate --help' for usage."},
 		{"validate a.json b.json", "got 2", "Run 'replayctl validate --help' for usage."},
 		{"validate --ledgr job.json", "unknown flag: --ledgr", "Run 'replayctl validate --help' for usage."},
@@ -218,8 +225,14 @@ func TestGlobalFlagDefaults(t *testing.T) {
 	if got := f.NATSURL(); got != defaultNATSURL {
 		t.Errorf("NATSURL() = %q", got)
 	}
-	if got := f.Actor(); got != "unknown" {
-		t.Errorf("Actor() = %q", got)
+	// cron, systemd units and container entrypoints run without $USER: the audit log still
+	// names who ran the command.
+	want := "uid " + strconv.Itoa(os.Getuid())
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		want = u.Username
+	}
+	if got := f.Actor(); got != want || got == "unknown" {
+		t.Errorf("Actor() with $USER unset = %q, want the OS user %q", got, want)
 	}
 
 	t.Setenv("DATABASE_URL", "postgres:///from-database-url")
@@ -256,5 +269,20 @@ func TestNATSConnectFailureNamesTheFlag(t *testing.T) {
 	}
 	if exitCode(err) != ExitFailure {
 		t.Errorf("exit code %d, want %d", exitCode(err), ExitFailure)
+	}
+}
+
+func TestVersionNamesModuleCommitAndGo(t *testing.T) {
+	stdout, stderr, code := execCommand(t, false, "--version", noConnections(t))
+	if code != ExitOK {
+		t.Fatalf("--version: exit %d:\n%s", code, stderr)
+	}
+	if !strings.HasPrefix(stdout, "replayctl ") || !strings.Contains(stdout, "built with go1.") || !strings.Contains(stdout, "commit ") {
+		t.Fatalf("--version printed %q; want the module version, the commit and the Go version", stdout)
+	}
+	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v1.2.3"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "2df672b0123456789abcdef"}, {Key: "vcs.time", Value: "2026-12-04T04:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	if got, want := formatVersion(bi), "v1.2.3, commit 2df672b01234 (2026-12-04T04:00:00Z), modified, built with go1.26.0"; got != want {
+		t.Errorf("formatVersion = %q, want %q", got, want)
 	}
 }

@@ -219,3 +219,27 @@ func TestMisplacedURLNeverEchoed(t *testing.T) {
 		}
 	}
 }
+
+// A database URL that does not parse is bad input (exit 2), not a runtime failure worth retrying;
+// the message says what is wrong and where to fix it, without the password.
+func TestUnparseableDatabaseURLIsAUsageError(t *testing.T) {
+	for _, bad := range []string{
+		"postgres://replay:" + secret + "@127.0.0.1:notaport/test",
+		"postgres://replay:" + secret + "%zz@127.0.0.1/test",
+		"host=127.0.0.1 port=1 password='" + secret,
+	} {
+		for _, asJSON := range []string{"", "--json "} {
+			stdout, stderr, code := runCommand(t, false, asJSON+"migrate --database-url \""+bad+"\"")
+			if code != ExitUsage {
+				t.Errorf("%q: exit %d, want %d:\n%s", bad, code, ExitUsage, stderr)
+			}
+			if !strings.Contains(stderr, "invalid ledger database URL") || !strings.Contains(stderr, "check --database-url") {
+				t.Errorf("%q: stderr does not say the URL is invalid and where to fix it:\n%s", bad, stderr)
+			}
+			if asJSON != "" && !strings.Contains(stdout, `"exitCode": 2`) {
+				t.Errorf("%q: --json stdout %q", bad, stdout)
+			}
+			assertNoSecret(t, map[string]string{"stdout": stdout, "stderr": stderr})
+		}
+	}
+}

@@ -79,7 +79,7 @@ job already ran, 2 on bad input. Shadowing again replaces the stored outcomes an
 	fl := cmd.Flags()
 	fl.IntVar(&req.Concurrency, "concurrency", 16, "shadow requests in flight at once (1-1024)")
 	fl.IntVar(&req.Sample, "sample", 100, "events in the diffed sample")
-	fl.DurationVar(&req.Timeout, "timeout", 5*time.Second, "how long to wait for each shadow reply")
+	fl.Var(newDurationValue(&req.Timeout, 5*time.Second), "timeout", "how long to wait for each shadow reply")
 	fl.StringArrayVar(&req.IgnoreFields, "ignore-field", nil, "result field to leave out of the comparison, e.g. processedAt or lines[*].sku (repeatable)")
 	fl.StringVar(&opts.ReportPath, "report", "", "where to write the report (default: next to the manifest, <name>.shadow.json)")
 	fl.Float64Var(&req.Thresholds.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "fail when more than this fraction of targets fail in shadow or are missing from the DLQ (0: none may)")

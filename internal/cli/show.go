@@ -40,7 +40,8 @@ func NewCmdShow(f *Factory, runF func(*ShowOptions) error) *cobra.Command {
 effect version, every figure of the plan, the failure reasons, what was kept out of the targets
 (uncertain, in flight, conflicting payloads) and the first event IDs.
 
-The manifest is verified first, like validate: an edited or invalid manifest is refused (exit 2).
+The manifest is verified first, like validate: a manifest edited after plan (its digest does not
+match) is refused with exit 3, like the gates; an invalid one with exit 2.
 With --json, show prints the manifest itself.`,
 		Example: `  replayctl show job.json
   replayctl show job.json --json | jq '.stats'`,

@@ -153,3 +153,27 @@ func TestShowSanitisesControlCharacters(t *testing.T) {
 		t.Errorf("control characters reached the output:\n%q", out.String())
 	}
 }
+
+// The help is what an operator scripts against: each exit code it names must be the one show
+// returns.
+func TestShowHelpStatesTheExitCodesShowReturns(t *testing.T) {
+	help, _, _ := runCommand(t, false, "show --help")
+	edited := writeManifest(t, testManifest(t))
+	editFile(t, edited, `"scanned": 1234`, `"scanned": 1235`)
+	invalid := writeManifest(t, testManifest(t))
+	editFile(t, invalid, `"apiVersion": "replayctl/v1"`, `"apiVersion": 7`)
+	for _, tt := range []struct {
+		path, claim string
+		want        int
+	}{
+		{edited, "edited after plan (its digest does not\nmatch) is refused with exit 3", ExitGateRefused},
+		{invalid, "an invalid one with exit 2", ExitUsage},
+	} {
+		if !strings.Contains(help, tt.claim) {
+			t.Errorf("show --help does not say %q:\n%s", tt.claim, help)
+		}
+		if _, stderr, code := runCommand(t, false, "show "+tt.path); code != tt.want {
+			t.Errorf("show of a manifest the help says exits %d: exit %d:\n%s", tt.want, code, stderr)
+		}
+	}
+}
