@@ -87,10 +87,16 @@ func newDurationValue(d *time.Duration, def time.Duration) *durationValue {
 	return &durationValue{d}
 }
 
+// Set reads s; a negative value ("-1s") is read as such, as pflag's own duration flags do, for
+// the command's check to refuse it naming the flag.
 func (v *durationValue) Set(s string) error {
-	d, ok := parseDuration(s)
+	rest, negative := strings.CutPrefix(strings.TrimSpace(s), "-")
+	d, ok := parseDuration(rest)
 	if !ok {
 		return errors.New("want a " + durationForms)
+	}
+	if negative {
+		d = -d
 	}
 	*v.d = d
 	return nil
