@@ -25,9 +25,6 @@ const (
 // hung connection is treated as a lost lock instead of stalling the run that holds it.
 const lockCheckTimeout = 5 * time.Second
 
-// retakeAttempts is how many connections Keep tries before it gives a lost lock up.
-const retakeAttempts = 3
-
 // ErrLockLost means a session lock went with its connection (its backend was terminated, the
 // server restarted, the network failed) and could not be taken again: another session holds it
 // now, or the ledger cannot be reached.
@@ -97,33 +94,47 @@ func (l *SessionLock) Keep(ctx context.Context) (retaken bool, err error) {
 	if l.conn == nil {
 		return false, fmt.Errorf("%w: %s: the lock was released", ErrLockLost, l.action)
 	}
-	ctx, cancel := context.WithTimeout(ctx, lockCheckTimeout)
+	pingCtx, cancel := context.WithTimeout(ctx, lockCheckTimeout)
 	defer cancel()
-	pingErr := l.conn.Ping(ctx)
+	pingErr := l.conn.Ping(pingCtx)
 	if pingErr == nil {
 		return false, nil
 	}
 	// Closing makes sure the old session ends (and its lock with it) even if the ping failed on a
 	// session that is still alive, so the lock can never be held twice by this holder.
-	l.conn.Conn().Close(ctx)
+	l.conn.Conn().Close(pingCtx)
 	l.conn.Release()
 	l.conn = nil
-	var conn *pgxpool.Conn
-	// The pool may hand out idle connections killed along with ours, every one of them when all
-	// the holder's sessions were terminated at once; each that fails is discarded, so after as
-	// many attempts as the pool holds connections the next one is fresh.
-	attempts := retakeAttempts + int(l.store.Pool.Stat().MaxConns())
-	for attempt := range attempts {
-		if conn, err = l.acquire(ctx); err == nil || errors.Is(err, l.held) || ctx.Err() != nil || !ConnectionLost(err) {
-			break
-		}
-		time.Sleep(min(time.Duration(attempt+1)*100*time.Millisecond, 300*time.Millisecond))
-	}
+	conn, err := l.retake(ctx)
 	if err != nil {
 		return false, fmt.Errorf("%w: %s: its ledger connection failed (%v) and the lock could not be taken again: %w", ErrLockLost, l.action, pingErr, err)
 	}
 	l.conn = conn
 	return true, nil
+}
+
+// retake takes the lock again after its session was lost. While the ledger cannot be reached it
+// tries for as long as an idempotent statement is sent again (lostConnectionBudget): a server
+// restarted or failed over is back within seconds, and while it is down no other session can take
+// the lock either. A lock another session holds now, or any answer but a lost connection, ends it
+// at once.
+func (l *SessionLock) retake(ctx context.Context) (*pgxpool.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, lostConnectionBudget)
+	defer cancel()
+	// The pool may hand out idle connections killed along with ours, every one of them when all
+	// the holder's sessions were terminated at once; each that fails is discarded, and the budget
+	// outlasts many more attempts than the pool holds connections, so a fresh one comes.
+	for attempt := 1; ; attempt++ {
+		conn, err := l.acquire(ctx)
+		if err == nil || errors.Is(err, l.held) || !ConnectionLost(err) {
+			return conn, err
+		}
+		select {
+		case <-time.After(min(time.Duration(attempt)*100*time.Millisecond, 300*time.Millisecond)):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
 }
 
 // Hold calls Keep every interval until the returned stop is called, and calls onRetaken (if not

@@ -62,6 +62,9 @@ type Options struct {
 	// Cluster runs a 3-server JetStream cluster with R3 streams (natstest.StartCluster); NATS's
 	// connection picks a server at random, and Env.Cluster kills and restarts servers.
 	Cluster bool
+	// DatabaseURL puts the ledger in that database (a pgtest.Private server's, which the test may
+	// stop and start) instead of a fresh schema of the shared server.
+	DatabaseURL string
 }
 
 // New builds the streams, the ledger and a provider; nothing is seeded yet.
@@ -69,7 +72,13 @@ func New(t testing.TB, o Options) *Env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	store, url := pgtest.LedgerWithURL(t)
+	var store *ledger.Store
+	url := o.DatabaseURL
+	if url == "" {
+		store, url = pgtest.LedgerWithURL(t)
+	} else {
+		store = pgtest.LedgerAt(t, url)
+	}
 	var env *natstest.Env
 	var cluster *natstest.Cluster
 	replicas := 1

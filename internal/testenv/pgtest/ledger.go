@@ -19,10 +19,17 @@ func Ledger(t testing.TB) *ledger.Store {
 // same rows.
 func LedgerWithURL(t testing.TB) (*ledger.Store, string) {
 	t.Helper()
+	url := URL(t)
+	return LedgerAt(t, url), url
+}
+
+// LedgerAt opens a store at databaseURL, migrated to the current version and closed at cleanup:
+// Ledger on a database the test owns, such as a Private server's.
+func LedgerAt(t testing.TB, databaseURL string) *ledger.Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	url := URL(t)
-	store, err := ledger.Open(ctx, url)
+	store, err := ledger.Open(ctx, databaseURL)
 	if err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
@@ -30,5 +37,5 @@ func LedgerWithURL(t testing.TB) (*ledger.Store, string) {
 	if _, err := store.Migrate(ctx); err != nil {
 		t.Fatalf("pgtest: migrate: %v", err)
 	}
-	return store, url
+	return store
 }
