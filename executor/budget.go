@@ -6,7 +6,6 @@ import (
 	"math"
 
 	"github.com/replayctl/replayctl/ledger"
-	"github.com/replayctl/replayctl/manifest"
 )
 
 // The call budget is the passing shadow verdict's: the external calls the shadow measured, plus
@@ -59,11 +58,12 @@ type verdictCalls struct {
 	MaxCallsPerTarget   int64  `json:"maxCallsPerTarget"`
 }
 
-// budgetOf is the budget of a run of m relying on verdict v.
-func budgetOf(v ledger.ShadowVerdict, m *manifest.Manifest, over float64) CallBudget {
-	b := CallBudget{Source: BudgetFromPlan, Calls: m.ExpectedExternalCalls, MaxCallsOver: over, PlanExpected: m.ExpectedExternalCalls}
-	if m.Stats.Targets > 0 {
-		b.PerTarget = float64(m.ExpectedExternalCalls) / float64(m.Stats.Targets)
+// budgetOf is the budget of a run of a job of targets, which the plan expected to make expected
+// external calls, relying on verdict v.
+func budgetOf(v ledger.ShadowVerdict, expected, targets int64, over float64) CallBudget {
+	b := CallBudget{Source: BudgetFromPlan, Calls: expected, MaxCallsOver: over, PlanExpected: expected}
+	if targets > 0 {
+		b.PerTarget = float64(expected) / float64(targets)
 	}
 	var t verdictCalls
 	if json.Unmarshal(v.Totals, &t) == nil && t.ShadowExternalCalls != nil {

@@ -40,10 +40,12 @@ var ErrNotControllable = errors.New("the job's status does not allow this")
 var controls = map[string]struct {
 	from []string
 	to   string
+	// done is the action's past tense, for the default reason ("cancelled by alice").
+	done string
 }{
-	"pause":  {from: []string{ledger.JobExecuting}, to: ledger.JobPaused},
-	"resume": {from: []string{ledger.JobPaused}, to: ledger.JobExecuting},
-	"cancel": {from: []string{ledger.JobPlanned, ledger.JobShadowing, ledger.JobShadowed, ledger.JobExecuting, ledger.JobPaused}, to: ledger.JobCancelled},
+	"pause":  {from: []string{ledger.JobExecuting}, to: ledger.JobPaused, done: "paused"},
+	"resume": {from: []string{ledger.JobPaused}, to: ledger.JobExecuting, done: "resumed"},
+	"cancel": {from: []string{ledger.JobPlanned, ledger.JobShadowing, ledger.JobShadowed, ledger.JobExecuting, ledger.JobPaused}, to: ledger.JobCancelled, done: "cancelled"},
 }
 
 // Pause stops the job's publishing; messages already published are still processed.
@@ -83,7 +85,7 @@ func control(ctx context.Context, store *ledger.Store, c Control, action string)
 	rule := controls[action]
 	reason := c.Reason
 	if reason == "" {
-		reason = action + "d by " + c.Actor
+		reason = rule.done + " by " + c.Actor
 	}
 	err = pgx.BeginFunc(ctx, store.Pool, func(tx pgx.Tx) error {
 		err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: job.ID, From: rule.from, To: rule.to, Reason: reason, By: c.Actor})

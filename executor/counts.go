@@ -49,7 +49,9 @@ func progressOf(targets int64, ts map[string]int64, e ledger.JobEffectCounts, se
 	} else {
 		p.SourceFailed = ts[ledger.TargetFailed]
 		p.Completed, p.Failed, p.Uncertain = e.Completed, e.BusinessFailed+p.SourceFailed, e.Uncertain
-		p.Published = ts[ledger.TargetPublished]
+		// Acknowledged publishes are recorded in batches, and the consumer may write an outcome
+		// first: a target with a row under the job was published, recorded yet or not.
+		p.Published = max(ts[ledger.TargetPublished], e.Settled()+e.Processing+e.Retrying)
 	}
 	p.Remaining = max(0, targets-p.Skipped-p.Completed-p.Failed-p.Uncertain)
 	return p

@@ -138,7 +138,7 @@ func (s *session) checkVerdict(ctx context.Context) (VerdictRef, error) {
 		return VerdictRef{}, err
 	}
 	ref := VerdictRef{ID: v.ID, At: v.CreatedAt, Actor: v.Actor}
-	s.budget = budgetOf(v, m, s.opts.Guards.MaxCallsOver)
+	s.budget = budgetOf(v, m.ExpectedExternalCalls, m.Stats.Targets, s.opts.Guards.MaxCallsOver)
 	if v.ManifestDigest != m.Digest {
 		return ref, s.refuse(ctx, GateShadow, "the latest shadow verdict of job %s (#%d) is for manifest digest %s, not %s; shadow this manifest again",
 			m.ID, v.ID, v.ManifestDigest, m.Digest)
@@ -245,6 +245,8 @@ func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift
 		if err := s.checkSubject(ctx, first[0].OriginalSubject, &p); err != nil {
 			return p, err
 		}
+	} else if err := s.checkDurableOnly(ctx, &p); err != nil {
+		return p, err
 	}
 	return p, nil
 }
@@ -263,6 +265,28 @@ func (s *session) checkSubject(ctx context.Context, subject string, p *Preflight
 	if err := s.checkDedupWindow(ctx, p); err != nil {
 		return err
 	}
+	return s.lookUpDurable(ctx, stream, p)
+}
+
+// checkDurableOnly reports whether the durable exists when nothing is left to publish (a rerun
+// waiting for outcomes): nothing is refused, since nothing will be published, but "not found"
+// must not be said of a durable that exists.
+func (s *session) checkDurableOnly(ctx context.Context, p *Preflight) error {
+	subject, err := s.store.JobTargetsAnySubject(ctx, s.job.ID)
+	if err != nil || subject == "" {
+		return err
+	}
+	stream, err := s.js.StreamNameBySubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find the stream that captures %s: %w", subject, err)
+	}
+	return s.lookUpDurable(ctx, stream, p)
+}
+
+func (s *session) lookUpDurable(ctx context.Context, stream string, p *Preflight) error {
 	if _, err := s.js.Consumer(ctx, stream, s.opts.Durable); err == nil {
 		p.DurableFound = true
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {

@@ -271,6 +271,8 @@ type RunState struct {
 	Rate      float64       `json:"ratePerSecond"`
 	ETA       time.Duration `json:"etaNanos"`
 	StartedAt time.Time     `json:"startedAt"`
+	// Budget is the run's call budget, which status shows beside the calls made.
+	Budget CallBudget `json:"callBudget"`
 	// At is when the state was stored, by the ledger's clock (run_state_at).
 	At time.Time `json:"at"`
 }
@@ -278,7 +280,7 @@ type RunState struct {
 func (w *watcher) writeRunState(ctx context.Context, state, reason string) {
 	s := w.s
 	body, err := json.Marshal(RunState{Owner: s.opts.Owner, Actor: s.opts.Actor, State: state, Reason: reason,
-		Published: w.st.acked.Load(), Rate: w.r.Final.Rate, ETA: w.r.Final.ETA, StartedAt: w.r.StartedAt})
+		Published: w.st.acked.Load(), Rate: w.r.Final.Rate, ETA: w.r.Final.ETA, StartedAt: w.r.StartedAt, Budget: s.budget})
 	if err != nil {
 		return
 	}

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/replayctl/replayctl/ledger"
@@ -32,6 +33,9 @@ type StatusReport struct {
 	SourceKind    string   `json:"sourceKind"`
 	ExpectedCalls int64    `json:"expectedExternalCalls"`
 	Counts        Progress `json:"counts"`
+	// Budget is where Counts.CallBudget came from: the last run's budget, or, before any run,
+	// the budget a run would have at the default --max-calls-over; nil without a passing verdict.
+	Budget *CallBudget `json:"callBudgetSource,omitempty"`
 	// Executor is the attached executor's live state: attached when it holds the job's lock.
 	ExecutorAttached bool                `json:"executorAttached"`
 	Executor         *RunState           `json:"executor,omitempty"`
@@ -78,6 +82,9 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 			}
 		}
 	}
+	if err := fillBudget(ctx, store, job, r); err != nil {
+		return nil, err
+	}
 	if r.Uncertain, err = store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewUncertain, statusListed); err != nil {
 		return nil, err
 	}
@@ -85,4 +92,28 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 		return nil, err
 	}
 	return r, nil
+}
+
+// fillBudget sets r's call budget: the one the last run enforced, as it stored it with its run
+// state; before any run, the one a run would enforce at the default --max-calls-over, from the
+// latest verdict when it passed for the job's digest.
+func fillBudget(ctx context.Context, store *ledger.Store, job ledger.Job, r *StatusReport) error {
+	if r.Executor != nil && r.Executor.Budget.Source != "" {
+		b := r.Executor.Budget
+		r.Budget, r.Counts.CallBudget = &b, b.Budget
+		return nil
+	}
+	v, err := store.ShadowVerdictsLatest(ctx, job.ID)
+	if errors.Is(err, ledger.ErrNoVerdict) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !v.Pass || v.ManifestDigest != job.ManifestDigest {
+		return nil
+	}
+	b := budgetOf(v, job.ExpectedExternalCalls, job.Targets, DefaultGuards().MaxCallsOver)
+	r.Budget, r.Counts.CallBudget = &b, b.Budget
+	return nil
 }

@@ -158,6 +158,10 @@ func TestControlOfAJobThatNeverRan(t *testing.T) {
 	if code != ExitOK || !strings.Contains(stdout, "shadowed -> cancelled") || !strings.Contains(stdout, "cancel never reverts") {
 		t.Fatalf("cancel of a shadowed job: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
+	// Without --reason the recorded reason says who did it, in words: "cancelled by alice".
+	if r := w.statusJSON(t, m.ID); r.StatusReason != "cancelled by alice" {
+		t.Errorf("the default cancel reason is %q, want %q", r.StatusReason, "cancelled by alice")
+	}
 	_, stderr, code = w.replayctl(t, "execute --yes "+w.ManifestPath())
 	if code != ExitGateRefused || !strings.Contains(stderr, "already cancelled") || !strings.Contains(stderr, "plan a new job") {
 		t.Fatalf("execute of a cancelled job: exit %d, stderr %q; want 3", code, stderr)

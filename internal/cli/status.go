@@ -118,6 +118,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 		{"remaining", count(p.Remaining)},
 		{"external calls", count(p.ExternalCalls)},
 		{"expected external calls", count(r.ExpectedCalls)},
+		{"external call budget", budgetText(r.Budget)},
 	}); err != nil {
 		return err
 	}
@@ -125,4 +126,12 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 		return err
 	}
 	return printReview(ios, "failed", r.Failed, p.Failed-p.SourceFailed)
+}
+
+// budgetText is the call budget's row: the figure and where it came from.
+func budgetText(b *executor.CallBudget) string {
+	if b == nil {
+		return "none yet (no passing shadow verdict)"
+	}
+	return fmt.Sprintf("%d (%s)", b.Budget, b.Describe())
 }

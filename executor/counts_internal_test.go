@@ -1,0 +1,27 @@
+package executor
+
+import (
+	"testing"
+
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// Acknowledged publishes are recorded in batches, and the consumer often writes an outcome first:
+// mid-run, status showed 53 published beside 61 completed. A target with a ledger row under the
+// job was published, so published is never below the rows.
+func TestPublishedIsNeverBelowTheTargetsWithALedgerRow(t *testing.T) {
+	ts := map[string]int64{ledger.TargetPublished: 53, ledger.TargetPending: 45, ledger.TargetFailed: 2}
+	e := ledger.JobEffectCounts{Completed: 61, BusinessFailed: 1, Uncertain: 1, Processing: 3, Retrying: 1}
+	p := progressOf(100, ts, e, false)
+	if rows := e.Settled() + e.Processing + e.Retrying; p.Published < rows {
+		t.Errorf("published %d below the %d targets with a ledger row (completed %d)", p.Published, rows, p.Completed)
+	}
+	if p.Published > 100-ts[ledger.TargetFailed] {
+		t.Errorf("published %d is more than the targets that could be published", p.Published)
+	}
+	// When the marks are ahead (published, no outcome yet), they are the figure.
+	ts[ledger.TargetPublished] = 90
+	if p := progressOf(100, ts, e, false); p.Published != 90 {
+		t.Errorf("published %d, want the 90 recorded", p.Published)
+	}
+}

@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/replayctl/replayctl/executor"
+)
+
+func TestStatusReportsTheCallBudgetExecuteEnforces(t *testing.T) {
+	w, m := newShadowedWorld(t, 8, "job-cli-status-budget")
+
+	// Before any run: the budget a run would enforce at the default --max-calls-over.
+	stdout, stderr, code := w.replayctl(t, "execute --dry-run --json "+w.ManifestPath())
+	if code != ExitOK {
+		t.Fatalf("dry run: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	var dry executor.Result
+	if err := json.Unmarshal([]byte(stdout), &dry); err != nil {
+		t.Fatal(err)
+	}
+	if r := w.statusJSON(t, m.ID); dry.Preflight.CallBudget == 0 || r.Counts.CallBudget != dry.Preflight.CallBudget {
+		t.Errorf("before execute: status callBudget %d, the dry run's %d", r.Counts.CallBudget, dry.Preflight.CallBudget)
+	}
+
+	stdout, stderr, code = w.replayctl(t, "execute --yes --json --max-calls-over 0.5 "+w.ManifestPath())
+	if code != ExitOK {
+		t.Fatalf("execute: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	var res executor.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Preflight.CallBudget <= dry.Preflight.CallBudget {
+		t.Fatalf("--max-calls-over 0.5 gave budget %d, the default %d", res.Preflight.CallBudget, dry.Preflight.CallBudget)
+	}
+	r := w.statusJSON(t, m.ID)
+	if r.Counts.CallBudget != res.Preflight.CallBudget || r.Budget == nil || r.Budget.MaxCallsOver != 0.5 {
+		t.Errorf("after execute: status callBudget %d (%+v), execute enforced %d", r.Counts.CallBudget, r.Budget, res.Preflight.CallBudget)
+	}
+	stdout, _, _ = w.replayctl(t, "status "+m.ID)
+	if want := "external call budget"; !strings.Contains(stdout, want) || !strings.Contains(stdout, "50% --max-calls-over") {
+		t.Errorf("status lacks the budget row with its source:\n%s", stdout)
+	}
+}
+
+func TestARerunWithNothingLeftToPublishStillFindsTheDurable(t *testing.T) {
+	w := newExecWorld(t)
+	m := w.Shadowed(5, "job-cli-rerun-durable")
+	// The consumer's durable exists, but nothing consumes: every target is published and the run
+	// stops on the settle timeout, leaving the job executing with nothing left to publish.
+	stopConsumer := w.RunConsumer(w.NewConsumer(nil, nil))
+	stopConsumer()
+	stdout, stderr, code := w.replayctl(t, "execute --yes --settle-timeout 1s "+w.ManifestPath())
+	if code != ExitGuardStopped {
+		t.Fatalf("execute without a running consumer: exit %d, want 4:\n%s\n%s", code, stdout, stderr)
+	}
+	w.RunConsumer(w.NewConsumer(nil, nil))
+	stdout, stderr, code = w.replayctl(t, "execute --yes --json "+w.ManifestPath())
+	if code != ExitOK {
+		t.Fatalf("rerun: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	var res executor.Result
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Preflight.ToPublish != 0 || !res.Preflight.DurableFound {
+		t.Errorf("rerun: toPublish %d, durableFound %t; want 0 and true", res.Preflight.ToPublish, res.Preflight.DurableFound)
+	}
+	if strings.Contains(stderr, "was not found") {
+		t.Errorf("rerun says the existing durable was not found:\n%s", stderr)
+	}
+	if s := w.JobStatus(m.ID); s != "completed" {
+		t.Errorf("job %s after the rerun", s)
+	}
+}
