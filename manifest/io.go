@@ -125,18 +125,31 @@ func Encode(w io.Writer, m *Manifest) error {
 // same directory, syncs it, renames it over path and syncs the directory, so path never holds a
 // partial manifest. It refuses a manifest that Verify refuses, unsealed ones included.
 func WriteFile(path string, m *Manifest) error {
+	return writeVerified(path, m, true)
+}
+
+// WriteNewFile is WriteFile for a path that must not exist yet: a file already at path is
+// refused with an error matching fs.ErrExist and left as it was.
+func WriteNewFile(path string, m *Manifest) error {
+	return writeVerified(path, m, false)
+}
+
+func writeVerified(path string, m *Manifest, replace bool) error {
 	if err := Verify(m); err != nil {
 		return fmt.Errorf("refusing to write manifest %s: %w", path, err)
 	}
-	if err := writeFile(path, m); err != nil {
+	if err := writeFile(path, replace, func(w io.Writer) error { return Encode(w, m) }); err != nil {
 		return fmt.Errorf("writing manifest %s: %w", path, err)
 	}
 	return nil
 }
 
 // writeFile makes the manifest 0644: it holds no secrets and is meant to be reviewed.
-func writeFile(path string, m *Manifest) error {
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error { return Encode(w, m) })
+func writeFile(path string, replace bool, write func(io.Writer) error) error {
+	if replace {
+		return atomicfile.Write(path, 0o644, write)
+	}
+	return atomicfile.WriteNew(path, 0o644, write)
 }
 
 // firstInvalidUTF8 returns the offset of data's first byte that is not part of valid UTF-8.

@@ -5,6 +5,7 @@ package planner
 import (
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"time"
@@ -45,6 +46,9 @@ type Options struct {
 	Headers manifest.Headers
 	// OutputPath is where the manifest is written, atomically, before the job is committed.
 	OutputPath string
+	// Overwrite (--force) lets the manifest replace a file at OutputPath; without it an existing
+	// file is refused before anything is scanned, and again when the manifest is written.
+	Overwrite bool
 	Actor      string
 	Now        time.Time
 	// JobID overrides the generated job ID (tests, reproducible demos).
@@ -117,6 +121,8 @@ func (o *Options) Normalise() error {
 		add("-o is required: the path the manifest is written to")
 	} else if dir := filepath.Dir(o.OutputPath); !atomicfile.DirExists(dir) {
 		add("-o %s: directory %s does not exist; create it or write the manifest elsewhere", o.OutputPath, dir)
+	} else if _, err := os.Lstat(o.OutputPath); err == nil && !o.Overwrite {
+		add("-o %s: the file exists (an earlier plan's manifest?); pass --force to replace it, or write the manifest elsewhere", o.OutputPath)
 	}
 	o.Headers = dlq.WithDefaults(o.Headers)
 	for _, h := range []struct{ flag, name string }{

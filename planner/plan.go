@@ -140,7 +140,11 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if err := session.Record(ctx, job, entry); err != nil {
 		return nil, err
 	}
-	if err := manifest.WriteFile(opts.OutputPath, m); err != nil {
+	write := manifest.WriteNewFile
+	if opts.Overwrite {
+		write = manifest.WriteFile
+	}
+	if err := write(opts.OutputPath, m); err != nil {
 		return nil, fmt.Errorf("write manifest of job %s: %w", m.ID, err)
 	}
 	if err := session.Commit(ctx); err != nil {

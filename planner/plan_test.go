@@ -79,7 +79,7 @@ func (f *fixture) effect(eventID, state, payload string, effectCount int, leaseE
 func (f *fixture) options(mod func(*planner.Options)) planner.Options {
 	o := planner.Options{
 		Consumer: "billing", Stream: "DLQ", Reason: goodReason, Ticket: "INC-4521",
-		OutputPath: filepath.Join(f.dir, "job.json"), Actor: "alice", Now: planNow,
+		OutputPath: filepath.Join(f.dir, "job.json"), Overwrite: true, Actor: "alice", Now: planNow,
 	}
 	if mod != nil {
 		mod(&o)

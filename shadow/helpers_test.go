@@ -183,7 +183,7 @@ func (f *fixture) plan() *manifest.Manifest {
 	f.t.Helper()
 	res, err := planner.Plan(f.ctx, f.env.JS, f.store, planner.Options{
 		Consumer: "billing", Stream: "DLQ", Reason: "fee rounding fixed in INC-77; re-run the failed charges",
-		OutputPath: filepath.Join(f.dir, "job.json"), Actor: "alice", Now: planNow, JobID: "job-shadow-test",
+		OutputPath: filepath.Join(f.dir, "job.json"), Overwrite: true, Actor: "alice", Now: planNow, JobID: "job-shadow-test",
 	})
 	if err != nil {
 		f.t.Fatal(err)

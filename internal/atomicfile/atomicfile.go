@@ -12,7 +12,23 @@ import (
 // Write creates or replaces the file at path with what write produces, with mode perm: it writes
 // a temporary file in the same directory, syncs it, renames it over path and syncs the directory.
 // On any error the temporary file is removed and path is left as it was.
-func Write(path string, perm os.FileMode, write func(w io.Writer) error) (err error) {
+func Write(path string, perm os.FileMode, write func(w io.Writer) error) error {
+	return put(path, perm, write, os.Rename)
+}
+
+// WriteNew is Write for a path that must not exist yet: the finished file is linked into place,
+// which fails with an error matching fs.ErrExist when a file appeared there meanwhile, instead of
+// replacing it.
+func WriteNew(path string, perm os.FileMode, write func(w io.Writer) error) error {
+	return put(path, perm, write, func(tmp, path string) error {
+		if err := os.Link(tmp, path); err != nil {
+			return err
+		}
+		return os.Remove(tmp)
+	})
+}
+
+func put(path string, perm os.FileMode, write func(w io.Writer) error, place func(tmp, path string) error) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -36,7 +52,7 @@ func Write(path string, perm os.FileMode, write func(w io.Writer) error) (err er
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := place(tmp.Name(), path); err != nil {
 		return err
 	}
 	return syncDir(dir)

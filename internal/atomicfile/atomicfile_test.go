@@ -45,3 +45,23 @@ func TestWriteFailureLeavesOldFileAndNoTemporary(t *testing.T) {
 		t.Fatalf("content %q, %d entries in the directory; want the old file alone", data, len(entries))
 	}
 }
+
+func TestWriteNewRefusesAnExistingFileAndLeavesNoTemporary(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "job.json")
+	write := func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }
+	if err := atomicfile.WriteNew(path, 0o644, write); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.WriteNew(path, 0o644, write); !errors.Is(err, os.ErrExist) {
+		t.Fatalf("WriteNew over an existing file: %v, want an error matching fs.ErrExist", err)
+	}
+	data, _ := os.ReadFile(path)
+	entries, _ := os.ReadDir(dir)
+	if string(data) != "old" || len(entries) != 1 {
+		t.Fatalf("content %q, %d entries in the directory; want the old file alone", data, len(entries))
+	}
+}

@@ -106,6 +106,7 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 	fl.IntVar(&req.EffectVersion, "effect-version", 0, "effect version to replay under (default: highest known + 1)")
 	fl.BoolVar(&req.WriteForbidden, "write-forbidden", false, "replay with every external call suppressed and recorded")
 	fl.StringVarP(&req.OutputPath, "output", "o", "", "path of the manifest to write (required)")
+	fl.BoolVar(&req.Overwrite, "force", false, "replace an existing file at -o (without it, plan refuses to overwrite a manifest)")
 	fl.StringVar(&req.Headers.EventID, "header-event-id", dlq.DefaultHeaders.EventID, "DLQ header carrying the event ID")
 	fl.StringVar(&req.Headers.Reason, "header-reason", dlq.DefaultHeaders.Reason, "DLQ header carrying the failure reason")
 	fl.StringVar(&req.Headers.OriginalSubject, "header-original-subject", dlq.DefaultHeaders.OriginalSubject, "DLQ header carrying the original subject")

@@ -128,11 +128,13 @@ func TestPlanRefusalsExitTwoAndRecordNothing(t *testing.T) {
 	if _, stderr, code := e.plan(t, false, "--reason '"+planReason+"' -o "+out); code != ExitOK {
 		t.Fatalf("first plan: exit %d: %s", code, stderr)
 	}
+	// --force: a refused plan leaves the file alone even where it was allowed to replace it.
 	cases := []struct{ name, args, says string }{
-		{"no reason", "-o " + out, "--reason"},
-		{"trivial reason", "--reason replay -o " + out, "--reason"},
-		{"unknown stream", "--reason '" + planReason + "' --stream NOPE -o " + out, "NOPE"},
-		{"bad time", "--reason '" + planReason + "' --since yesterday -o " + out, "--since"},
+		{"no reason", "--force -o " + out, "--reason"},
+		{"trivial reason", "--force --reason replay -o " + out, "--reason"},
+		{"unknown stream", "--force --reason '" + planReason + "' --stream NOPE -o " + out, "NOPE"},
+		{"bad time", "--force --reason '" + planReason + "' --since yesterday -o " + out, "--since"},
+		{"existing manifest without --force", "--reason '" + planReason + "' -o " + out, "pass --force to replace it"},
 	}
 	before, err := os.ReadFile(out)
 	if err != nil {
@@ -152,6 +154,27 @@ func TestPlanRefusalsExitTwoAndRecordNothing(t *testing.T) {
 	after, err := os.ReadFile(out)
 	if err != nil || string(after) != string(before) {
 		t.Fatalf("a refused plan changed %s (%v)", out, err)
+	}
+}
+
+func TestPlanOverwritesAnExistingManifestOnlyWithForce(t *testing.T) {
+	e := newPlanEnv(t)
+	out := filepath.Join(e.dir, "job.json")
+	if err := os.WriteFile(out, []byte("an earlier manifest\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := e.plan(t, false, "--json --reason '"+planReason+"' -o "+out)
+	if code != ExitUsage || !strings.Contains(stderr, "-o "+out+": the file exists") || !strings.Contains(stderr, "pass --force to replace it") {
+		t.Fatalf("plan over an existing file: exit %d, want 2 saying what to do:\n%s\n%s", code, stdout, stderr)
+	}
+	if data, _ := os.ReadFile(out); string(data) != "an earlier manifest\n" {
+		t.Fatalf("the refused plan changed %s: %q", out, data)
+	}
+	if _, stderr, code := e.plan(t, false, "--force --reason '"+planReason+"' -o "+out); code != ExitOK {
+		t.Fatalf("plan --force: exit %d: %s", code, stderr)
+	}
+	if _, err := manifest.Load(out); err != nil {
+		t.Fatalf("plan --force did not write its manifest: %v", err)
 	}
 }
 

@@ -187,7 +187,7 @@ func (e *Env) PlanWith(jobID string, mod func(*planner.Options)) *manifest.Manif
 func (e *Env) TryPlan(jobID string, mod func(*planner.Options)) (*planner.Result, error) {
 	opts := planner.Options{
 		Consumer: Consumer, Stream: DLQStream, Reason: "payments outage INC-4521 fixed; re-run the failed charges",
-		OutputPath: e.ManifestPath(), Actor: "alice", Now: time.Now(), JobID: jobID,
+		OutputPath: e.ManifestPath(), Overwrite: true, Actor: "alice", Now: time.Now(), JobID: jobID,
 	}
 	if mod != nil {
 		mod(&opts)
