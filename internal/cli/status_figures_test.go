@@ -51,12 +51,19 @@ func TestARerunWithNothingLeftToPublishStillFindsTheDurable(t *testing.T) {
 	// The consumer's durable exists, but nothing consumes: every target is published and the run
 	// stops on the settle timeout, leaving the job executing with nothing left to publish.
 	stopConsumer := w.RunConsumer(w.NewConsumer(nil, nil))
+	w.WaitIdle() // the durable exists
 	stopConsumer()
-	stdout, stderr, code := w.replayctl(t, "execute --yes --settle-timeout 1s "+w.ManifestPath())
+	stdout, stderr, code := w.replayctl(t, "execute --yes --canary 0 --settle-timeout 2s "+w.ManifestPath())
 	if code != ExitGuardStopped {
 		t.Fatalf("execute without a running consumer: exit %d, want 4:\n%s\n%s", code, stdout, stderr)
 	}
+	if n := w.QueryInt(`select count(*) from job_targets where job_id = $1 and status = 'published'`, m.ID); n != 5 {
+		t.Fatalf("the stalled run recorded %d of 5 targets published; the rerun would still publish", n)
+	}
+	// The consumer comes back and handles every published target: nothing is left to publish,
+	// and the job still waits for a run to record its end.
 	w.RunConsumer(w.NewConsumer(nil, nil))
+	w.WaitIdle()
 	stdout, stderr, code = w.replayctl(t, "execute --yes --json "+w.ManifestPath())
 	if code != ExitOK {
 		t.Fatalf("rerun: exit %d:\n%s\n%s", code, stdout, stderr)
