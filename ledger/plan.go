@@ -32,7 +32,7 @@ const (
 	ClassEvidenceReconciled = "evidence_reconciled"
 )
 
-// Source kinds of a plan (DESIGN.md, "Sources and edges").
+// Source kinds of a plan (docs/contract.md, "Source kinds").
 const (
 	// SourceDLQ is a stream of dead-lettered messages: its targets are events with no completed
 	// row under any version.

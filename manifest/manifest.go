@@ -37,7 +37,7 @@ type Manifest struct {
 	Digest string `json:"digest"`
 }
 
-// Source kinds (DESIGN.md, "Sources and edges").
+// Source kinds (docs/contract.md, "Source kinds").
 const (
 	// SourceDLQ is a stream of dead-lettered messages carrying the DLQ headers; targets are
 	// events with no completed row under any version. A manifest without source.kind is one.

@@ -21,9 +21,9 @@ const (
 	lookupTimeout     = 10 * time.Second
 )
 
-// lookUpExpired asks the consumer's look-up once about each evidence_expired event (DESIGN: a plan
-// that meets expired evidence asks): happened is recorded reconciled through the SDK's own
-// compare-and-set (ledger.ExpiredVerdict, audited) and kept out; not happened becomes a target;
+// lookUpExpired asks the consumer's look-up once about each evidence_expired event, as the
+// contract says (docs/contract.md, "Ledger states"): happened is recorded reconciled through the
+// SDK's own compare-and-set (ledger.ExpiredVerdict, audited) and kept out; not happened becomes a target;
 // unknown, no answer, no responder or a row changed since it was read stays evidenceExpired, for
 // manual review. nil when there was nothing to ask.
 func lookUpExpired(ctx context.Context, nc *nats.Conn, store *ledger.Store, session *ledger.PlanSession, opts *Options,

@@ -287,7 +287,7 @@ func TestBadInputManifests(t *testing.T) {
 			cases = append(cases, usage(c.name+"/"+verb, verb+" "+c.path, c.wants...))
 		}
 	}
-	// DESIGN lists a tampered or stale manifest with the gates (exit 3): the file is sound, but it
+	// The contract (docs/contract.md) lists a tampered or stale manifest with the gates (exit 3): the file is sound, but it
 	// is not the job that was planned.
 	for _, verb := range []string{"validate", "show", "shadow", "execute --yes"} {
 		cases = append(cases, gated("edited for another consumer/"+verb, verb+" "+edited, "", "tampered", "re-run `replayctl plan`"))

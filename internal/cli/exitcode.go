@@ -12,7 +12,7 @@ import (
 	"github.com/replayctl/replayctl/shadow"
 )
 
-// Exit codes of replayctl, a public contract (DESIGN.md): runbooks and CI branch on them.
+// Exit codes of replayctl, a public contract (docs/contract.md): runbooks and CI branch on them.
 const (
 	// ExitOK means the command did what it was asked.
 	ExitOK = 0
@@ -40,7 +40,7 @@ var exitCodes = []struct {
 	{ErrUsage, ExitUsage},
 	// A URL that does not parse is bad input; an unreachable server (ErrUnavailable) is not.
 	{ledger.ErrInvalidURL, ExitUsage},
-	// A manifest edited after plan is not the job that was planned: DESIGN lists it with the
+	// A manifest edited after plan is not the job that was planned: the contract lists it with the
 	// gates. It also matches ErrInvalid, so it must come first.
 	{manifest.ErrTampered, ExitGateRefused},
 	{manifest.ErrInvalid, ExitUsage},

@@ -1,4 +1,4 @@
-// Package cmd is replayctl's command line: cobra wiring, flags, output (tables and --json) and
+// Package cli is replayctl's command line: cobra wiring, flags, output (tables and --json) and
 // the mapping of errors to exit codes. The work itself is done by the domain packages.
 package cli
 
