@@ -9,7 +9,10 @@ import (
 	"strings"
 )
 
-const redacted = "xxxxx"
+// Redacted is what stands in for a secret in every message.
+const Redacted = "xxxxx"
+
+const redacted = Redacted
 
 // Redact returns servers, a server list as nats.Connect takes it ("nats://u:p@a:4222,b:4222"),
 // with every password and token replaced by "xxxxx" and everything else as written.
@@ -66,6 +69,19 @@ var tokenInText = regexp.MustCompile("(?i)\\b((?:nats|tls|ws|wss)://)[^\\s:/@\"'
 // that are not the configured server list (an operator's misplaced argument).
 func RedactTokens(text string) string {
 	return tokenInText.ReplaceAllString(text, "${1}"+redacted+"@")
+}
+
+// nkeySeed matches an NKey seed (S, its type, base32 of 36 bytes: 58 characters in all, as in a
+// creds or .nk file) and jwt a JSON Web Token (a creds file's user JWT), wherever they appear.
+var (
+	nkeySeed = regexp.MustCompile(`\bS[UAONCXP][A-Z2-7]{56}\b`)
+	jwt      = regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+`)
+)
+
+// RedactKeys masks every NKey seed and JWT in text: a creds or nkey file's contents must never
+// be shown, whichever library quoted them.
+func RedactKeys(text string) string {
+	return jwt.ReplaceAllString(nkeySeed.ReplaceAllString(text, redacted), redacted)
 }
 
 // credential is the byte range [start, end) of one password or token in a server list, and the
