@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/natsconn"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
@@ -38,6 +39,10 @@ var exitCodes = []struct {
 	code int
 }{
 	{ErrUsage, ExitUsage},
+	// NATS settings that cannot work (an unknown context, two kinds of credentials, a missing
+	// file) and credentials or TLS the server refused: retrying unchanged cannot succeed.
+	{natsconn.ErrSettings, ExitUsage},
+	{natsconn.ErrRefused, ExitUsage},
 	// A URL that does not parse is bad input; an unreachable server (ErrUnavailable) is not.
 	{ledger.ErrInvalidURL, ExitUsage},
 	// A manifest edited after plan is not the job that was planned: the contract lists it with the

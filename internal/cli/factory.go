@@ -11,17 +11,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/internal/natsconn"
 	"github.com/replayctl/replayctl/internal/natsurl"
 	"github.com/replayctl/replayctl/ledger"
 )
 
 const (
 	defaultDatabaseURL = "postgres:///test?host=/var/run/postgresql"
-	defaultNATSURL     = "nats://127.0.0.1:4222"
+	defaultNATSURL     = natsconn.DefaultURL
 	// connectTimeout bounds opening a connection, so an unreachable host fails the command in
 	// seconds instead of hanging an operator's terminal or a CI job.
 	connectTimeout = 10 * time.Second
@@ -51,7 +51,11 @@ type Factory struct {
 	// DatabaseURL is --database-url, else $REPLAYCTL_DATABASE_URL, else $DATABASE_URL, else the
 	// local PostgreSQL socket, database test.
 	DatabaseURL func() string
-	// NATSURL is --nats-url, else $NATS_URL, else nats://127.0.0.1:4222.
+	// NATS resolves the connection settings: the connection flags, else natscli's NATS_*
+	// variables, else the natscli context (--context, $NATS_CONTEXT or the selected one).
+	NATS func() (natsconn.Settings, error)
+	// NATSURL is the server list NATS resolves to: --nats-url, else $NATS_URL, else the
+	// context's url, else nats://127.0.0.1:4222.
 	NATSURL func() string
 
 	flags globalFlags
@@ -65,7 +69,7 @@ type Factory struct {
 // a URL with a password in it.
 type globalFlags struct {
 	databaseURL string
-	natsURL     string
+	nats        natsconn.Flags
 	actor       string
 	json        bool
 	// progressInterval is --progress-interval: how often a long command logs a progress line
@@ -79,7 +83,13 @@ func NewFactory(ios *iostreams.IOStreams) *Factory {
 	f.DatabaseURL = func() string {
 		return firstNonEmpty(f.flags.databaseURL, os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"), defaultDatabaseURL)
 	}
-	f.NATSURL = func() string { return firstNonEmpty(f.flags.natsURL, os.Getenv("NATS_URL"), defaultNATSURL) }
+	f.NATS = func() (natsconn.Settings, error) { return natsconn.Resolve(f.flags.nats, os.Getenv) }
+	f.NATSURL = func() string {
+		if settings, err := f.NATS(); err == nil {
+			return settings.Servers()
+		}
+		return firstNonEmpty(f.flags.nats.URL, os.Getenv("NATS_URL"), defaultNATSURL)
+	}
 	f.Actor = func() string { return firstNonEmpty(f.flags.actor, os.Getenv("USER"), osUser()) }
 	f.JSON = func() bool { return f.flags.json }
 	f.Ledger = f.openLedger
@@ -133,23 +143,29 @@ func (f *Factory) closeLedger() {
 }
 
 func (f *Factory) connectJetStream(ctx context.Context) (jetstream.JetStream, func(), error) {
-	natsURL := f.NATSURL()
+	settings, err := f.NATS()
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
+	}
+	for _, note := range settings.Notes() {
+		fmt.Fprintf(f.IOStreams.ErrOut, "replayctl: note: %s\n", note)
 	}
 	timeout := connectTimeout
 	if deadline, ok := ctx.Deadline(); ok {
 		timeout = min(timeout, time.Until(deadline))
 	}
-	nc, err := nats.Connect(natsURL, nats.Name("replayctl"), nats.Timeout(timeout))
+	// natsconn's errors name the redacted servers and where each credential came from.
+	nc, err := natsconn.Connect(settings, "replayctl", timeout)
 	if err != nil {
-		// nats.go quotes an entry it cannot parse, password included.
-		return nil, nil, fmt.Errorf("connecting to NATS at %s: %w; check --nats-url / NATS_URL", natsurl.Redact(natsURL), natsurl.ScrubError(err, natsURL))
+		return nil, nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		nc.Close()
-		return nil, nil, fmt.Errorf("opening JetStream at %s: %w; check --nats-url / NATS_URL", natsurl.Redact(natsURL), natsurl.ScrubError(err, natsURL))
+		return nil, nil, fmt.Errorf("opening JetStream at %s: %w; check --nats-url / NATS_URL", natsurl.Redact(settings.Servers()), natsurl.ScrubError(err, settings.Servers()))
 	}
 	return js, nc.Close, nil
 }
@@ -165,6 +181,6 @@ var userinfoPassword = regexp.MustCompile("(?i)\\b([a-z][a-z0-9+.-]*://[^\\s:/@\
 // errors and "no such job" quote back).
 func redactCredentials(msg string) string {
 	msg = userinfoPassword.ReplaceAllString(msg, "${1}xxxxx@")
-	msg = natsurl.RedactTokens(msg)
+	msg = natsurl.RedactKeys(natsurl.RedactTokens(msg))
 	return ledger.RedactURL(msg)
 }

@@ -43,7 +43,8 @@ proves it is the manifest the job was recorded with. A manifest edited after pla
 Exit codes:
   0  done
   1  runtime failure (database or NATS unreachable, interrupted); retrying may succeed
-  2  usage or bad input (flags, arguments, an invalid manifest)
+  2  usage or bad input (flags, arguments, an invalid manifest, NATS credentials or TLS
+     the server refused, a NATS context that cannot be read)
   3  a gate refused (no passing shadow, stale or tampered manifest, version not bumped)
   4  a guard stopped the run (budget, error rate, no progress), the job was cancelled,
      or the shadow verdict failed
@@ -123,7 +124,9 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	pf := root.PersistentFlags()
 	pf.StringVar(&f.flags.databaseURL, "database-url", "",
 		"PostgreSQL URL of the ledger (default: $REPLAYCTL_DATABASE_URL, then $DATABASE_URL, then the local socket, database test)")
-	pf.StringVar(&f.flags.natsURL, "nats-url", "", "NATS server URL (default: $NATS_URL, then "+defaultNATSURL+")")
+	for _, spec := range f.flags.nats.Specs() {
+		pf.StringVar(spec.Value, spec.Name, "", spec.Usage)
+	}
 	pf.BoolVar(&f.flags.json, "json", false, "print machine-readable JSON on stdout; logs stay on stderr")
 	pf.Var(newDurationValue(&f.flags.progressInterval, defaultProgressInterval), "progress-interval",
 		"without a terminal (nohup, CI) or with --json, long commands (plan, shadow, execute, reconcile, prune) print a progress line on stderr this often (0: none)")
@@ -179,6 +182,9 @@ func run(ctx context.Context, f *Factory, root *cobra.Command, args []string) in
 // errors, and under --json also as {"error", "exitCode"} on stdout for CI.
 func reportError(f *Factory, cmd *cobra.Command, args []string, err error, code int) {
 	msg := redact(err.Error(), f.DatabaseURL(), ledger.RedactURL)
+	if settings, err := f.NATS(); err == nil {
+		msg = settings.Scrub(msg)
+	}
 	msg = redactCredentials(natsurl.Scrub(msg, f.NATSURL()))
 	ios := f.IOStreams
 	// Messages quote ledger rows, manifests and flags: no terminal escape in them is obeyed.

@@ -257,7 +257,7 @@ func TestGlobalFlagDefaults(t *testing.T) {
 
 func TestNATSConnectFailureNamesTheFlag(t *testing.T) {
 	f := NewFactory(nil)
-	f.flags.natsURL = "nats://ops:nats-secret@127.0.0.1:1"
+	f.flags.nats.URL = "nats://ops:nats-secret@127.0.0.1:1"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _, err := f.JetStream(ctx)

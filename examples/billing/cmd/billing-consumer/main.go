@@ -25,23 +25,24 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
-	"github.com/replayctl/replayctl/internal/natsurl"
+	"github.com/replayctl/replayctl/internal/natsconn"
 	"github.com/replayctl/replayctl/ledger"
 )
 
 // options are the command's flags.
 type options struct {
-	dbURL, natsURL, stream, dlqSubject string
-	liveVersion                        int
-	shadowOnly, createStream           bool
-	concurrency, handlers              int
+	dbURL, stream, dlqSubject string
+	// nats are the connection flags replayctl takes too (internal/natsconn).
+	nats                     natsconn.Flags
+	liveVersion              int
+	shadowOnly, createStream bool
+	concurrency, handlers    int
 	// metricsAddr is where /metrics is served; empty serves nothing.
 	metricsAddr string
 }
@@ -50,7 +51,9 @@ func main() {
 	var o options
 	flag.StringVar(&o.dbURL, "database-url", firstNonEmpty(os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"),
 		"postgres:///test?host=/var/run/postgresql"), "PostgreSQL URL of the ledger")
-	flag.StringVar(&o.natsURL, "nats-url", firstNonEmpty(os.Getenv("NATS_URL"), nats.DefaultURL), "NATS server URL")
+	for _, spec := range o.nats.Specs() {
+		flag.StringVar(spec.Value, spec.Name, "", spec.Usage)
+	}
 	flag.StringVar(&o.stream, "stream", "BILLING", "stream of live and replayed charge requests")
 	flag.StringVar(&o.dlqSubject, "dlq-subject", "dlq.billing.charge", "subject of the DLQ stream poison messages go to")
 	flag.IntVar(&o.liveVersion, "live-version", 1, "effect version of live messages (2 has the fee fix)")
@@ -67,7 +70,7 @@ func main() {
 }
 
 func run(o options) error {
-	dbURL, natsURL, stream := o.dbURL, o.natsURL, o.stream
+	dbURL, stream := o.dbURL, o.stream
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	registry := prometheus.NewRegistry()
@@ -83,9 +86,17 @@ func run(o options) error {
 		return err
 	}
 	defer store.Close()
-	nc, err := nats.Connect(natsURL, nats.Name("billing-consumer"))
+	natsSettings, err := natsconn.Resolve(o.nats, os.Getenv)
 	if err != nil {
-		return fmt.Errorf("connect to NATS at %s: %w", natsurl.Redact(natsURL), natsurl.ScrubError(err, natsURL))
+		return err
+	}
+	for _, note := range natsSettings.Notes() {
+		fmt.Fprintln(os.Stderr, "billing-consumer: note:", note)
+	}
+	// natsconn's errors name the redacted servers and where each credential came from.
+	nc, err := natsconn.Connect(natsSettings, "billing-consumer", 10*time.Second)
+	if err != nil {
+		return err
 	}
 	defer nc.Close()
 	if o.createStream {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/replayctl/replayctl/internal/natsconn"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 )
 
@@ -12,6 +13,7 @@ import (
 // without the password.
 func TestNATSPasswordNeverPrinted(t *testing.T) {
 	const secret = "S3cr3tPW"
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	dbURL := pgtest.URL(t)
 	for _, natsURL := range []string{
 		"nats://alice:" + secret + "@127.0.0.1:1",
@@ -20,7 +22,7 @@ func TestNATSPasswordNeverPrinted(t *testing.T) {
 		"nats://127.0.0.1:2,natsuser:" + secret + "@127.0.0.1:1",
 		"natsuser:pa ss" + secret + "@127.0.0.1:1",
 	} {
-		err := run(options{dbURL: dbURL, natsURL: natsURL, stream: "BILLING", dlqSubject: "dlq.billing.charge", liveVersion: 1,
+		err := run(options{dbURL: dbURL, nats: natsconn.Flags{URL: natsURL}, stream: "BILLING", dlqSubject: "dlq.billing.charge", liveVersion: 1,
 			shadowOnly: true, concurrency: 1, handlers: 1})
 		if err == nil {
 			t.Fatalf("%s: connected to a closed port", natsURL)
