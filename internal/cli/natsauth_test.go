@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
@@ -121,4 +122,62 @@ func TestPlanConnectsThroughANatsCLIContext(t *testing.T) {
 		}
 	}
 	assertNoSecret(t, seen)
+}
+
+// TestNATSCredentialsNeverPrinted presents every kind of NATS credential to a server that refuses
+// it, and to none at all, and types an NKey seed where an argument goes: the password, the token,
+// the seeds and the creds file's JWT appear in no output, with or without --json.
+func TestNATSCredentialsNeverPrinted(t *testing.T) {
+	for _, env := range []string{"NATS_URL", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_CREDS", "NATS_NKEY", "NATS_CONTEXT"} {
+		t.Setenv(env, "")
+	}
+	dbURL, natsURL := securedDLQ(t)
+	dir := t.TempDir()
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := user.Seed()
+	nkeyFile := filepath.Join(dir, "billing.nk")
+	credsUser, _ := nkeys.CreateUser()
+	credsSeed, _ := credsUser.Seed()
+	const userJWT = "eyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.eyJqdGkiOiJDT05ORUNUMThURVNUIiwic3ViIjoiVUFCQyJ9.c2lnbmVkLWJ5LW5vYm9keQ"
+	credsFile := filepath.Join(dir, "billing.creds")
+	creds := "-----BEGIN NATS USER JWT-----\n" + userJWT + "\n------END NATS USER JWT------\n\n" +
+		"-----BEGIN USER NKEY SEED-----\n" + string(credsSeed) + "\n------END USER NKEY SEED------\n"
+	for path, data := range map[string][]byte{nkeyFile: seed, credsFile: []byte(creds)} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saveContext(t, "prod", map[string]string{"url": natsURL, "user": "billing", "password": "ctx-" + secret})
+	secrets := []string{secret, string(seed), string(credsSeed), userJWT}
+
+	plan := "plan --consumer billing --stream DLQ --reason '" + planReason + "' --database-url '" + dbURL + "' -o " + filepath.Join(dir, "job.json")
+	for _, args := range []string{
+		plan + " --context prod",
+		plan + " --context prod --password wrong-" + secret,
+		plan + " --nats-url " + natsURL + " --token " + secret,
+		plan + " --nats-url " + natsURL + " --user " + secret,
+		plan + " --nats-url " + natsURL + " --nkey " + nkeyFile,
+		plan + " --nats-url " + natsURL + " --creds " + credsFile,
+		plan + " --nats-url nats://127.0.0.1:1 --creds " + credsFile,
+		plan + " --nats-url nats://127.0.0.1:1 --user alice --password " + secret,
+		"status --database-url '" + dbURL + "' " + string(seed),
+		"validate " + userJWT,
+	} {
+		for _, asJSON := range []string{"", "--json "} {
+			stdout, stderr, code := runCommand(t, false, asJSON+args)
+			if code == ExitOK {
+				t.Errorf("%s: exit 0 with refused credentials", args)
+			}
+			for _, s := range secrets {
+				for name, text := range map[string]string{"stdout": stdout, "stderr": stderr} {
+					if strings.Contains(text, s) || strings.Contains(text, "ctx-"+secret) {
+						t.Errorf("%s: %s shows a secret:\n%s", args, name, text)
+					}
+				}
+			}
+		}
+	}
 }

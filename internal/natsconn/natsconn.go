@@ -138,7 +138,11 @@ func (s Settings) Auth() string {
 		parts = append(parts, p)
 	}
 	if s.token.set() {
-		parts = append(parts, fmt.Sprintf("a token (%s)", s.token.source))
+		note := ""
+		if s.token.source == "--user" || s.token.source == "$NATS_USER" {
+			note = ": a user without a password is a token, as in natscli"
+		}
+		parts = append(parts, fmt.Sprintf("a token (%s%s)", s.token.source, note))
 	}
 	if s.creds.set() {
 		parts = append(parts, fmt.Sprintf("creds %s (%s)", s.creds.value, s.creds.source))

@@ -143,7 +143,7 @@ func TestResolveReadsAContextFileByPath(t *testing.T) {
 
 func TestResolveTakesAUserWithoutPasswordAsAToken(t *testing.T) {
 	s, err := Resolve(Flags{}, fakeEnv(t, map[string]string{"NATS_USER": secret}))
-	if err != nil || s.Auth() != "a token ($NATS_USER)" || s.token.value != secret {
+	if err != nil || s.Auth() != "a token ($NATS_USER: a user without a password is a token, as in natscli)" || s.token.value != secret {
 		t.Fatalf("auth %s, %v", s.Auth(), err)
 	}
 	s, err = Resolve(Flags{User: "alice"}, fakeEnv(t, map[string]string{"NATS_PASSWORD": secret}))
