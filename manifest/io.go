@@ -125,20 +125,36 @@ func Encode(w io.Writer, m *Manifest) error {
 // same directory, syncs it, renames it over path and syncs the directory, so path never holds a
 // partial manifest. It refuses a manifest that Verify refuses, unsealed ones included.
 func WriteFile(path string, m *Manifest) error {
-	return writeVerified(path, m, true)
-}
-
-// WriteNewFile is WriteFile for a path that must not exist yet: a file already at path is
-// refused with an error matching fs.ErrExist and left as it was.
-func WriteNewFile(path string, m *Manifest) error {
-	return writeVerified(path, m, false)
-}
-
-func writeVerified(path string, m *Manifest, replace bool) error {
 	if err := Verify(m); err != nil {
 		return fmt.Errorf("refusing to write manifest %s: %w", path, err)
 	}
-	if err := writeFile(path, replace, func(w io.Writer) error { return Encode(w, m) }); err != nil {
+	if err := writeFile(path, true, func(w io.Writer) error { return Encode(w, m) }); err != nil {
+		return fmt.Errorf("writing manifest %s: %w", path, err)
+	}
+	return nil
+}
+
+// Marshal returns m in the file form (Encode), refusing a manifest that Verify refuses: the bytes
+// plan writes to its -o file and stores with the job, so both copies are the same bytes.
+func Marshal(m *Manifest) ([]byte, error) {
+	if err := Verify(m); err != nil {
+		return nil, fmt.Errorf("refusing to encode manifest %s: %w", m.ID, err)
+	}
+	var buf bytes.Buffer
+	if err := Encode(&buf, m); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Parse reads one manifest from data, the file form, and checks it like Decode.
+func Parse(data []byte) (*Manifest, error) { return decodeBytes(data) }
+
+// WriteBytes atomically writes data, a manifest in the file form (Marshal's, or the copy stored
+// with its job), to path, as WriteFile does. With replace false, a file already at path is
+// refused with an error matching fs.ErrExist and left as it was.
+func WriteBytes(path string, data []byte, replace bool) error {
+	if err := writeFile(path, replace, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 		return fmt.Errorf("writing manifest %s: %w", path, err)
 	}
 	return nil

@@ -137,14 +137,17 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if l := m.EvidenceLookup; l != nil {
 		entry.Details["evidenceLookup"] = map[string]any{"asked": l.Asked, "reconciled": l.Reconciled, "targets": l.Targets, "keptOut": l.KeptOut}
 	}
+	body, err := manifest.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
 	if err := session.Record(ctx, job, entry); err != nil {
 		return nil, err
 	}
-	write := manifest.WriteNewFile
-	if opts.Overwrite {
-		write = manifest.WriteFile
+	if err := session.StoreManifest(ctx, m.ID, body); err != nil {
+		return nil, err
 	}
-	if err := write(opts.OutputPath, m); err != nil {
+	if err := manifest.WriteBytes(opts.OutputPath, body, opts.Overwrite); err != nil {
 		return nil, fmt.Errorf("write manifest of job %s: %w", m.ID, err)
 	}
 	if err := session.Commit(ctx); err != nil {

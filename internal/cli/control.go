@@ -41,7 +41,7 @@ already published (at most --max-in-flight) are still processed by the consumer.
 		short: "Let a paused job publish again",
 		long: `Resume a paused job (paused by an operator or by a guard). An attached executor continues within
 a second; if none is attached (it stopped on a guard, or was killed), run
-"replayctl execute job.json" again to continue publishing.`,
+"replayctl execute JOB" again to continue publishing.`,
 		example: `  replayctl resume job-20261202-0300-3f9c`,
 		run:     executor.Resume,
 	},
@@ -62,11 +62,11 @@ func NewCmdControl(f *Factory, action string, runF func(*ControlOptions) error) 
 	verb := controlVerbs[action]
 	opts := &ControlOptions{IO: f.IOStreams, Ledger: f.Ledger, Now: f.Now, Action: action}
 	cmd := &cobra.Command{
-		Use:     action + " <job-id>",
+		Use:     action + " <job-id | job.json>",
 		Short:   verb.short,
 		Long:    verb.long,
 		Example: verb.example,
-		Args:    jobArg,
+		Args:    jobOrManifestArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Request.JobID = args[0]
 			opts.Request.Actor = f.Actor()
@@ -87,7 +87,11 @@ func controlRun(ctx context.Context, opts *ControlOptions, verb controlVerb) err
 	if err != nil {
 		return err
 	}
-	r, err := verb.run(ctx, store, opts.Request)
+	req := opts.Request
+	if req.JobID, err = jobIDOf(ctx, req.JobID, opts.Ledger); err != nil {
+		return err
+	}
+	r, err := verb.run(ctx, store, req)
 	if err != nil {
 		return err
 	}
@@ -103,7 +107,7 @@ func controlRun(ctx context.Context, opts *ControlOptions, verb controlVerb) err
 	case r.Action == "cancel":
 		fmt.Fprintln(out, "cancel never reverts: what was replayed before it stays replayed")
 	case r.Action == "resume" && !r.ExecutorAttached:
-		fmt.Fprintf(out, "no executor is attached: run `replayctl execute job.json` to continue publishing\n")
+		fmt.Fprintf(out, "no executor is attached: run `replayctl execute %s` to continue publishing\n", r.JobID)
 	case r.ExecutorAttached:
 		fmt.Fprintln(out, "the attached executor takes this within a second")
 	}

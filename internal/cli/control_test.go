@@ -77,7 +77,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 
 	stdout, _, code = w.replayctl(t, "status "+m.ID)
 	for _, want := range []string{"job " + m.ID + " of consumer billing: paused by alice", "because: provider latency",
-		"executor: none attached", "run `replayctl execute job.json` to continue publishing", "targets\t6", "remaining\t6"} {
+		"executor: none attached", "run `replayctl execute "+m.ID+"` to continue publishing", "targets\t6", "remaining\t6"} {
 		if code != ExitOK || !strings.Contains(stdout, want) {
 			t.Errorf("status of the paused job: exit %d, lacks %q:\n%s", code, want, stdout)
 		}
@@ -93,7 +93,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 
 	stdout, stderr, code = w.replayctl(t, "resume "+m.ID)
 	if code != ExitOK || !strings.Contains(stdout, "job "+m.ID+": paused -> executing") ||
-		!strings.Contains(stdout, "no executor is attached: run `replayctl execute job.json` to continue publishing") {
+		!strings.Contains(stdout, "no executor is attached: run `replayctl execute "+m.ID+"` to continue publishing") {
 		t.Fatalf("resume: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	_, stderr, code = w.replayctl(t, "resume "+m.ID)

@@ -22,6 +22,7 @@ type ExecuteOptions struct {
 	Now       func() time.Time
 	JSON      bool
 
+	// ManifestPath is the argument: the manifest file, or a job ID.
 	ManifestPath string
 	Yes          bool
 	// Drain deletes the completed targets' DLQ messages once the run completed the job.
@@ -35,7 +36,7 @@ func NewCmdExecute(f *Factory, runF func(*ExecuteOptions) error) *cobra.Command 
 	req := &opts.Request
 	defaults := executor.DefaultGuards()
 	cmd := &cobra.Command{
-		Use:   "execute <job.json>",
+		Use:   "execute <job-id | job.json>",
 		Short: "Replay a shadowed job's targets for real, gated, rate-limited and resumable",
 		Long: `Publish every target of a shadowed job to its original subject under the job's new effect
 version, so the consumer processes it again with its idempotency ledger as the guard.
@@ -75,7 +76,7 @@ guard stopped the run, 3 when a gate refused, 2 on bad input.`,
 
   replayctl execute job.json --rate 200 --max-in-flight 500
   replayctl execute job.json --yes --json > result.json`,
-		Args: manifestArg,
+		Args: jobOrManifestArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ManifestPath = args[0]
 			opts.JSON = f.JSON()
@@ -120,11 +121,11 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 	case req.SettleTimeout <= 0:
 		return usageErrorf("--settle-timeout %s: must be positive, e.g. 5m", req.SettleTimeout)
 	}
-	m, err := loadManifest(opts.ManifestPath)
+	jm, err := loadJobManifest(ctx, opts.ManifestPath, opts.Ledger)
 	if err != nil {
 		return err
 	}
-	req.Manifest = m
+	req.Manifest = jm.Manifest
 	if err := req.Normalise(); err != nil {
 		return err
 	}

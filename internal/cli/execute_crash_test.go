@@ -171,7 +171,7 @@ func TestCrashKill9MidRunThenExecuteAgainChargesEveryOrderExactlyOnce(t *testing
 	})
 	stdout, _, code := w.replayctl(t, "status "+m.ID)
 	if code != ExitOK || !strings.Contains(stdout, "executing") || !strings.Contains(stdout, "executor: none attached") ||
-		!strings.Contains(stdout, "run `replayctl execute job.json` to continue publishing") {
+		!strings.Contains(stdout, "run `replayctl execute "+m.ID+"` to continue publishing") {
 		t.Errorf("status after the kill: exit %d:\n%s", code, stdout)
 	}
 	if done := w.EffectCounts(m).Completed; done >= n {

@@ -53,6 +53,10 @@ var exitCodes = []struct {
 	{errManifestStale, ExitGateRefused},
 	{errManifestNotRecorded, ExitUsage},
 	{ledger.ErrJobNotFound, ExitUsage},
+	// A job planned before manifests were stored with jobs: its file is the way to name it.
+	{ledger.ErrManifestNotStored, ExitUsage},
+	// The manifest stored with a job was changed in the ledger: refused like a tampered file.
+	{ledger.ErrManifestCorrupt, ExitGateRefused},
 	// Refusals of a plan request are bad input: nothing was scanned or recorded.
 	{planner.ErrBadOptions, ExitUsage},
 	{planner.ErrVersionNotBumped, ExitUsage},

@@ -23,8 +23,10 @@ type ShadowOptions struct {
 	Now       func() time.Time
 	JSON      bool
 
+	// ManifestPath is the argument: the manifest file, or a job ID.
 	ManifestPath string
-	// ReportPath is --report; empty means next to the manifest (job.json -> job.shadow.json).
+	// ReportPath is --report; empty means next to the manifest (job.json -> job.shadow.json), or
+	// JOB.shadow.json in the current directory for a job ID.
 	ReportPath string
 	Request    shadow.Options
 }
@@ -35,7 +37,7 @@ func NewCmdShadow(f *Factory, runF func(*ShadowOptions) error) *cobra.Command {
 	req := &opts.Request
 	defaults := shadow.DefaultThresholds()
 	cmd := &cobra.Command{
-		Use:   "shadow <job.json>",
+		Use:   "shadow <job-id | job.json>",
 		Short: "Run every target through the consumer's shadow responder and judge the diff",
 		Long: `Send every target of a planned job to the consumer's shadow responder (request/reply on
 replay.shadow.<consumer>) under the new effect version. A shadow handler makes no external write and
@@ -65,7 +67,7 @@ job already ran, 2 on bad input. Shadowing again replaces the stored outcomes an
   replayctl shadow job.json --concurrency 32 --timeout 10s --ignore-field processedAt
   # CI: the report as JSON on stdout, exit 4 when the verdict fails
   replayctl shadow job.json --json --max-changed-ratio 0.5`,
-		Args: manifestArg,
+		Args: jobOrManifestArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ManifestPath = args[0]
 			opts.JSON = f.JSON()
@@ -102,17 +104,17 @@ func shadowRun(ctx context.Context, opts *ShadowOptions) error {
 	case req.Timeout <= 0:
 		return usageErrorf("--timeout %s: must be positive, e.g. 5s", req.Timeout)
 	}
-	m, err := loadManifest(opts.ManifestPath)
+	jm, err := loadJobManifest(ctx, opts.ManifestPath, opts.Ledger)
 	if err != nil {
 		return err
 	}
-	req.Manifest = m
+	req.Manifest = jm.Manifest
 	if err := req.Normalise(); err != nil {
 		return err
 	}
 	req.ReportPath = opts.ReportPath
 	if req.ReportPath == "" {
-		req.ReportPath = defaultReportPath(opts.ManifestPath)
+		req.ReportPath = defaultReportPath(jm.Ref())
 	}
 	var finishProgress func()
 	req.Progress, req.Stage, finishProgress = stepProgress(opts.IO, "shadowing targets", "targets")

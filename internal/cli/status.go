@@ -18,14 +18,15 @@ type StatusOptions struct {
 	IO     *iostreams.IOStreams
 	Ledger func(ctx context.Context) (*ledger.Store, error)
 	JSON   bool
-	JobID  string
+	// JobID is the argument: a job ID, or the path of its manifest file.
+	JobID string
 }
 
 // NewCmdStatus returns the status command. runF, when not nil, replaces the run function (tests).
 func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 	opts := &StatusOptions{IO: f.IOStreams, Ledger: f.Ledger}
 	return &cobra.Command{
-		Use:   "status <job-id>",
+		Use:   "status <job-id | job.json>",
 		Short: "Show where a job's targets stand, from any terminal",
 		Long: `Show a job's status and counts from the ledger: targets, skipped (drifted since plan),
 published, completed, failed, uncertain, in progress, remaining, external calls against the
@@ -35,7 +36,7 @@ and failed targets are listed (the first 20 of each).
 It reads only; run it as often as you like while execute runs elsewhere.`,
 		Example: `  replayctl status job-20261202-0300-3f9c
   replayctl status job-20261202-0300-3f9c --json | jq .counts`,
-		Args: jobArg,
+		Args: jobOrManifestArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JobID = args[0]
 			opts.JSON = f.JSON()
@@ -60,7 +61,11 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := executor.Status(ctx, store, opts.JobID)
+	jobID, err := jobIDOf(ctx, opts.JobID, opts.Ledger)
+	if err != nil {
+		return err
+	}
+	r, err := executor.Status(ctx, store, jobID)
 	if err != nil {
 		return err
 	}
@@ -102,7 +107,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 		if r.Executor != nil {
 			fmt.Fprintf(out, " (last: %s, %s at %s)", clip.Line(r.Executor.Owner), clip.Line(r.Executor.State), r.Executor.At.Format(time.RFC3339))
 		}
-		fmt.Fprintln(out, "; run `replayctl execute job.json` to continue publishing")
+		fmt.Fprintf(out, "; run `replayctl execute %s` to continue publishing\n", clip.Line(r.JobID))
 	}
 	fmt.Fprintln(out)
 	p := r.Counts

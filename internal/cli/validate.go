@@ -81,7 +81,7 @@ type validateResult struct {
 func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	m, err := loadManifest(opts.Path)
 	if err == nil && opts.CheckLedger {
-		err = checkRecorded(ctx, opts, m)
+		err = checkRecorded(ctx, opts.Ledger, opts.Path, m)
 	}
 	if err != nil {
 		return validateFailed(opts, m, err)
@@ -120,29 +120,4 @@ func validateFailed(opts *ValidateOptions, m *manifest.Manifest, err error) erro
 		return perr
 	}
 	return &ExitError{Code: code, Err: err, Reported: true}
-}
-
-// checkRecorded requires the ledger to hold m's job with m's digest.
-func checkRecorded(ctx context.Context, opts *ValidateOptions, m *manifest.Manifest) error {
-	store, err := opts.Ledger(ctx)
-	if err != nil {
-		return err
-	}
-	if err := store.CheckSchema(ctx); err != nil {
-		return err
-	}
-	job, err := store.JobsGet(ctx, m.ID)
-	if errors.Is(err, ledger.ErrJobNotFound) {
-		return fmt.Errorf("%s: %w: the ledger has no job %s; re-run `replayctl plan` to plan and record the job",
-			opts.Path, errManifestNotRecorded, m.ID)
-	}
-	if err != nil {
-		return err
-	}
-	if job.ManifestDigest != m.Digest {
-		return fmt.Errorf("%s: %w: job %s was recorded with digest %s, the file has %s; "+
-			"the file was changed after plan; re-run `replayctl plan` instead of editing it",
-			opts.Path, errManifestStale, m.ID, job.ManifestDigest, m.Digest)
-	}
-	return nil
 }
