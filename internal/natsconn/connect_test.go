@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
@@ -133,5 +134,74 @@ func TestScrubHidesPasswordsTokensSeedsAndJWTs(t *testing.T) {
 	want := "password xxxxx, url nats://alice:xxxxx@a:4222, seed xxxxx, jwt xxxxx"
 	if got != want {
 		t.Fatalf("scrubbed\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestConnectWithCreds runs a server in operator mode (an operator, an account, a user signed by
+// it) and connects with the user's creds file, as `nsc generate creds` writes it; another user's
+// creds, unknown to the account, are refused without their contents shown.
+func TestConnectWithCreds(t *testing.T) {
+	operator, _ := nkeys.CreateOperator()
+	operatorPub, _ := operator.PublicKey()
+	operatorJWT, err := jwt.NewOperatorClaims(operatorPub).Encode(operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	operatorClaims, err := jwt.DecodeOperatorClaims(operatorJWT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	account, _ := nkeys.CreateAccount()
+	accountPub, _ := account.PublicKey()
+	accountJWT, err := jwt.NewAccountClaims(accountPub).Encode(operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// JetStream in operator mode needs a system account.
+	system, _ := nkeys.CreateAccount()
+	systemPub, _ := system.PublicKey()
+	systemJWT, err := jwt.NewAccountClaims(systemPub).Encode(operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolver := &server.MemAccResolver{}
+	for pub, claims := range map[string]string{accountPub: accountJWT, systemPub: systemJWT} {
+		if err := resolver.Store(pub, claims); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeCreds := func(name string, signer nkeys.KeyPair) (path string, contents []byte) {
+		user, _ := nkeys.CreateUser()
+		userPub, _ := user.PublicKey()
+		userSeed, _ := user.Seed()
+		userJWT, err := jwt.NewUserClaims(userPub).Encode(signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		contents, err = jwt.FormatUserConfig(userJWT, userSeed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path = filepath.Join(t.TempDir(), name+".creds")
+		if err := os.WriteFile(path, contents, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path, contents
+	}
+	url := natstest.StartSecured(t, &server.Options{TrustedOperators: []*jwt.OperatorClaims{operatorClaims}, AccountResolver: resolver,
+		SystemAccount: systemPub})
+	good, _ := writeCreds("billing", account)
+	if err := connect(t, Flags{URL: url}, fakeEnv(t, map[string]string{"NATS_CREDS": good})); err != nil {
+		t.Fatal(err)
+	}
+
+	stranger, _ := nkeys.CreateAccount()
+	bad, contents := writeCreds("stranger", stranger)
+	err = connect(t, Flags{URL: url, Creds: bad}, fakeEnv(t, nil))
+	assertRefused(t, err, url, "creds "+bad+" (--creds)")
+	for _, line := range strings.Split(string(contents), "\n") {
+		if len(line) > 40 && strings.Contains(err.Error(), line) {
+			t.Fatalf("the refusal quotes the creds file: %v", err)
+		}
 	}
 }
