@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 
 	"github.com/replayctl/replayctl/internal/natsurl"
 )
@@ -88,5 +89,22 @@ func TestRedactTokens(t *testing.T) {
 	want := "unknown job \"nats://xxxxx@h:4222\" or `tls://xxxxx@h`; nats://h:4222 stays"
 	if got := natsurl.RedactTokens(in); got != want {
 		t.Errorf("RedactTokens = %q, want %q", got, want)
+	}
+}
+
+func TestRedactKeysHidesSeedsAndJWTsButNotJobIDsOrDigests(t *testing.T) {
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := user.Seed()
+	account, _ := nkeys.CreateAccount()
+	accountSeed, _ := account.Seed()
+	pub, _ := user.PublicKey()
+	const jwt = "eyJ0eXAiOiJKV1QiLCJhbGciOiJlZDI1NTE5LW5rZXkifQ.eyJqdGkiOiJBQkMifQ.c2ln"
+	kept := "job job-20261204T053424Z-4097c2, digest sha256:f3d69268d396a0bd306a14b843bfaf3520d0a318fb77067fcc11de006359293d, user " + pub
+	got := natsurl.RedactKeys("no job " + string(seed) + " or " + string(accountSeed) + "; jwt " + jwt + "; " + kept)
+	if want := "no job xxxxx or xxxxx; jwt xxxxx; " + kept; got != want {
+		t.Fatalf("RedactKeys\n got %s\nwant %s", got, want)
 	}
 }
