@@ -273,7 +273,7 @@ func (s *Store) pruneStart(ctx context.Context, opts *PruneOptions, dryRun bool)
 		return nil, err
 	}
 	if !opts.AllConsumers {
-		if err := s.checkConsumer(ctx, opts.Consumer); err != nil {
+		if err := s.CheckConsumer(ctx, opts.Consumer); err != nil {
 			return nil, err
 		}
 	}

@@ -348,7 +348,7 @@ func TestPruneOfAnUnknownConsumerNamesTheKnownOnes(t *testing.T) {
 	} {
 		_, err := run(t.Context(), ledger.PruneOptions{Consumer: "biling", Actor: "alice"})
 		if !errors.Is(err, ledger.ErrUnknownConsumer) || !strings.Contains(err.Error(), `consumer "biling"`) ||
-			!strings.Contains(err.Error(), "consumers with effects rows: billing") {
+			!strings.Contains(err.Error(), "known consumers: billing") {
 			t.Errorf("%s of a misspelt consumer: %v", name, err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/internal/suggest"
 )
 
 // ErrUnknownConsumer means the ledger holds nothing for the consumer named: no effects row, no
@@ -195,7 +197,7 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 	if err := s.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	if err := s.checkConsumer(ctx, opts.Consumer); err != nil {
+	if err := s.CheckConsumer(ctx, opts.Consumer); err != nil {
 		return nil, err
 	}
 	st := &Stats{Consumer: opts.Consumer, Window: opts.Window.String(), WindowSeconds: opts.Window.Seconds()}
@@ -286,6 +288,18 @@ with recursive c as (
     select (select min(consumer) from effects where consumer > c.consumer) from c where c.consumer is not null)
 select consumer from c where consumer is not null`
 
+// knownConsumers adds the consumers known only by a registered version or a job (small tables)
+// to effectsConsumers: every name CheckConsumer accepts.
+const knownConsumers = `
+with recursive c as (
+    select min(consumer) as consumer from effects
+    union all
+    select (select min(consumer) from effects where consumer > c.consumer) from c where c.consumer is not null)
+select consumer from c where consumer is not null
+union select consumer from effect_versions
+union select consumer from jobs
+order by 1`
+
 // EffectsConsumers returns the consumers that have effects rows, sorted.
 func (s *Store) EffectsConsumers(ctx context.Context) ([]string, error) {
 	rows, err := s.Pool.Query(ctx, effectsConsumers)
@@ -299,9 +313,10 @@ func (s *Store) EffectsConsumers(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// checkConsumer returns an error matching ErrUnknownConsumer, naming the consumers the ledger
-// does know, when it holds nothing for consumer.
-func (s *Store) checkConsumer(ctx context.Context, consumer string) error {
+// CheckConsumer returns an error matching ErrUnknownConsumer when the ledger holds nothing for
+// consumer (no effects row, effect version or job): it names the consumers the ledger does know
+// and the nearest of them, for a misspelt --consumer.
+func (s *Store) CheckConsumer(ctx context.Context, consumer string) error {
 	var known bool
 	if err := s.Pool.QueryRow(ctx, consumerKnown, consumer).Scan(&known); err != nil {
 		return fmt.Errorf("look up consumer %s in the ledger: %w", consumer, err)
@@ -309,18 +324,26 @@ func (s *Store) checkConsumer(ctx context.Context, consumer string) error {
 	if known {
 		return nil
 	}
-	names, err := s.EffectsConsumers(ctx)
+	rows, err := s.Pool.Query(ctx, knownConsumers)
 	if err != nil {
-		return err
+		return fmt.Errorf("list the consumers in the ledger: %w", err)
 	}
-	hint := "the ledger has no effects rows at all"
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("list the consumers in the ledger: %w", err)
+	}
+	hint := "the ledger knows no consumer at all"
 	if len(names) > 0 {
 		const most = 20
-		hint = "consumers with effects rows: " + strings.Join(names[:min(most, len(names))], ", ")
+		hint = "known consumers: " + strings.Join(names[:min(most, len(names))], ", ")
 		if len(names) > most {
 			hint += fmt.Sprintf(" and %d more", len(names)-most)
 		}
 	}
-	return fmt.Errorf("%w: the ledger holds no effects, versions or jobs for consumer %q; check --consumer (%s)",
-		ErrUnknownConsumer, consumer, hint)
+	guess := ""
+	if g := suggest.Phrase(suggest.Closest(consumer, names)); g != "" {
+		guess = g + " "
+	}
+	return fmt.Errorf("%w: the ledger holds no effects, versions or jobs for consumer %q; %scheck --consumer (%s)",
+		ErrUnknownConsumer, consumer, guess, hint)
 }

@@ -203,7 +203,7 @@ func TestLedgerStatsOfAQuietConsumerWarnsOfNothing(t *testing.T) {
 	}
 
 	_, err := store.LedgerStats(t.Context(), ledger.StatsOptions{Consumer: "biling", Window: time.Hour})
-	if !errors.Is(err, ledger.ErrUnknownConsumer) || !strings.Contains(err.Error(), "consumers with effects rows: billing") {
+	if !errors.Is(err, ledger.ErrUnknownConsumer) || !strings.Contains(err.Error(), "known consumers: billing") {
 		t.Errorf("stats of a misspelt consumer: %v", err)
 	}
 }

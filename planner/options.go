@@ -19,7 +19,11 @@ import (
 // Options is one plan request.
 type Options struct {
 	Consumer string
-	Stream   string
+	// NewConsumer allows a consumer the ledger holds nothing for (no effects row, version or job):
+	// a first replay. Without it such a consumer is refused as a probable typo, naming the known
+	// ones, since a misspelt consumer would plan every DLQ message as never processed.
+	NewConsumer bool
+	Stream      string
 	// Backfill makes Stream a retained stream of original messages instead of a DLQ: each
 	// message replays to its own subject, and the targets are events completed under an older
 	// version (re-processing after a fix), not events that never completed.

@@ -46,6 +46,14 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
+	if !opts.NewConsumer {
+		if err := store.CheckConsumer(ctx, opts.Consumer); err != nil {
+			if errors.Is(err, ledger.ErrUnknownConsumer) {
+				return nil, fmt.Errorf("%w; for the first replay of a consumer the ledger has never seen, pass --new-consumer", err)
+			}
+			return nil, err
+		}
+	}
 	known, err := store.EffectVersionsMaxKnown(ctx, opts.Consumer)
 	if err != nil {
 		return nil, err

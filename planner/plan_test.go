@@ -77,8 +77,9 @@ func (f *fixture) effect(eventID, state, payload string, effectCount int, leaseE
 }
 
 func (f *fixture) options(mod func(*planner.Options)) planner.Options {
+	// Most fixtures start with an empty ledger: a first replay of billing.
 	o := planner.Options{
-		Consumer: "billing", Stream: "DLQ", Reason: goodReason, Ticket: "INC-4521",
+		Consumer: "billing", NewConsumer: true, Stream: "DLQ", Reason: goodReason, Ticket: "INC-4521",
 		OutputPath: filepath.Join(f.dir, "job.json"), Overwrite: true, Actor: "alice", Now: planNow,
 	}
 	if mod != nil {

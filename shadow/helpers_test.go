@@ -182,7 +182,7 @@ func standardJob(t *testing.T) (*fixture, *manifest.Manifest) {
 func (f *fixture) plan() *manifest.Manifest {
 	f.t.Helper()
 	res, err := planner.Plan(f.ctx, f.env.JS, f.store, planner.Options{
-		Consumer: "billing", Stream: "DLQ", Reason: "fee rounding fixed in INC-77; re-run the failed charges",
+		Consumer: "billing", NewConsumer: true, Stream: "DLQ", Reason: "fee rounding fixed in INC-77; re-run the failed charges",
 		OutputPath: filepath.Join(f.dir, "job.json"), Overwrite: true, Actor: "alice", Now: planNow, JobID: "job-shadow-test",
 	})
 	if err != nil {

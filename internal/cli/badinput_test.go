@@ -461,7 +461,7 @@ func TestPlanCountsUnusableDLQMessages(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "job.json")
 	stdout, stderr, code := runCommand(t, false, "plan --json --database-url '"+dbURL+"' --nats-url "+env.Server.ClientURL()+
-		" --consumer billing --stream DLQ --reason '"+planReason+"' -o "+out)
+		" --consumer billing --new-consumer --stream DLQ --reason '"+planReason+"' -o "+out)
 	if code != ExitOK {
 		t.Fatalf("exit %d, want 0:\n%s\n%s", code, stdout, stderr)
 	}

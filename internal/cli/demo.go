@@ -41,7 +41,8 @@ func NewCmdDemo(f *Factory, runF func(*DemoOptions) error) *cobra.Command {
 		Use:   "demo",
 		Short: "Run a replay end to end on an embedded NATS server and the local PostgreSQL",
 		Long: `Start an in-process NATS server with JetStream, recreate the PostgreSQL schema replayctl_demo
-(in the database of --database-url; nothing outside that schema is touched), seed a realistic DLQ
+(in the database of --database-url; nothing outside that schema is touched; a second demo on the
+same schema waits for the first to finish instead of dropping it under it), seed a realistic DLQ
 for a billing consumer, and run plan, shadow and execute on it:
 
   - thousands of failed charges under four failure reasons

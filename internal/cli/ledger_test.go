@@ -235,7 +235,7 @@ func TestLedgerVerbsRefuseAnUnknownConsumerWithExit2(t *testing.T) {
 	w.seedPrunable(t)
 	for _, args := range []string{"ledger prune --dry-run --consumer biling", "ledger prune --yes --consumer biling", "ledger stats --consumer biling"} {
 		_, stderr, code := runCommand(t, false, args+" "+w.flags)
-		if code != ExitUsage || !strings.Contains(stderr, `consumer "biling"; check --consumer (consumers with effects rows: billing)`) {
+		if code != ExitUsage || !strings.Contains(stderr, `consumer "biling"; did you mean billing? check --consumer (known consumers: billing)`) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 naming the known consumers", args, code, stderr)
 		}
 	}

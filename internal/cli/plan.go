@@ -67,6 +67,9 @@ The replay runs under a new effect version, by default one above the highest the
 the consumer; a version that is not above it is refused. Expected external calls come from the
 ledger's recorded effect_count (the manifest says how).
 
+A --consumer the ledger holds nothing for (no effects row, version or job) is refused as a typo,
+naming the consumers it knows (exit 2); pass --new-consumer for the first replay of a new one.
+
 --since and --until take an RFC 3339 time, a date, or a duration before now (6h), and apply to the
 DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 		Example: `  replayctl plan --consumer billing --stream DLQ_BILLING \
@@ -91,6 +94,7 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&req.Consumer, "consumer", "", "consumer whose ledger is joined (required)")
+	fl.BoolVar(&req.NewConsumer, "new-consumer", false, "allow a consumer the ledger has never seen (a first replay); without it an unknown --consumer is refused as a typo")
 	fl.StringVar(&req.Stream, "stream", "", "DLQ stream to scan, or with --backfill the stream of original messages (required)")
 	fl.BoolVar(&req.Backfill, "backfill", false, "re-process events completed under an older version, from a retained stream of original messages")
 	fl.StringVar(&req.Reason, "reason", "", "why the replay is needed and what changed (required, recorded)")

@@ -71,7 +71,8 @@ func newPlanEnv(t *testing.T) *planEnv {
 
 func (e *planEnv) plan(t *testing.T, isTTY bool, args string) (stdout, stderr string, code int) {
 	t.Helper()
-	return runCommand(t, isTTY, "plan "+e.flags+" --consumer billing --stream DLQ "+args)
+	// The env's ledger starts empty: a first replay of billing.
+	return runCommand(t, isTTY, "plan "+e.flags+" --consumer billing --new-consumer --stream DLQ "+args)
 }
 
 func TestPlanWritesManifestAndPrintsSummary(t *testing.T) {
@@ -267,12 +268,38 @@ func TestPlanWithoutTargetsExitsTwoAndSaysWhy(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "job.json")
 	_, stderr, code := runCommand(t, false, "plan --database-url '"+dbURL+"' --nats-url "+env.Server.ClientURL()+
-		" --consumer billing --stream BILLING --reason '"+planReason+"' -o "+out)
+		" --consumer billing --new-consumer --stream BILLING --reason '"+planReason+"' -o "+out)
 	want := "300 of 300 messages have no Dlq-Original-Subject header: is BILLING a source stream? Use --backfill"
 	if code != ExitUsage || !strings.Contains(stderr, want) {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 2 saying %q", code, stderr, want)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Fatalf("a plan without targets wrote %s", out)
+	}
+}
+
+// plan --consumer biling for a consumer the ledger has never seen is a typo until said otherwise:
+// exit 2, the known consumers, the nearest of them, and --new-consumer for a first replay.
+func TestPlanRefusesAnUnknownConsumerWithTheKnownNames(t *testing.T) {
+	e := newPlanEnv(t)
+	if _, stderr, code := e.plan(t, false, "--max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "first.json")); code != ExitOK {
+		t.Fatalf("first replay with --new-consumer: exit %d:\n%s", code, stderr)
+	}
+	out := filepath.Join(e.dir, "typo.json")
+	stdout, stderr, code := runCommand(t, false, "plan --json "+e.flags+" --consumer biling --stream DLQ --reason '"+planReason+"' -o "+out)
+	if code != ExitUsage {
+		t.Fatalf("plan --consumer biling: exit %d, want %d:\n%s", code, ExitUsage, stderr)
+	}
+	for _, want := range []string{"biling", "did you mean billing?", "known consumers: billing", "pass --new-consumer"} {
+		if !strings.Contains(stderr, want) || !strings.Contains(stdout, want) {
+			t.Errorf("plan --consumer biling does not say %q:\nstdout %s\nstderr %s", want, stdout, stderr)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused plan wrote %s", out)
+	}
+	// billing is known now (its job): no flag needed.
+	if _, stderr, code := runCommand(t, false, "plan "+e.flags+" --consumer billing --stream DLQ --max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "second.json")); code != ExitOK {
+		t.Fatalf("plan of the known consumer billing: exit %d:\n%s", code, stderr)
 	}
 }

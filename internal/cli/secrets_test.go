@@ -143,7 +143,7 @@ func TestPlanStoresNoPassword(t *testing.T) {
 	seen := map[string]string{}
 	jobID := ""
 	for _, args := range []string{
-		"plan --consumer billing --stream DLQ --reason '" + planReason + "' -o " + out,
+		"plan --consumer billing --new-consumer --stream DLQ --reason '" + planReason + "' -o " + out,
 		"--json validate --ledger " + out,
 		"show " + out,
 		"status ",

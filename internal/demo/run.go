@@ -133,11 +133,13 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	step("started an in-process NATS server with JetStream (store %s)", storeDir)
 
-	store, err := ledger.OpenFreshSchema(ctx, opts.DatabaseURL, opts.Schema)
+	store, release, err := ledger.OpenFreshSchema(ctx, opts.DatabaseURL, opts.Schema, func() {
+		step("waiting for another demo run to finish with PostgreSQL schema %s (or pass --schema)", opts.Schema)
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer store.Close()
+	defer release()
 	mig, err := store.Migrate(ctx)
 	if err != nil {
 		return nil, err

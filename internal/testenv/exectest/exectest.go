@@ -185,8 +185,9 @@ func (e *Env) PlanWith(jobID string, mod func(*planner.Options)) *manifest.Manif
 
 // TryPlan is PlanWith returning the plan's error.
 func (e *Env) TryPlan(jobID string, mod func(*planner.Options)) (*planner.Result, error) {
+	// The world's ledger starts empty: its first plan is a first replay of the consumer.
 	opts := planner.Options{
-		Consumer: Consumer, Stream: DLQStream, Reason: "payments outage INC-4521 fixed; re-run the failed charges",
+		Consumer: Consumer, NewConsumer: true, Stream: DLQStream, Reason: "payments outage INC-4521 fixed; re-run the failed charges",
 		OutputPath: e.ManifestPath(), Overwrite: true, Actor: "alice", Now: time.Now(), JobID: jobID,
 	}
 	if mod != nil {
