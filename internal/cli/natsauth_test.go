@@ -77,7 +77,7 @@ func TestPlanConnectsThroughANatsCLIContext(t *testing.T) {
 	dbURL, natsURL := securedDLQ(t)
 	saveContext(t, "prod", map[string]string{"url": natsURL, "user": "billing", "password": secret, "description": "billing on prod"})
 	out := filepath.Join(t.TempDir(), "job.json")
-	plan := "plan --consumer billing --stream DLQ --reason '" + planReason + "' --database-url '" + dbURL + "' --actor alice "
+	plan := "plan --consumer billing --new-consumer --stream DLQ --reason '" + planReason + "' --database-url '" + dbURL + "' --actor alice "
 	seen := map[string]string{}
 
 	stdout, stderr, code := runCommand(t, false, plan+"--context prod -o "+out)
@@ -153,7 +153,7 @@ func TestNATSCredentialsNeverPrinted(t *testing.T) {
 	saveContext(t, "prod", map[string]string{"url": natsURL, "user": "billing", "password": "ctx-" + secret})
 	secrets := []string{secret, string(seed), string(credsSeed), userJWT}
 
-	plan := "plan --consumer billing --stream DLQ --reason '" + planReason + "' --database-url '" + dbURL + "' -o " + filepath.Join(dir, "job.json")
+	plan := "plan --consumer billing --new-consumer --stream DLQ --reason '" + planReason + "' --database-url '" + dbURL + "' -o " + filepath.Join(dir, "job.json")
 	for _, args := range []string{
 		plan + " --context prod",
 		plan + " --context prod --password wrong-" + secret,
