@@ -10,6 +10,7 @@
 //
 //	go run ./examples/billing/cmd/billing-consumer -shadow-only -live-version 1
 //	go run ./examples/billing/cmd/billing-consumer -create-stream -metrics-addr 127.0.0.1:9464
+//	go run ./examples/billing/cmd/billing-consumer -fail-charges-until 20s -retry-backoff 100ms
 package main
 
 import (
@@ -45,6 +46,9 @@ type options struct {
 	concurrency, handlers    int
 	// metricsAddr is where /metrics is served; empty serves nothing.
 	metricsAddr string
+	// failChargesUntil is how long after start every charge fails (a live outage); retryBackoff
+	// is the SDK's first nak delay, shortened so an outage dead-letters in seconds.
+	failChargesUntil, retryBackoff time.Duration
 }
 
 func main() {
@@ -62,6 +66,8 @@ func main() {
 	flag.IntVar(&o.handlers, "handlers", 8, "stream messages handled at once")
 	flag.BoolVar(&o.createStream, "create-stream", false, "create -stream on billing.> if it does not exist")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://<addr>/metrics, e.g. 127.0.0.1:9464 (empty: none)")
+	flag.DurationVar(&o.failChargesUntil, "fail-charges-until", 0, "simulate a payment provider outage: every charge fails (connection refused) for this long after start, e.g. 20s (0: none)")
+	flag.DurationVar(&o.retryBackoff, "retry-backoff", time.Second, "nak delay after a message's first transient failure, doubled per delivery")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "billing-consumer:", err)
@@ -118,10 +124,13 @@ func run(o options) error {
 	defer records.Close()
 	provider := billing.NewProvider()
 	provider.Records = records
+	if provider.Fail = outage(time.Now(), o.failChargesUntil, time.Now); provider.Fail != nil {
+		fmt.Fprintf(os.Stderr, "billing-consumer: simulating a payment provider outage: every charge fails for %s\n", o.failChargesUntil)
+	}
 	orders := billing.SharedOrders(records)
 	c, err := consumer.New(consumer.Config{
 		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: o.dlqSubject,
-		LiveVersion: o.liveVersion, ShadowConcurrency: o.concurrency, Concurrency: o.handlers, Metrics: registry,
+		LiveVersion: o.liveVersion, RetryBackoff: o.retryBackoff, ShadowConcurrency: o.concurrency, Concurrency: o.handlers, Metrics: registry,
 		Handler: orders.Record(billing.Handler(provider, time.Now)),
 		Lookup:  billing.Lookup(provider, orders),
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
