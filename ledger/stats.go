@@ -324,13 +324,9 @@ func (s *Store) CheckConsumer(ctx context.Context, consumer string) error {
 	if known {
 		return nil
 	}
-	rows, err := s.Pool.Query(ctx, knownConsumers)
+	names, err := s.KnownConsumers(ctx)
 	if err != nil {
-		return fmt.Errorf("list the consumers in the ledger: %w", err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("list the consumers in the ledger: %w", err)
+		return err
 	}
 	hint := "the ledger knows no consumer at all"
 	if len(names) > 0 {

@@ -148,6 +148,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdLedger(f),
 		NewCmdDemo(f, nil),
 	)
+	registerCompletions(f, root)
 	return root
 }
 
