@@ -162,9 +162,7 @@ func rawCopy(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, stream 
 // asyncPublish runs feed with a publish function on a fresh raw stream, at most asyncMaxPending
 // unacknowledged, waits for every ack and returns the time from the start to the last ack.
 func asyncPublish(ctx context.Context, nc *nats.Conn, feed func(publish func(*nats.Msg) error) (int64, error)) (time.Duration, error) {
-	var failed atomic.Int64
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncMaxPending),
-		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { failed.Add(1) }))
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return 0, err
 	}
@@ -172,6 +170,17 @@ func asyncPublish(ctx context.Context, nc *nats.Conn, feed func(publish func(*na
 		return 0, err
 	}
 	defer func() { _ = js.DeleteStream(context.WithoutCancel(ctx), rawStream) }()
+	return asyncPublishTo(ctx, nc, feed)
+}
+
+// asyncPublishTo is asyncPublish onto whatever stream holds the messages' subjects.
+func asyncPublishTo(ctx context.Context, nc *nats.Conn, feed func(publish func(*nats.Msg) error) (int64, error)) (time.Duration, error) {
+	var failed atomic.Int64
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(asyncMaxPending),
+		jetstream.WithPublishAsyncErrHandler(func(jetstream.JetStream, *nats.Msg, error) { failed.Add(1) }))
+	if err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	n, err := feed(func(m *nats.Msg) error {
 		_, err := js.PublishMsgAsync(m)

@@ -44,8 +44,11 @@ func main() {
 	flag.StringVar(&cfg.natsURL, "nats-url", "", "NATS server with JetStream (default: an in-process server in a temp dir)")
 	flag.IntVar(&cfg.shadowConcurrency, "shadow-concurrency", 64, "replayctl shadow --concurrency, and the responder's")
 	flag.IntVar(&cfg.consumerHandlers, "handlers", 16, "billing consumer messages handled at once during execute")
-	flag.BoolVar(&cfg.consumerAfter, "consumer-after-publish", true,
-		"start the billing consumer only once execute has published every target, so the publish rate is execute's own and not shared with the consumer")
+	// Off by default: the end-to-end rate is from the first publish to the last outcome with the
+	// consumer running, as an operator runs it. On, execute runs without a canary (--canary 0),
+	// because a canary waits for outcomes that a consumer not yet started never writes.
+	flag.BoolVar(&cfg.consumerAfter, "consumer-after-publish", false,
+		"start the billing consumer only once execute has published every target (and run execute with --canary 0), so the publish rate is execute's own and not shared with the consumer")
 	flag.BoolVar(&cfg.skipExecute, "skip-execute", false, "stop after shadow")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the schema, streams and temp dir for a look afterwards")
 	flag.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -37,16 +38,41 @@ func build(ctx context.Context, dir string) (binaries, error) {
 	return b, nil
 }
 
+// modulePath is the module scalebench builds replayctl and the billing consumer from.
+const modulePath = "github.com/replayctl/replayctl"
+
+// moduleRoot finds the replayctl module: the one the working directory is in, or else the one
+// this source file was compiled from (go run and go build record its path), so scalebench runs
+// from any directory.
 func moduleRoot(ctx context.Context) (string, error) {
 	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
-	mod := strings.TrimSpace(string(out))
-	if mod == "" || mod == os.DevNull {
-		return "", errors.New("run scalebench from inside the replayctl module (go run ./cmd/scalebench)")
+	if mod := strings.TrimSpace(string(out)); isReplayctlModule(mod) {
+		return filepath.Dir(mod), nil
 	}
-	return filepath.Dir(mod), nil
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		for dir := filepath.Dir(file); dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+			if isReplayctlModule(filepath.Join(dir, "go.mod")) {
+				return dir, nil
+			}
+		}
+	}
+	return "", errors.New("cannot find the replayctl module to build from (this binary was built with -trimpath or its sources moved): run scalebench from inside a replayctl checkout (cd replayctl && go run ./cmd/scalebench)")
+}
+
+// isReplayctlModule says whether the go.mod at path declares the replayctl module.
+func isReplayctlModule(path string) bool {
+	if path == "" || path == os.DevNull {
+		return false
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(string(raw), "\n")
+	return strings.TrimSpace(first) == "module "+modulePath
 }
 
 // measured is one finished process: its wall time, CPU time, peak resident memory and output.
