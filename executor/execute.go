@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/fingerprint"
@@ -100,59 +99,24 @@ func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 // two jobs of one consumer never both start.
 func (s *session) start(ctx context.Context, pre Preflight) error {
 	m, job := s.m, s.job
-	var busyJob string
-	var statusMoved error
-	err := pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
-		if err := ledger.LockConsumerExecutions(ctx, tx, m.Consumer); err != nil {
-			return err
-		}
-		others, err := ledger.JobsActiveForConsumer(ctx, tx, m.Consumer, m.ID)
-		if err != nil {
-			return err
-		}
-		if len(others) > 0 {
-			busyJob = others[0].ID
-			return errBusy
-		}
-		action, reason := "execute.started", "started by "+s.opts.Actor
-		if pre.Resume {
-			action, reason = "execute.continued", "continued by "+s.opts.Actor+" after an interrupted run"
-		}
-		err = ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{job.Status}, To: ledger.JobExecuting, Reason: reason, By: s.opts.Actor})
-		if errors.Is(err, ledger.ErrJobStatus) {
-			statusMoved = err
-			return err
-		}
-		if err != nil {
-			return fmt.Errorf("start job %s: %w", m.ID, err)
-		}
-		if !pre.Resume {
-			err := ledger.EffectVersionsRegister(ctx, tx, m.Consumer, m.EffectVersion.To, ledger.EffectVersionExecuting, m.ID, s.opts.Actor)
-			if errors.Is(err, ledger.ErrConflict) {
-				return errVersionTaken
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if pre.Drift.Drifted > 0 {
-			if _, err := ledger.JobTargetsSkipDrifted(ctx, tx, m.ID, m.Consumer, m.EffectVersion.To, fingerprint.Algorithm); err != nil {
-				return err
-			}
-		}
-		return ledger.AuditInsert(ctx, tx, ledger.AuditEntry{At: s.opts.Now().UTC(), Actor: s.opts.Actor, JobID: m.ID,
-			ManifestDigest: m.Digest, Action: action, Details: preflightDetails(pre)})
+	action, reason := "execute.started", "started by "+s.opts.Actor
+	if pre.Resume {
+		action, reason = "execute.continued", "continued by "+s.opts.Actor+" after an interrupted run"
+	}
+	err := s.store.ExecuteStart(ctx, ledger.ExecuteStart{
+		JobID: m.ID, Consumer: m.Consumer, FromStatus: job.Status, Reason: reason, Actor: s.opts.Actor,
+		EffectVersion: m.EffectVersion.To, Continue: pre.Resume,
+		SkipDrifted: pre.Drift.Drifted > 0, HashAlgorithm: fingerprint.Algorithm,
+		Audit: ledger.AuditEntry{At: s.opts.Now().UTC(), Actor: s.opts.Actor, JobID: m.ID,
+			ManifestDigest: m.Digest, Action: action, Details: preflightDetails(pre)},
 	})
+	if busy, ok := errors.AsType[*ledger.ConsumerBusyError](err); ok {
+		return s.refuseBusyConsumer(ctx, busy.Other)
+	}
 	switch {
-	case errors.Is(err, errBusy):
-		other, gerr := s.store.JobsGet(ctx, busyJob)
-		if gerr != nil {
-			return gerr
-		}
-		return s.refuseBusyConsumer(ctx, other)
-	case statusMoved != nil:
-		return s.refuse(ctx, GateStatus, "%v; the job changed status while the gates ran (another operator?): check `replayctl status %s`", statusMoved, m.ID)
-	case errors.Is(err, errVersionTaken):
+	case errors.Is(err, ledger.ErrJobStatus):
+		return s.refuse(ctx, GateStatus, "%v; the job changed status while the gates ran (another operator?): check `replayctl status %s`", err, m.ID)
+	case errors.Is(err, ledger.ErrVersionTaken):
 		return s.refuse(ctx, GateVersion, "effect version %d of consumer %s was registered by another job since the gates ran; plan again", m.EffectVersion.To, m.Consumer)
 	}
 	if err == nil {
@@ -198,11 +162,6 @@ func (s *session) lockLost(ctx context.Context, err error, published int64) erro
 		"nothing is lost and the job stays executing: check `replayctl status %s`, and if no executor is attached run `replayctl execute` on its manifest again",
 		s.m.ID, published, cause, s.m.ID)
 }
-
-var (
-	errBusy         = errors.New("another job of the consumer is active")
-	errVersionTaken = errors.New("effect version already registered")
-)
 
 // preflightDetails are the figures an audit entry records for a run's start or dry run.
 func preflightDetails(p Preflight) map[string]any {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -47,8 +45,8 @@ func stoppedBy(jobID string, published int64, err error) error {
 		return fmt.Errorf("execute of job %s stopped after publishing %d targets in this run: lost the ledger connection: %w; "+
 			"nothing is lost and the job stays executing: run `replayctl execute` on its manifest again to continue", jobID, published, err)
 	}
-	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
-		return &LedgerRefusedError{JobID: jobID, Published: published, SQLState: pgErr.Code, Err: err}
+	if code, ok := ledger.Refused(err); ok {
+		return &LedgerRefusedError{JobID: jobID, Published: published, SQLState: code, Err: err}
 	}
 	return err
 }

@@ -40,6 +40,20 @@ func translate(err error) error {
 	return err
 }
 
+// Refused reports whether err is PostgreSQL's answer refusing a statement (a constraint
+// violation, an undefined column), and its SQLSTATE: the statement reached the server, which
+// running it again does not change. A lost connection is not a refusal (ConnectionLost), even
+// when the server said so with a SQLSTATE of its own.
+func Refused(err error) (sqlState string, ok bool) {
+	if ConnectionLost(err) {
+		return "", false
+	}
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return pgErr.Code, true
+	}
+	return "", false
+}
+
 // schemaMismatchError carries both versions, so the message can say which way to go while
 // errors.Is still matches the one sentinel commands map to an exit code.
 type schemaMismatchError struct {

@@ -133,6 +133,28 @@ func TestConnectionLost(t *testing.T) {
 	}
 }
 
+// Refused is the other side of ConnectionLost: the server's answer to the statement, with its
+// SQLSTATE; a lost connection is never a refusal, even when the server named it.
+func TestRefused(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		code string
+		want bool
+	}{
+		{fmt.Errorf("record job: %w", &pgconn.PgError{Code: "23502"}), "23502", true}, // not_null_violation
+		{&pgconn.PgError{Code: "42703"}, "42703", true},                               // undefined_column
+		{&pgconn.PgError{Code: "57P01"}, "", false},                                   // admin_shutdown
+		{&pgconn.PgError{Code: "08006"}, "", false},                                   // connection_failure
+		{fmt.Errorf("write failed: %w", io.ErrUnexpectedEOF), "", false},
+		{errors.New("nats: timeout"), "", false},
+		{nil, "", false},
+	} {
+		if code, ok := ledger.Refused(c.err); code != c.code || ok != c.want {
+			t.Errorf("Refused(%v) = %q, %v, want %q, %v", c.err, code, ok, c.code, c.want)
+		}
+	}
+}
+
 // The SDK starts call n of a handling; the statement is sent again after a lost answer and calls
 // may start concurrently: calls_started is the highest call begun, never a count of statements.
 func TestEffectsCallStartedIsIdempotentAndSentAgainAfterItsSessionWasKilled(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -130,27 +129,21 @@ func checkJob(ctx context.Context, store *ledger.Store, m *manifest.Manifest) er
 // start marks the job shadowing, if it has not run yet, and forgets the previous run's outcomes,
 // with its audit entry, in one transaction.
 func start(ctx context.Context, store *ledger.Store, opts *Options, r *Report) error {
-	return pgx.BeginFunc(ctx, store.Pool, func(tx pgx.Tx) error {
-		err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: r.JobID, From: shadowable, To: ledger.JobShadowing,
-			Reason: "shadow started", By: opts.Actor})
-		if err != nil {
-			if errors.Is(err, ledger.ErrJobStatus) {
-				return fmt.Errorf("%w: %w; shadow checks a job before it runs, and this one already ran or was given up: plan a new job for what is left",
-					ErrJobMismatch, err)
-			}
-			return err
-		}
-		if err := ledger.JobTargetsClearShadow(ctx, tx, r.JobID); err != nil {
-			return err
-		}
-		return ledger.AuditInsert(ctx, tx, ledger.AuditEntry{
+	err := store.ShadowStart(ctx, ledger.ShadowStart{
+		JobID: r.JobID, From: shadowable, Reason: "shadow started", Actor: opts.Actor,
+		Audit: ledger.AuditEntry{
 			At: r.StartedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.started",
 			Details: map[string]any{
 				"targets": r.Totals.Targets, "seed": r.Seed, "sample": opts.Sample, "concurrency": opts.Concurrency,
 				"timeout": opts.Timeout.String(), "effectVersion": r.EffectVersion.To, "subject": r.Subject,
 			},
-		})
+		},
 	})
+	if errors.Is(err, ledger.ErrJobStatus) {
+		return fmt.Errorf("%w: %w; shadow checks a job before it runs, and this one already ran or was given up: plan a new job for what is left",
+			ErrJobMismatch, err)
+	}
+	return err
 }
 
 // record stores the verdict, the job's new status and the audit entry in one transaction.
@@ -163,25 +156,14 @@ func record(ctx context.Context, store *ledger.Store, opts *Options, r *Report) 
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, store.Pool, func(tx pgx.Tx) error {
-		err := ledger.ShadowVerdictsInsert(ctx, tx, ledger.ShadowVerdict{
-			JobID: r.JobID, ManifestDigest: r.ManifestDigest, Pass: r.Verdict.Pass, Seed: r.Seed,
-			Thresholds: thresholds, Totals: totals, Reasons: r.Verdict.Reasons, ReportPath: opts.ReportPath, Actor: opts.Actor,
-		})
-		if err != nil {
-			return err
-		}
-		err = ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: r.JobID, From: []string{ledger.JobShadowing}, To: ledger.JobShadowed,
-			Reason: "shadow verdict: " + passFail(r.Verdict.Pass), By: opts.Actor})
-		if err != nil {
-			return fmt.Errorf("record the shadow verdict of job %s: %w", r.JobID, err)
-		}
-		return ledger.AuditInsert(ctx, tx, ledger.AuditEntry{
-			At: r.FinishedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.verdict",
-			Details: map[string]any{
-				"verdict": passFail(r.Verdict.Pass), "reasons": r.Verdict.Reasons, "seed": r.Seed,
-				"reportPath": opts.ReportPath, "totals": r.Totals,
-			},
-		})
+	return store.ShadowRecordVerdict(ctx, ledger.ShadowVerdict{
+		JobID: r.JobID, ManifestDigest: r.ManifestDigest, Pass: r.Verdict.Pass, Seed: r.Seed,
+		Thresholds: thresholds, Totals: totals, Reasons: r.Verdict.Reasons, ReportPath: opts.ReportPath, Actor: opts.Actor,
+	}, "shadow verdict: "+passFail(r.Verdict.Pass), ledger.AuditEntry{
+		At: r.FinishedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.verdict",
+		Details: map[string]any{
+			"verdict": passFail(r.Verdict.Pass), "reasons": r.Verdict.Reasons, "seed": r.Seed,
+			"reportPath": opts.ReportPath, "totals": r.Totals,
+		},
 	})
 }
