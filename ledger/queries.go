@@ -132,16 +132,17 @@ func (s *Store) JobsGet(ctx context.Context, id string) (Job, error) {
 	return j, nil
 }
 
-// jobScan reads one row of jobColumns; NULL times read as zero and a NULL run state as nil.
-func jobScan(row pgx.Row) (Job, error) {
+// jobScan reads one row of jobColumns, then any columns after them into extra; NULL times read as
+// zero and a NULL run state as nil.
+func jobScan(row pgx.Row, extra ...any) (Job, error) {
 	var j Job
 	var statusAt, runStateAt *time.Time
 	var runState []byte
-	err := row.Scan(&j.ID, &j.Consumer, &j.Status, &j.ManifestDigest,
+	dest := append([]any{&j.ID, &j.Consumer, &j.Status, &j.ManifestDigest,
 		&j.EffectVersionFrom, &j.EffectVersionTo, &j.WriteForbidden, &j.Reason, &j.Ticket, &j.Stream,
 		&j.StreamLastSeq, &j.Targets, &j.ExpectedExternalCalls, &j.LedgerStateDigest, &j.CreatedBy,
-		&j.CreatedAt, &j.UpdatedAt, &j.StatusReason, &j.StatusBy, &statusAt, &runState, &runStateAt, &j.SourceKind)
-	if err != nil {
+		&j.CreatedAt, &j.UpdatedAt, &j.StatusReason, &j.StatusBy, &statusAt, &runState, &runStateAt, &j.SourceKind}, extra...)
+	if err := row.Scan(dest...); err != nil {
 		return Job{}, err
 	}
 	if statusAt != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/natsconn"
+	"github.com/replayctl/replayctl/jobhistory"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
@@ -83,6 +84,8 @@ var exitCodes = []struct {
 	{ledger.ErrUnknownConsumer, ExitUsage},
 	{ledger.ErrPruneAsOfFuture, ExitUsage},
 	{reconcile.ErrBadOptions, ExitUsage},
+	// A jobs filter naming no status a job can have would list nothing, silently.
+	{jobhistory.ErrBadFilter, ExitUsage},
 	// Applying look-up verdicts unconfirmed is refused like execute's confirmation gate.
 	{reconcile.ErrNotConfirmed, ExitGateRefused},
 	// Resolving an event that has no uncertain row (or several, without --effect-version) is bad input.

@@ -55,6 +55,32 @@ func newTable(w io.Writer, isTTY bool) *tablewriter.Table {
 	return tablewriter.NewTable(w, opts...)
 }
 
+// listGap separates the columns of a list table on a terminal.
+const listGap = "  "
+
+// newListTable is newTable for lists of many rows and columns (jobs, audit entries): on a TTY the
+// columns are aligned without borders, which take three columns per cell that a 100-column
+// terminal does not have; otherwise the same tab-separated lines.
+func newListTable(w io.Writer, isTTY bool) *tablewriter.Table {
+	if !isTTY {
+		return newTable(w, false)
+	}
+	return tablewriter.NewTable(w,
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithRowFilter(tw.CellFilter{Global: sanitizeCells}),
+		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
+		tablewriter.WithRowAutoWrap(tw.WrapNone),
+		tablewriter.WithPadding(tw.Padding{Left: tw.Empty, Right: listGap, Overwrite: true}),
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders:  tw.BorderNone,
+			Symbols:  tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{Lines: tw.LinesNone, Separators: tw.SeparatorsNone},
+		})),
+	)
+}
+
 func sanitizeCells(cells []string) []string {
 	for i, c := range cells {
 		cells[i] = clip.Line(c)

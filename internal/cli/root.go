@@ -32,6 +32,7 @@ result, so a replay must prove its boundary before any external effect is produc
   execute  replay exactly the manifest's event IDs, gated on a passing shadow and a plan
            that is not stale, after a confirmation; rate-limited, resumable after a crash
   status   where a job's targets stand, from any terminal; pause, resume and cancel it
+  jobs     every job, newest first, with its counts and last change (--consumer, --status, --since)
   reconcile  ask the consumer's look-up whether uncertain effects happened: reconciled, or
            marked for manual review; never retried
   ledger   "ledger stats --consumer C" for replay and mismatch rates, lease expiries and
@@ -144,6 +145,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdControl(f, "cancel", nil),
 		NewCmdDrain(f, nil),
 		NewCmdShow(f, nil),
+		NewCmdJobs(f, nil),
 		NewCmdValidate(f, nil),
 		NewCmdLedger(f),
 		NewCmdDemo(f, nil),
