@@ -190,22 +190,22 @@ update plan_events set class = 'over_max'
    and event_id in (select event_id from plan_events where class = 'target' order by seq offset $1)`
 
 const planEventsSummary = `
-select count(*),
-       coalesce(sum(messages - 1) filter (where hashes = 1), 0),
-       count(*) filter (where class = 'conflict_source'),
-       count(*) filter (where class = 'conflict_ledger'),
-       count(*) filter (where class = 'done'),
-       count(*) filter (where class = 'target' and done_older),
-       count(*) filter (where class = 'uncertain'),
-       count(*) filter (where class = 'in_flight'),
-       count(*) filter (where class = 'other_job'),
-       count(*) filter (where class = 'not_processed'),
-       count(*) filter (where class = 'over_max'),
-       count(*) filter (where class = 'evidence_expired'),
-       count(*) filter (where class = 'evidence_reconciled'),
-       count(*) filter (where class = 'target'),
-       count(*) filter (where class = 'target' and known_effect_count is not null),
-       coalesce(sum(known_effect_count) filter (where class = 'target'), 0)
+select count(*)                                                                   as candidates,
+       coalesce(sum(messages - 1) filter (where hashes = 1), 0)                   as repeated_in_source,
+       count(*) filter (where class = 'conflict_source')                          as duplicate_in_source,
+       count(*) filter (where class = 'conflict_ledger')                          as ledger_payload_mismatch,
+       count(*) filter (where class = 'done')                                     as already_completed,
+       count(*) filter (where class = 'target' and done_older)                    as completed_under_older_version,
+       count(*) filter (where class = 'uncertain')                                as excluded_uncertain,
+       count(*) filter (where class = 'in_flight')                                as excluded_in_flight,
+       count(*) filter (where class = 'other_job')                                as excluded_in_other_job,
+       count(*) filter (where class = 'not_processed')                            as not_processed,
+       count(*) filter (where class = 'over_max')                                 as over_max,
+       count(*) filter (where class = 'evidence_expired')                         as evidence_expired,
+       count(*) filter (where class = 'evidence_reconciled')                      as evidence_reconciled,
+       count(*) filter (where class = 'target')                                   as targets,
+       count(*) filter (where class = 'target' and known_effect_count is not null) as known_targets,
+       coalesce(sum(known_effect_count) filter (where class = 'target'), 0)         as known_calls
   from plan_events`
 
 // planEventsFailureReasons is the histogram over the targets of failure_reason: the DLQ's failure
@@ -276,24 +276,26 @@ type PlanSession struct {
 	tx   pgx.Tx
 }
 
-// PlanSummary holds the counts of a classified plan.
+// PlanSummary holds the counts of a classified plan. Each field is read from the summary's
+// column of its db name, so reordering the query's columns cannot move a count into another
+// field, and a column or field without its pair fails every plan instead of reading zero.
 type PlanSummary struct {
-	Candidates                 int64
-	RepeatedInSource           int64
-	DuplicateInSource          int64
-	LedgerPayloadMismatch      int64
-	AlreadyCompleted           int64
-	CompletedUnderOlderVersion int64
-	ExcludedUncertain          int64
-	ExcludedInFlight           int64
-	ExcludedInOtherJob         int64
-	NotProcessed               int64
-	OverMax                    int64
-	EvidenceExpired            int64
-	EvidenceReconciled         int64
-	Targets                    int64
-	KnownTargets               int64
-	KnownCalls                 int64
+	Candidates                 int64 `db:"candidates"`
+	RepeatedInSource           int64 `db:"repeated_in_source"`
+	DuplicateInSource          int64 `db:"duplicate_in_source"`
+	LedgerPayloadMismatch      int64 `db:"ledger_payload_mismatch"`
+	AlreadyCompleted           int64 `db:"already_completed"`
+	CompletedUnderOlderVersion int64 `db:"completed_under_older_version"`
+	ExcludedUncertain          int64 `db:"excluded_uncertain"`
+	ExcludedInFlight           int64 `db:"excluded_in_flight"`
+	ExcludedInOtherJob         int64 `db:"excluded_in_other_job"`
+	NotProcessed               int64 `db:"not_processed"`
+	OverMax                    int64 `db:"over_max"`
+	EvidenceExpired            int64 `db:"evidence_expired"`
+	EvidenceReconciled         int64 `db:"evidence_reconciled"`
+	Targets                    int64 `db:"targets"`
+	KnownTargets               int64 `db:"known_targets"`
+	KnownCalls                 int64 `db:"known_calls"`
 }
 
 // PlanConflict is an event ID whose payloads disagree within the scan or with the ledger.
@@ -376,10 +378,11 @@ func (p *PlanSession) Classify(ctx context.Context, consumer, sourceKind string,
 
 // Summary returns the counts of the classified plan.
 func (p *PlanSession) Summary(ctx context.Context) (PlanSummary, error) {
-	var s PlanSummary
-	err := p.tx.QueryRow(ctx, planEventsSummary).Scan(&s.Candidates, &s.RepeatedInSource, &s.DuplicateInSource,
-		&s.LedgerPayloadMismatch, &s.AlreadyCompleted, &s.CompletedUnderOlderVersion, &s.ExcludedUncertain,
-		&s.ExcludedInFlight, &s.ExcludedInOtherJob, &s.NotProcessed, &s.OverMax, &s.EvidenceExpired, &s.EvidenceReconciled, &s.Targets, &s.KnownTargets, &s.KnownCalls)
+	rows, err := p.tx.Query(ctx, planEventsSummary)
+	if err != nil {
+		return PlanSummary{}, fmt.Errorf("plan: summarise: %w", err)
+	}
+	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[PlanSummary])
 	if err != nil {
 		return s, fmt.Errorf("plan: summarise: %w", err)
 	}
