@@ -46,6 +46,9 @@ var exitCodes = []struct {
 	{natsconn.ErrRefused, ExitUsage},
 	// A URL that does not parse is bad input; an unreachable server (ErrUnavailable) is not.
 	{ledger.ErrInvalidURL, ExitUsage},
+	// A role without the privilege a statement needs fails the same way on every retry: the
+	// deployment's grants are wrong, not the ledger's rows.
+	{ledger.ErrPermissionDenied, ExitUsage},
 	// A manifest edited after plan is not the job that was planned: the contract lists it with the
 	// gates. It also matches ErrInvalid, so it must come first.
 	{manifest.ErrTampered, ExitGateRefused},
@@ -123,6 +126,16 @@ func (e *usageError) Is(target error) bool { return target == ErrUsage }
 // usageErrorf returns an error matching ErrUsage.
 func usageErrorf(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// withPrivilegeHint marks a statement PostgreSQL refused for the role's privileges and says where
+// the grants come from; other errors are returned unchanged.
+func withPrivilegeHint(err error) error {
+	classified := ledger.ClassifyPermission(err)
+	if classified == err {
+		return err
+	}
+	return fmt.Errorf("%w; the role in --database-url needs the grants of its kind: see replayctl ledger grants --help and docs/operations.md", classified)
 }
 
 // exitCode returns the exit code for err: an ExitError's own code, else the first match in

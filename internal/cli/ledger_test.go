@@ -114,7 +114,7 @@ func TestLedgerVerbsRefuseBadFlagsWithExit2BeforeConnecting(t *testing.T) {
 		{"ledger stats --consumer billing --window 1y", `--window "1y": want a positive length of time in weeks (1w), days (2d)`},
 		{"ledger stats --consumer billing --window -1h", `--window "-1h"`},
 		{"ledger stats --consumer billing --window 400d", "--window 400d: at most 366d"},
-		{"ledger bogus", `unknown command "bogus" for replayctl ledger; use prune or stats`},
+		{"ledger bogus", `unknown command "bogus" for replayctl ledger; use grants or prune or stats`},
 		{"ledger stast", `unknown command "stast" for replayctl ledger; did you mean stats?`},
 		{"reconcile reslove", `unknown command "reslove" for replayctl reconcile; did you mean resolve?`},
 	} {

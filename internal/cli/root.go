@@ -176,6 +176,7 @@ func run(ctx context.Context, f *Factory, root *cobra.Command, args []string) in
 	if err == nil {
 		return ExitOK
 	}
+	err = withPrivilegeHint(err)
 	code := exitCode(err)
 	reportError(f, cmd, args, err, code)
 	return code

@@ -108,14 +108,7 @@ func schemaName(testName string) string {
 // parameters to the server as run-time settings and lets the last occurrence win, so a
 // search_path already in the base URL is overridden without rewriting the rest of it.
 func withSearchPath(databaseURL, schema string) string {
-	if !strings.HasPrefix(databaseURL, "postgres://") && !strings.HasPrefix(databaseURL, "postgresql://") {
-		return strings.TrimSpace(databaseURL) + " search_path=" + schema
-	}
-	sep := "?"
-	if strings.Contains(databaseURL, "?") {
-		sep = "&"
-	}
-	return databaseURL + sep + "search_path=" + schema
+	return withParam(databaseURL, "search_path", schema)
 }
 
 // WaitFor polls cond until it reports true, failing t when cond returns an error or timeout
