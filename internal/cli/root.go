@@ -33,6 +33,7 @@ result, so a replay must prove its boundary before any external effect is produc
            that is not stale, after a confirmation; rate-limited, resumable after a crash
   status   where a job's targets stand, from any terminal; pause, resume and cancel it
   jobs     every job, newest first, with its counts and last change (--consumer, --status, --since)
+  log      a job's audit trail: who did what, when and why
   reconcile  ask the consumer's look-up whether uncertain effects happened: reconciled, or
            marked for manual review; never retried
   ledger   "ledger stats --consumer C" for replay and mismatch rates, lease expiries and
@@ -146,6 +147,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdDrain(f, nil),
 		NewCmdShow(f, nil),
 		NewCmdJobs(f, nil),
+		NewCmdLog(f, nil),
 		NewCmdValidate(f, nil),
 		NewCmdLedger(f),
 		NewCmdDemo(f, nil),
