@@ -69,6 +69,9 @@ type runState struct {
 	maxInFlight     int64
 	canary          canary
 	budget          budgetWindow
+	// drained says every target was published; wake asks the watcher to poll now (window.go).
+	drained atomic.Bool
+	wake    chan struct{}
 }
 
 // inFlight is how many published targets have no outcome yet, as of the last poll.

@@ -42,18 +42,23 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	}
 	st := &runState{publishedBefore: ts[ledger.TargetPublished], maxInFlight: int64(s.opts.MaxInFlight), durable: s.opts.Durable,
 		canary: canary{size: r.Preflight.Canary, open: r.Preflight.Canary == 0},
-		budget: budgetWindow{budget: s.budget.Budget, maxPerTarget: s.budget.MaxPerTarget}}
+		budget: budgetWindow{budget: s.budget.Budget, maxPerTarget: s.budget.MaxPerTarget}, wake: make(chan struct{}, 1)}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	acks := make(chan pendingAck, min(s.opts.MaxInFlight, 4096))
 	published := make(chan error, 1)
 	acked := make(chan error, 1)
 	r.PublishStartedAt = s.opts.Now().UTC()
-	go func() { published <- s.publishTargets(runCtx, st, pub, acks) }()
+	go func() {
+		err := s.publishTargets(runCtx, st, pub, acks)
+		st.drained.Store(err == nil)
+		published <- err
+	}()
 	go func() { acked <- s.collectAcks(runCtx, pub, acks, st) }()
 	s.opts.stage("publishing %d targets of job %s under effect version %d", r.Preflight.ToPublish, s.job.ID, s.job.EffectVersionTo)
 
 	w := &watcher{s: s, st: st, r: r, lastChange: time.Now()}
+	go (&window{s: s, st: st, durableFound: r.Preflight.DurableFound}).watch(runCtx)
 	publishing, acking := true, true
 	var loopErr error
 	var stop *Stop
@@ -78,6 +83,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 				r.PublishFinishedAt = s.opts.Now().UTC()
 			}
 		case <-timer.C:
+		case <-st.wake:
 		case <-ctx.Done():
 			loopErr = ctx.Err()
 		}
@@ -237,28 +243,33 @@ func (w *watcher) rate(p *Progress, settled int64) {
 // readDurable reads the durable consumer's pending count; a durable that cannot be read does not
 // throttle, the ledger's in-flight count still does.
 func (w *watcher) readDurable(ctx context.Context) {
-	s := w.s
-	if !w.r.Preflight.DurableFound || s.stream == "" {
+	w.s.readDurable(ctx, w.r.Preflight.DurableFound, &w.durable, w.st)
+}
+
+// readDurable stores the durable's pending count in st, opening *c the first time; the poll and
+// the window watcher each keep their own handle.
+func (s *session) readDurable(ctx context.Context, found bool, c *jetstream.Consumer, st *runState) {
+	if !found || s.stream == "" {
 		return
 	}
 	// Bounded: a JetStream request whose answer is lost with a server (a kill, a leader change)
 	// would otherwise hold the poll, and with it the stall clock, until ctx ends.
 	ctx, cancel := context.WithTimeout(ctx, durableInfoTimeout)
 	defer cancel()
-	if w.durable == nil {
-		c, err := s.js.Consumer(ctx, s.stream, s.opts.Durable)
+	if *c == nil {
+		d, err := s.js.Consumer(ctx, s.stream, s.opts.Durable)
 		if err != nil {
 			return
 		}
-		w.durable = c
+		*c = d
 	}
-	info, err := w.durable.Info(ctx)
+	info, err := (*c).Info(ctx)
 	if err != nil {
 		return
 	}
-	w.st.mu.Lock()
-	w.st.durablePending = int64(info.NumPending) + int64(info.NumAckPending)
-	w.st.mu.Unlock()
+	st.mu.Lock()
+	st.durablePending = int64(info.NumPending) + int64(info.NumAckPending)
+	st.mu.Unlock()
 }
 
 // RunState is an executor's live state as it stores it on the job for `replayctl status`.

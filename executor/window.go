@@ -1,0 +1,96 @@
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The in-flight window opens as outcomes land, not once per poll. Refreshed by the poll alone,
+// a full window waited for the next poll however fast the consumers settled it, which capped a
+// fleet at about --max-in-flight targets per poll interval. Between polls, while the run waits
+// on outcomes (throttled by the window, holding for the canary, or everything published), the
+// window watcher re-counts the job's settled ledger rows (ledger.EffectsJobSettled); the ledger
+// count stays the only figure the window trusts. docs/decisions.md says why this and not
+// LISTEN/NOTIFY or a JetStream subscription.
+
+// windowRecountMin is the shortest gap between two re-counts; each waits at least twice as long
+// as the last one took, so a large job's re-counts take at most a third of a backend.
+const windowRecountMin = 25 * time.Millisecond
+
+// recountKind is what the window waits on.
+type recountKind int
+
+const (
+	recountNone recountKind = iota
+	// recountLedger: published targets without an outcome hold the publisher, or the run.
+	recountLedger
+	// recountDurable: only the durable's pending count holds the publisher.
+	recountDurable
+)
+
+// waitsOn says which figure to read again; st.mu is held.
+func (st *runState) waitsOn() recountKind {
+	if st.stop || st.pauseReason != "" {
+		return recountNone
+	}
+	inFlight := st.inFlight()
+	switch {
+	case inFlight <= 0:
+		return recountNone
+	case inFlight >= st.maxInFlight, st.drained.Load(), st.canary.holds(st.sent.Load()) != "":
+		return recountLedger
+	case st.durablePending >= st.maxInFlight:
+		return recountDurable
+	}
+	return recountNone
+}
+
+// window re-reads the figures that hold the in-flight window, between polls.
+type window struct {
+	s            *session
+	st           *runState
+	durableFound bool
+	durable      jetstream.Consumer
+}
+
+// watch re-counts what holds the window until ctx ends. When the last published target
+// settles and nothing more is to be published now (all sent, or the canary), it wakes the poll,
+// which finishes the run or opens the canary without waiting out its interval.
+func (w *window) watch(ctx context.Context) {
+	s, st := w.s, w.st
+	t := time.NewTimer(windowRecountMin)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st.mu.Lock()
+		kind := st.waitsOn()
+		st.mu.Unlock()
+		began := time.Now()
+		switch kind {
+		case recountLedger:
+			n, err := s.store.EffectsJobSettled(ctx, s.job.Consumer, s.job.EffectVersionTo, s.job.ID)
+			if err != nil {
+				break
+			}
+			st.mu.Lock()
+			st.settled = n
+			woke := st.inFlight() <= 0 && (st.drained.Load() || st.canary.holds(st.sent.Load()) != "")
+			st.mu.Unlock()
+			if woke {
+				select {
+				case st.wake <- struct{}{}:
+				default:
+				}
+			}
+		case recountDurable:
+			s.readDurable(ctx, w.durableFound, &w.durable, st)
+		}
+		t.Reset(max(windowRecountMin, 2*time.Since(began)))
+	}
+}
