@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -25,9 +26,9 @@ type Control struct {
 type ControlResult struct {
 	JobID string `json:"jobId"`
 	// Action is pause, resume or cancel; From and To the job's status before and after.
-	Action string `json:"action"`
-	From   string `json:"from"`
-	To     string `json:"to"`
+	Action string     `json:"action"`
+	From   job.Status `json:"from"`
+	To     job.Status `json:"to"`
 	// ExecutorAttached says whether an executor holds the job's lock: it takes the change within
 	// a poll. Without one, a resumed job needs `replayctl execute` to go on publishing.
 	ExecutorAttached bool     `json:"executorAttached"`
@@ -37,16 +38,8 @@ type ControlResult struct {
 // ErrNotControllable matches a pause, resume or cancel the job's status does not allow (exit 3).
 var ErrNotControllable = errors.New("the job's status does not allow this")
 
-var controls = map[string]struct {
-	from []string
-	to   string
-	// done is the action's past tense, for the default reason ("cancelled by alice").
-	done string
-}{
-	"pause":  {from: []string{ledger.JobExecuting}, to: ledger.JobPaused, done: "paused"},
-	"resume": {from: []string{ledger.JobPaused}, to: ledger.JobExecuting, done: "resumed"},
-	"cancel": {from: []string{ledger.JobPlanned, ledger.JobShadowing, ledger.JobShadowed, ledger.JobExecuting, ledger.JobPaused}, to: ledger.JobCancelled, done: "cancelled"},
-}
+// controlDone is each action's past tense, for the default reason ("cancelled by alice").
+var controlDone = map[string]string{"pause": "paused", "resume": "resumed", "cancel": "cancelled"}
 
 // Pause stops the job's publishing; messages already published are still processed.
 func Pause(ctx context.Context, store *ledger.Store, c Control) (*ControlResult, error) {
@@ -78,48 +71,48 @@ func control(ctx context.Context, store *ledger.Store, c Control, action string)
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	job, err := store.JobsGet(ctx, c.JobID)
+	rec, err := store.JobsGet(ctx, c.JobID)
 	if err != nil {
 		return nil, err
 	}
-	rule := controls[action]
+	event := job.Event(action)
 	reason := c.Reason
 	if reason == "" {
-		reason = rule.done + " by " + c.Actor
+		reason = controlDone[action] + " by " + c.Actor
 	}
 	err = pgx.BeginFunc(ctx, store.Pool, func(tx pgx.Tx) error {
-		err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: job.ID, From: rule.from, To: rule.to, Reason: reason, By: c.Actor})
+		err := ledger.JobsTransition(ctx, tx, job.Transition(event, rec.ID, reason, c.Actor))
 		if errors.Is(err, ledger.ErrJobStatus) {
-			return fmt.Errorf("%w: %s %s: %w%s", ErrNotControllable, action, job.ID, err, controlHint(action))
+			return fmt.Errorf("%w: %s %s: %w%s", ErrNotControllable, action, rec.ID, err, controlHint(action))
 		}
 		if err != nil {
 			return err
 		}
 		if action == "cancel" {
-			if _, err := ledger.EffectVersionsSetState(ctx, tx, job.Consumer, job.EffectVersionTo, job.ID,
+			if _, err := ledger.EffectVersionsSetState(ctx, tx, rec.Consumer, rec.EffectVersionTo, rec.ID,
 				[]string{ledger.EffectVersionExecuting}, ledger.EffectVersionCancelled); err != nil {
 				return err
 			}
-			if _, err := ledger.JobTargetsSettle(ctx, tx, job.ID, job.Consumer, job.EffectVersionTo); err != nil {
+			if _, err := ledger.JobTargetsSettle(ctx, tx, rec.ID, rec.Consumer, rec.EffectVersionTo); err != nil {
 				return err
 			}
 		}
-		return ledger.AuditInsert(ctx, tx, ledger.AuditEntry{At: c.Now().UTC(), Actor: c.Actor, JobID: job.ID,
-			ManifestDigest: job.ManifestDigest, Action: "job." + action,
-			Details: map[string]any{"from": job.Status, "to": rule.to, "reason": reason}})
+		return ledger.AuditInsert(ctx, tx, ledger.AuditEntry{At: c.Now().UTC(), Actor: c.Actor, JobID: rec.ID,
+			ManifestDigest: rec.ManifestDigest, Action: "job." + action,
+			Details: map[string]any{"from": rec.Status, "to": job.To(event), "reason": reason}})
 	})
 	if err != nil {
 		return nil, err
 	}
-	res := &ControlResult{JobID: job.ID, Action: action, From: job.Status, To: rule.to}
-	res.ExecutorAttached, err = executorAttached(ctx, store, job.ID)
+	res := &ControlResult{JobID: rec.ID, Action: action, From: rec.Status, To: job.To(event)}
+	res.ExecutorAttached, err = executorAttached(ctx, store, rec.ID)
 	if err != nil {
 		return nil, err
 	}
-	if job, err = store.JobsGet(ctx, job.ID); err != nil {
+	if rec, err = store.JobsGet(ctx, rec.ID); err != nil {
 		return nil, err
 	}
-	if res.Counts, _, err = readProgress(ctx, store, job); err != nil {
+	if res.Counts, _, err = readProgress(ctx, store, rec); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -3,12 +3,13 @@ package executor
 import (
 	"context"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
 // settledStatus reports whether a job's targets carry their final status (JobTargetsSettle ran).
-func settledStatus(status string) bool {
-	return status == ledger.JobCompleted || status == ledger.JobCancelled
+func settledStatus(status job.Status) bool {
+	return status == job.Completed || status == job.Cancelled
 }
 
 // readProgress reads where job's targets stand: job_targets for what execute decided itself

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -50,37 +51,37 @@ type DrainResult struct {
 // source stream is never touched. Without a drain the next plan still keeps the done events out;
 // a drain only tidies the DLQ. It is recorded in the audit log and may be repeated.
 func Drain(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts DrainOptions) (*DrainResult, error) {
-	job, err := store.JobsGet(ctx, opts.JobID)
+	rec, err := store.JobsGet(ctx, opts.JobID)
 	if err != nil {
 		return nil, err
 	}
 	switch {
-	case job.SourceKind == ledger.SourceBackfill:
+	case rec.SourceKind == ledger.SourceBackfill:
 		return nil, fmt.Errorf("%w: job %s is a backfill: its stream %s holds the original messages, the system of record, and is never drained",
-			ErrNotDrainable, job.ID, job.Stream)
-	case job.Status != ledger.JobCompleted && job.Status != ledger.JobCancelled && job.Status != ledger.JobFailed:
+			ErrNotDrainable, rec.ID, rec.Stream)
+	case !job.Final(rec.Status):
 		return nil, fmt.Errorf("%w: job %s is %s; drain it once it completed (or was cancelled): until then execute still reads its DLQ messages",
-			ErrNotDrainable, job.ID, job.Status)
+			ErrNotDrainable, rec.ID, rec.Status)
 	}
-	stream, err := js.Stream(ctx, job.Stream)
+	stream, err := js.Stream(ctx, rec.Stream)
 	if err != nil {
-		return nil, fmt.Errorf("drain job %s: look up its DLQ stream %s: %w", job.ID, job.Stream, err)
+		return nil, fmt.Errorf("drain job %s: look up its DLQ stream %s: %w", rec.ID, rec.Stream, err)
 	}
 	// Sequences are only meaningful in the stream they were read from: one deleted and created
 	// again under the same name numbers other messages.
-	if created := stream.CachedInfo().Created; created.After(job.CreatedAt) {
+	if created := stream.CachedInfo().Created; created.After(rec.CreatedAt) {
 		return nil, fmt.Errorf("%w: stream %s was created at %s, after job %s was planned (%s): its sequences are not the job's; nothing was deleted",
-			ErrNotDrainable, job.Stream, created.UTC().Format("2006-01-02T15:04:05Z"), job.ID, job.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
+			ErrNotDrainable, rec.Stream, created.UTC().Format("2006-01-02T15:04:05Z"), rec.ID, rec.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
 	}
-	res := &DrainResult{JobID: job.ID, Stream: job.Stream}
-	err = store.JobTargetsCompletedSeqs(ctx, job.ID, drainPage, func(seqs []uint64) error {
+	res := &DrainResult{JobID: rec.ID, Stream: rec.Stream}
+	err = store.JobTargetsCompletedSeqs(ctx, rec.ID, drainPage, func(seqs []uint64) error {
 		for _, seq := range seqs {
 			switch err := stream.DeleteMsg(ctx, seq); {
 			case messageGone(err):
 				res.AlreadyGone++
 			case err != nil:
 				return fmt.Errorf("drain job %s: delete message %d of stream %s: %w; %d deleted so far, run drain again to finish",
-					job.ID, seq, job.Stream, err, res.Deleted)
+					rec.ID, seq, rec.Stream, err, res.Deleted)
 			default:
 				res.Deleted++
 			}
@@ -90,10 +91,10 @@ func Drain(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opt
 		}
 		return nil
 	})
-	entry := ledger.AuditEntry{Actor: opts.Actor, JobID: job.ID, ManifestDigest: job.ManifestDigest, Action: "drain",
-		Details: map[string]any{"stream": job.Stream, "deleted": res.Deleted, "alreadyGone": res.AlreadyGone, "complete": err == nil}}
+	entry := ledger.AuditEntry{Actor: opts.Actor, JobID: rec.ID, ManifestDigest: rec.ManifestDigest, Action: "drain",
+		Details: map[string]any{"stream": rec.Stream, "deleted": res.Deleted, "alreadyGone": res.AlreadyGone, "complete": err == nil}}
 	if auditErr := store.AuditAppend(context.WithoutCancel(ctx), entry); auditErr != nil && err == nil {
-		err = fmt.Errorf("drain job %s: %d messages deleted, but the audit entry was not recorded: %w", job.ID, res.Deleted, auditErr)
+		err = fmt.Errorf("drain job %s: %d messages deleted, but the audit entry was not recorded: %w", rec.ID, res.Deleted, auditErr)
 	}
 	if err != nil {
 		return res, err

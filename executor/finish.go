@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -27,12 +28,12 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 		if stop != nil {
 			details["guard"] = stop
 		}
-		err = s.store.InTx(ctx, s.jobIs(ledger.JobCompleted, ""), func(tx pgx.Tx) error {
+		err = s.store.InTx(ctx, s.jobIs(job.To(job.EventComplete), ""), func(tx pgx.Tx) error {
 			if _, err := ledger.JobTargetsSettle(ctx, tx, m.ID, m.Consumer, m.EffectVersion.To); err != nil {
 				return err
 			}
 			reason := fmt.Sprintf("%d completed, %d failed, %d uncertain, %d skipped", final.Completed, final.Failed, final.Uncertain, final.Skipped)
-			if err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{ledger.JobExecuting, ledger.JobPaused}, To: ledger.JobCompleted, Reason: reason, By: s.opts.Actor}); err != nil {
+			if err := ledger.JobsTransition(ctx, tx, job.Transition(job.EventComplete, m.ID, reason, s.opts.Actor)); err != nil {
 				return err
 			}
 			if _, err := ledger.EffectVersionsSetState(ctx, tx, m.Consumer, m.EffectVersion.To, m.ID, []string{ledger.EffectVersionExecuting}, ledger.EffectVersionCompleted); err != nil {
@@ -54,9 +55,8 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 		s.audit(ctx, "execute.stalled", details)
 	default:
 		details["guard"] = stop
-		err = s.store.InTx(ctx, s.jobIs(ledger.JobPaused, guardActor), func(tx pgx.Tx) error {
-			err := ledger.JobsTransition(ctx, tx, ledger.JobTransition{ID: m.ID, From: []string{ledger.JobExecuting, ledger.JobPaused}, To: ledger.JobPaused,
-				Reason: "guard " + stop.Kind + ": " + stop.Message, By: guardActor})
+		err = s.store.InTx(ctx, s.jobIs(job.To(job.EventGuard), guardActor), func(tx pgx.Tx) error {
+			err := ledger.JobsTransition(ctx, tx, job.Transition(job.EventGuard, m.ID, "guard "+stop.Kind+": "+stop.Message, guardActor))
 			if err != nil {
 				return err
 			}
@@ -74,7 +74,7 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 
 // jobIs is whether the job's status is now status (set by by, when by is not empty): after a
 // lost connection, whether the transaction that sets it committed.
-func (s *session) jobIs(status, by string) func(context.Context) (bool, error) {
+func (s *session) jobIs(status job.Status, by string) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		job, err := s.store.JobsGet(ctx, s.m.ID)
 		if err != nil {
@@ -100,7 +100,7 @@ func (s *session) fillReview(ctx context.Context, r *Result) error {
 		return err
 	}
 	p.Rate, p.ETA, p.CallBudget = r.Final.Rate, 0, s.callBudget()
-	p.State = job.Status
+	p.State = string(job.Status)
 	r.Final, r.JobStatus, r.FinishedAt = p, job.Status, s.opts.Now().UTC()
 	if r.Uncertain, err = s.store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewUncertain, maxListed); err != nil {
 		return err

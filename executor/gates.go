@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
@@ -99,17 +100,18 @@ func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 }
 
 func (s *session) checkStatus(ctx context.Context) error {
-	job := s.job
-	switch job.Status {
-	case ledger.JobShadowed, ledger.JobExecuting:
+	rec := s.job
+	if job.Allows(job.EventExecute, rec.Status) {
 		return nil
-	case ledger.JobPlanned, ledger.JobShadowing:
-		return s.refuse(ctx, GateStatus, "job %s is %s: it has no finished shadow run; run `replayctl shadow` on its manifest first", job.ID, job.Status)
-	case ledger.JobPaused:
+	}
+	switch rec.Status {
+	case job.Planned, job.Shadowing:
+		return s.refuse(ctx, GateStatus, "job %s is %s: it has no finished shadow run; run `replayctl shadow` on its manifest first", rec.ID, rec.Status)
+	case job.Paused:
 		return s.refuse(ctx, GateStatus, "job %s is paused%s; resume it with `replayctl resume %s`, then run execute again",
-			job.ID, statusBecause(job), job.ID)
+			rec.ID, statusBecause(rec), rec.ID)
 	default:
-		return s.refuse(ctx, GateStatus, "job %s is already %s%s; a job runs once: plan a new job for what is left", job.ID, job.Status, statusBecause(job))
+		return s.refuse(ctx, GateStatus, "job %s is already %s%s; a job runs once: plan a new job for what is left", rec.ID, rec.Status, statusBecause(rec))
 	}
 }
 
@@ -217,29 +219,29 @@ func roundUp(ratio float64) float64 {
 
 // preflight computes what the run would do once every gate passed.
 func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift) (Preflight, error) {
-	m, job := s.m, s.job
-	ts, e, err := readCounts(ctx, s.store, job)
+	m, rec := s.m, s.job
+	ts, e, err := readCounts(ctx, s.store, rec)
 	if err != nil {
 		return Preflight{}, err
 	}
 	p := Preflight{JobID: m.ID, ManifestDigest: m.Digest, Consumer: m.Consumer, EffectVersion: m.EffectVersion,
-		WriteForbidden: m.WriteForbidden, JobStatus: job.Status, Resume: job.Status == ledger.JobExecuting, Verdict: verdict,
-		Targets: job.Targets, Counts: progressOf(job.Targets, ts, e, false), Drift: drift,
+		WriteForbidden: m.WriteForbidden, JobStatus: rec.Status, Resume: rec.Status == job.Executing, Verdict: verdict,
+		Targets: rec.Targets, Counts: progressOf(rec.Targets, ts, e, false), Drift: drift,
 		ExpectedExternalCalls: m.ExpectedExternalCalls, CallBudget: s.budget.Budget, Budget: s.budget,
 		Guards: s.opts.Guards, Durable: s.opts.Durable, Rate: s.opts.Rate, MaxInFlight: s.opts.MaxInFlight,
 		FirstTargets: []PlannedPublish{}, Warnings: []string{}}
 	p.Counts.CallBudget = p.CallBudget
 	rowsUnderVersion := e.Settled() + e.Processing + e.Retrying
 	p.ToPublish = max(0, unsettled(ts)-drift.Drifted-rowsUnderVersion)
-	p.Canary = canarySize(s.opts.Canary, job.Targets, p.ToPublish)
-	s.noRowsAhead = job.Status == ledger.JobShadowed && rowsUnderVersion == 0
+	p.Canary = canarySize(s.opts.Canary, rec.Targets, p.ToPublish)
+	s.noRowsAhead = rec.Status == job.Shadowed && rowsUnderVersion == 0
 	first, err := s.store.JobTargetsPageToPublish(ctx, s.publishPage(0, firstTargetsShown))
 	if err != nil {
 		return Preflight{}, err
 	}
 	for _, t := range first {
 		p.FirstTargets = append(p.FirstTargets, PlannedPublish{EventID: t.EventID, Subject: t.OriginalSubject,
-			StreamSeq: t.StreamSeq, MsgID: protocol.MsgID(job.ID, t.EventID)})
+			StreamSeq: t.StreamSeq, MsgID: protocol.MsgID(rec.ID, t.EventID)})
 	}
 	if len(first) > 0 {
 		if err := s.checkSubject(ctx, first[0].OriginalSubject, &p); err != nil {

@@ -3,6 +3,7 @@ package executor
 import (
 	"time"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
@@ -18,8 +19,8 @@ type Preflight struct {
 	WriteForbidden bool                   `json:"writeForbidden"`
 	// JobStatus is the job's status before this run: shadowed for a first run, executing for a
 	// run that continues an interrupted one.
-	JobStatus string `json:"jobStatus"`
-	Resume    bool   `json:"resume"`
+	JobStatus job.Status `json:"jobStatus"`
+	Resume    bool       `json:"resume"`
 	// Verdict is the passing shadow verdict the run relies on.
 	Verdict VerdictRef `json:"verdict"`
 	// Targets is the manifest's target count; Counts where they stand in the ledger now.
@@ -155,8 +156,8 @@ type Result struct {
 	// Final is where the targets stand at the end.
 	Final Progress `json:"final"`
 	// JobStatus is the job's status at the end.
-	JobStatus string `json:"jobStatus"`
-	Stop      *Stop  `json:"stop,omitempty"`
+	JobStatus job.Status `json:"jobStatus"`
+	Stop      *Stop      `json:"stop,omitempty"`
 	// Uncertain and Failed list targets for manual review (the first maxListed of each).
 	Uncertain []ledger.ReviewItem `json:"uncertain"`
 	Failed    []ledger.ReviewItem `json:"failed"`

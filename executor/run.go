@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -133,11 +134,11 @@ type watcher struct {
 // poll reads the ledger once. done means every target settled.
 func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error) {
 	s := w.s
-	job, err := s.store.JobsGet(ctx, s.job.ID)
+	rec, err := s.store.JobsGet(ctx, s.job.ID)
 	var p Progress
 	var e ledger.JobEffectCounts
 	if err == nil {
-		p, e, err = readProgress(ctx, s.store, job)
+		p, e, err = readProgress(ctx, s.store, rec)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -160,12 +161,12 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	w.st.budget.settled, w.st.budget.settledCalls, w.st.budget.inFlightCalls = e.Settled(), e.SettledCalls, e.InFlightCalls
 	// A cancelled job stops the publisher here, under the lock that releases a pause: a paused
 	// run must not publish one more target on its way out.
-	if job.Status == ledger.JobCancelled {
+	if rec.Status == job.Cancelled {
 		w.st.stop = true
 	}
 	w.st.pauseReason = ""
-	if job.Status == ledger.JobPaused {
-		w.st.pauseReason = "paused" + statusBecause(job) + "; `replayctl resume " + job.ID + "` continues"
+	if rec.Status == job.Paused {
+		w.st.pauseReason = "paused" + statusBecause(rec) + "; `replayctl resume " + rec.ID + "` continues"
 	}
 	blocked := w.st.blockedBy()
 	inCanary := !w.st.canary.open
@@ -177,9 +178,9 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	w.rate(&p, e.Settled())
 	switch {
 	case blocked != "" && inCanary:
-		p.State, p.Reason = stateOf(job.Status, "canary"), blocked
+		p.State, p.Reason = stateOf(rec.Status, "canary"), blocked
 	case blocked != "":
-		p.State, p.Reason = stateOf(job.Status, "throttled"), blocked
+		p.State, p.Reason = stateOf(rec.Status, "throttled"), blocked
 	case publishing:
 		p.State = "publishing"
 	default:
@@ -191,9 +192,9 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	}
 	w.writeRunState(ctx, p.State, p.Reason)
 
-	if job.Status == ledger.JobCancelled {
-		return &Stop{Kind: StopCancelled, By: job.StatusBy, Message: fmt.Sprintf(
-			"job %s was cancelled%s; publishing stopped, and what was already replayed stays replayed (cancel never reverts)", job.ID, statusBecause(job))}, false, nil
+	if rec.Status == job.Cancelled {
+		return &Stop{Kind: StopCancelled, By: rec.StatusBy, Message: fmt.Sprintf(
+			"job %s was cancelled%s; publishing stopped, and what was already replayed stays replayed (cancel never reverts)", rec.ID, statusBecause(rec))}, false, nil
 	}
 	finished := !publishing && p.Remaining == 0
 	finding := judgeGuards(guardInput{Guards: s.opts.Guards, Budget: s.budget, PlannedTargets: s.m.Stats.Targets, Progress: p, Effects: e,
@@ -211,15 +212,15 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	if finished {
 		return nil, true, nil
 	}
-	if stop := w.stalled(ctx, job, p, e); stop != nil {
+	if stop := w.stalled(ctx, rec, p, e); stop != nil {
 		return stop, false, nil
 	}
 	return nil, false, nil
 }
 
-func stateOf(jobStatus, otherwise string) string {
-	if jobStatus == ledger.JobPaused {
-		return ledger.JobPaused
+func stateOf(jobStatus job.Status, otherwise string) string {
+	if jobStatus == job.Paused {
+		return string(job.Paused)
 	}
 	return otherwise
 }

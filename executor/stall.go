@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -19,12 +20,12 @@ const durableInfoTimeout = 5 * time.Second
 // wide window fills for a long time with nobody consuming), or waiting for the last outcomes.
 // Only an outcome landing, a pause, or nothing being in flight resets the clock; publishing
 // more does not, because it says nothing about whether anyone consumes.
-func (w *watcher) stalled(ctx context.Context, job ledger.Job, p Progress, e ledger.JobEffectCounts) *Stop {
+func (w *watcher) stalled(ctx context.Context, rec ledger.Job, p Progress, e ledger.JobEffectCounts) *Stop {
 	s := w.s
 	w.st.mu.Lock()
 	inFlight := w.st.inFlight()
 	w.st.mu.Unlock()
-	if settled := e.Settled(); settled != w.lastSettled || inFlight <= 0 || job.Status == ledger.JobPaused {
+	if settled := e.Settled(); settled != w.lastSettled || inFlight <= 0 || rec.Status == job.Paused {
 		w.lastSettled, w.lastChange = settled, time.Now()
 		return nil
 	}
@@ -36,12 +37,12 @@ func (w *watcher) stalled(ctx context.Context, job ledger.Job, p Progress, e led
 		// In progress and not moving: leases of a consumer that died, and maybe no message left.
 		stuck = fmt.Sprintf(" %d are in progress in the ledger: leases whose consumer died with no message left show in "+
 			"`replayctl ledger stats --consumer %s` as stuck after 15 minutes; `replayctl reconcile` settles those with a call started.",
-			p.InProgress, job.Consumer)
+			p.InProgress, rec.Consumer)
 	}
 	return &Stop{Kind: StopStalled, Message: fmt.Sprintf(
 		"%d published targets, no outcome for %s: is any consumer instance running? %s; or did it dead-letter them?%s "+
 			"The job stays executing: run execute again to keep waiting, or see `replayctl status %s`",
-		inFlight, s.opts.SettleTimeout, w.durableSays(ctx), stuck, job.ID)}
+		inFlight, s.opts.SettleTimeout, w.durableSays(ctx), stuck, rec.ID)}
 }
 
 // durableSays reads the durable's state from JetStream for the stall message: how many pull

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -20,7 +21,7 @@ const statusListed = 20
 type StatusReport struct {
 	JobID          string                 `json:"jobId"`
 	Consumer       string                 `json:"consumer"`
-	Status         string                 `json:"status"`
+	Status         job.Status             `json:"status"`
 	StatusReason   string                 `json:"statusReason,omitempty"`
 	StatusBy       string                 `json:"statusBy,omitempty"`
 	StatusAt       *time.Time             `json:"statusAt,omitempty"`
@@ -48,47 +49,47 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	job, err := store.JobsGet(ctx, jobID)
+	rec, err := store.JobsGet(ctx, jobID)
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := readProgress(ctx, store, job)
+	p, _, err := readProgress(ctx, store, rec)
 	if err != nil {
 		return nil, err
 	}
-	r := &StatusReport{JobID: job.ID, Consumer: job.Consumer, Status: job.Status, StatusReason: job.StatusReason,
-		StatusBy: job.StatusBy, ManifestDigest: job.ManifestDigest, Reason: job.Reason, Ticket: job.Ticket,
-		EffectVersion:  manifest.EffectVersion{From: job.EffectVersionFrom, To: job.EffectVersionTo},
-		WriteForbidden: job.WriteForbidden, SourceKind: job.SourceKind, ExpectedCalls: job.ExpectedExternalCalls, Counts: p}
-	if !job.StatusAt.IsZero() {
-		at := job.StatusAt.UTC()
+	r := &StatusReport{JobID: rec.ID, Consumer: rec.Consumer, Status: rec.Status, StatusReason: rec.StatusReason,
+		StatusBy: rec.StatusBy, ManifestDigest: rec.ManifestDigest, Reason: rec.Reason, Ticket: rec.Ticket,
+		EffectVersion:  manifest.EffectVersion{From: rec.EffectVersionFrom, To: rec.EffectVersionTo},
+		WriteForbidden: rec.WriteForbidden, SourceKind: rec.SourceKind, ExpectedCalls: rec.ExpectedExternalCalls, Counts: p}
+	if !rec.StatusAt.IsZero() {
+		at := rec.StatusAt.UTC()
 		r.StatusAt = &at
 	}
-	r.Counts.State = job.Status
-	if r.ExecutorAttached, err = executorAttached(ctx, store, job.ID); err != nil {
+	r.Counts.State = string(rec.Status)
+	if r.ExecutorAttached, err = executorAttached(ctx, store, rec.ID); err != nil {
 		return nil, err
 	}
-	if len(job.RunState) > 0 {
+	if len(rec.RunState) > 0 {
 		var rs RunState
-		if json.Unmarshal(job.RunState, &rs) == nil {
-			rs.At = job.RunStateAt.UTC()
+		if json.Unmarshal(rec.RunState, &rs) == nil {
+			rs.At = rec.RunStateAt.UTC()
 			r.Executor = &rs
-			if r.ExecutorAttached && time.Since(job.RunStateAt) < runStateFresh {
+			if r.ExecutorAttached && time.Since(rec.RunStateAt) < runStateFresh {
 				r.Counts.Rate, r.Counts.ETA, r.Counts.State, r.Counts.Reason = rs.Rate, rs.ETA, rs.State, rs.Reason
-				if job.Status == ledger.JobPaused && rs.State != ledger.JobPaused {
+				if rec.Status == job.Paused && rs.State != string(job.Paused) {
 					// The pause is recorded; the executor stops publishing at its next poll.
 					r.Counts.State, r.Counts.Reason = "pausing", "the executor stops publishing at its next poll"
 				}
 			}
 		}
 	}
-	if err := fillBudget(ctx, store, job, r); err != nil {
+	if err := fillBudget(ctx, store, rec, r); err != nil {
 		return nil, err
 	}
-	if r.Uncertain, err = store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewUncertain, statusListed); err != nil {
+	if r.Uncertain, err = store.EffectsJobItems(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, ledger.ReviewUncertain, statusListed); err != nil {
 		return nil, err
 	}
-	if r.Failed, err = store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewFailed, statusListed); err != nil {
+	if r.Failed, err = store.EffectsJobItems(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, ledger.ReviewFailed, statusListed); err != nil {
 		return nil, err
 	}
 	return r, nil

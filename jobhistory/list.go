@@ -10,6 +10,7 @@ import (
 
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/suggest"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -17,9 +18,14 @@ import (
 // ErrBadFilter matches a list request that cannot select anything meaningful (an unknown status).
 var ErrBadFilter = errors.New("bad job filter")
 
-// Statuses are the job statuses a filter may name, in the order a job moves through them.
-var Statuses = []string{ledger.JobPlanned, ledger.JobShadowing, ledger.JobShadowed, ledger.JobExecuting,
-	ledger.JobPaused, ledger.JobCompleted, ledger.JobCancelled, ledger.JobFailed}
+// Statuses are the job statuses a filter may name (job.Statuses as text, for flags and messages).
+var Statuses = func() []string {
+	names := make([]string, len(job.Statuses))
+	for i, s := range job.Statuses {
+		names[i] = string(s)
+	}
+	return names
+}()
 
 // ListOptions select jobs; zero fields do not filter.
 type ListOptions struct {
@@ -101,7 +107,7 @@ func List(ctx context.Context, store *ledger.Store, o ListOptions) ([]JobSummary
 	jobs := make([]JobSummary, 0, len(rows))
 	for _, r := range rows {
 		p := executor.JobProgress(r.Job, r.TargetCounts, r.Effects)
-		s := JobSummary{ID: r.ID, Consumer: r.Consumer, Status: r.Status, SourceKind: r.SourceKind,
+		s := JobSummary{ID: r.ID, Consumer: r.Consumer, Status: string(r.Status), SourceKind: r.SourceKind,
 			EffectVersion: manifest.EffectVersion{From: r.EffectVersionFrom, To: r.EffectVersionTo},
 			Targets:       r.Targets, Completed: p.Completed, Failed: p.Failed, Uncertain: p.Uncertain,
 			Skipped: p.Skipped, Remaining: p.Remaining, Reason: r.Reason, Ticket: r.Ticket,

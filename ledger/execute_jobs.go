@@ -11,8 +11,8 @@ import (
 // JobTransition moves a job from one of From to To, recording who did it and why.
 type JobTransition struct {
 	ID     string
-	From   []string
-	To     string
+	From   []JobStatus
+	To     JobStatus
 	Reason string
 	By     string
 }

@@ -35,7 +35,7 @@ type ExecuteStart struct {
 	JobID    string
 	Consumer string
 	// FromStatus is the status the caller's gates saw; a job that left it since is refused.
-	FromStatus string
+	FromStatus JobStatus
 	Reason     string
 	Actor      string
 	// EffectVersion is registered as executing for the job unless Continue: a continued run
@@ -66,7 +66,7 @@ func (s *Store) ExecuteStart(ctx context.Context, st ExecuteStart) error {
 		if len(others) > 0 {
 			return &ConsumerBusyError{Other: others[0]}
 		}
-		err = JobsTransition(ctx, tx, JobTransition{ID: st.JobID, From: []string{st.FromStatus}, To: JobExecuting, Reason: st.Reason, By: st.Actor})
+		err = JobsTransition(ctx, tx, JobTransition{ID: st.JobID, From: []JobStatus{st.FromStatus}, To: JobExecuting, Reason: st.Reason, By: st.Actor})
 		if errors.Is(err, ErrJobStatus) {
 			return err
 		}

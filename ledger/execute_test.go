@@ -469,7 +469,7 @@ func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
 	if before.StatusReason != "" || before.StatusBy != "" || !before.StatusAt.IsZero() || before.RunState != nil || !before.RunStateAt.IsZero() {
 		t.Fatalf("a new job reads %+v, want no transition and no run state", before)
 	}
-	err = ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-t", From: []string{"planned", "shadowed"},
+	err = ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"planned", "shadowed"},
 		To: "paused", Reason: "error rate 12% above 5%", By: "guard"})
 	if err != nil {
 		t.Fatal(err)
@@ -483,18 +483,18 @@ func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
 		t.Fatalf("after the transition: %+v", job)
 	}
 
-	err = ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-t", From: []string{"executing"}, To: "completed", Reason: "done", By: "bob"})
+	err = ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"executing"}, To: "completed", Reason: "done", By: "bob"})
 	if !errors.Is(err, ledger.ErrJobStatus) || !strings.Contains(err.Error(), "job job-t is paused") {
 		t.Fatalf("err = %v, want ErrJobStatus naming the status", err)
 	}
 	if job, _ := store.JobsGet(ctx, "job-t"); job.StatusReason != "error rate 12% above 5%" || job.StatusBy != "guard" {
 		t.Fatalf("a refused transition rewrote the record: %+v", job)
 	}
-	err = ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-none", From: []string{"paused"}, To: "executing"})
+	err = ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-none", From: []ledger.JobStatus{"paused"}, To: "executing"})
 	if !errors.Is(err, ledger.ErrJobNotFound) {
 		t.Fatalf("err = %v, want ErrJobNotFound", err)
 	}
-	if err := ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-t", From: []string{"paused"}, To: "executing", By: "bob"}); err != nil {
+	if err := ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"paused"}, To: "executing", By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	if job, _ := store.JobsGet(ctx, "job-t"); job.StatusReason != "" || job.StatusBy != "bob" {
@@ -529,7 +529,10 @@ func TestJobsActiveForConsumerListsOtherRunningJobsOldestFirst(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	base := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	for i, j := range []struct{ id, consumer, status string }{
+	for i, j := range []struct {
+		id, consumer string
+		status       ledger.JobStatus
+	}{
 		{"job-3", "billing", "paused"}, {"job-1", "billing", "executing"}, {"job-self", "billing", "executing"},
 		{"job-2", "billing", "planned"}, {"job-4", "billing", "completed"}, {"job-5", "refunds", "executing"},
 	} {
@@ -545,7 +548,7 @@ func TestJobsActiveForConsumerListsOtherRunningJobsOldestFirst(t *testing.T) {
 	}
 	var ids []string
 	for _, j := range jobs {
-		ids = append(ids, j.ID+" "+j.Status)
+		ids = append(ids, j.ID+" "+string(j.Status))
 	}
 	if want := []string{"job-1 executing", "job-3 paused"}; !slices.Equal(ids, want) {
 		t.Fatalf("active jobs %q, want %q", ids, want)

@@ -42,10 +42,6 @@ const (
 	SourceBackfill = "backfill"
 )
 
-// UnfinishedJobStatuses are the job statuses whose targets no other plan may take: the job may
-// still replay them.
-var UnfinishedJobStatuses = []string{JobPlanned, JobShadowing, JobShadowed, JobExecuting, JobPaused}
-
 // PlanScanColumns are the columns, in order, of each row a plan copies in with PlanSession.ScanCopy.
 // payload_hash is the canonical-json-v1 fingerprint, which shadow and execute check the DLQ message
 // against; fingerprints holds the payload's fingerprint under each algorithm passed to Classify, in

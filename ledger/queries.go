@@ -43,23 +43,11 @@ func (s *Store) EffectVersionsMaxKnown(ctx context.Context, consumer string) (in
 	return v, nil
 }
 
-// Job statuses, in the order a job moves through them; completed, cancelled and failed are final.
-const (
-	JobPlanned   = "planned"
-	JobShadowing = "shadowing"
-	JobShadowed  = "shadowed"
-	JobExecuting = "executing"
-	JobPaused    = "paused"
-	JobCompleted = "completed"
-	JobCancelled = "cancelled"
-	JobFailed    = "failed"
-)
-
 // Job is a row of jobs: one planned replay and where it stands.
 type Job struct {
 	ID                string
 	Consumer          string
-	Status            string
+	Status            JobStatus
 	ManifestDigest    string
 	EffectVersionFrom int
 	EffectVersionTo   int

@@ -300,7 +300,7 @@ func (s *Store) ShadowLock(ctx context.Context, jobID string) (release func(), e
 type ShadowStart struct {
 	JobID string
 	// From are the statuses a shadow run may start from.
-	From   []string
+	From   []JobStatus
 	Reason string
 	Actor  string
 	Audit  AuditEntry
@@ -329,7 +329,7 @@ func (s *Store) ShadowRecordVerdict(ctx context.Context, v ShadowVerdict, reason
 		if err := ShadowVerdictsInsert(ctx, tx, v); err != nil {
 			return err
 		}
-		err := JobsTransition(ctx, tx, JobTransition{ID: v.JobID, From: []string{JobShadowing}, To: JobShadowed, Reason: reason, By: v.Actor})
+		err := JobsTransition(ctx, tx, JobTransition{ID: v.JobID, From: []JobStatus{JobShadowing}, To: JobShadowed, Reason: reason, By: v.Actor})
 		if err != nil {
 			return fmt.Errorf("record the shadow verdict of job %s: %w", v.JobID, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/dlq"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
@@ -414,7 +415,7 @@ func jobFor(m *manifest.Manifest, streamLastSeq uint64, stateDigest string) ledg
 	return ledger.Job{
 		ID:                    m.ID,
 		Consumer:              m.Consumer,
-		Status:                "planned",
+		Status:                job.Planned,
 		ManifestDigest:        m.Digest,
 		EffectVersionFrom:     m.EffectVersion.From,
 		EffectVersionTo:       m.EffectVersion.To,

@@ -340,5 +340,5 @@ func (f *fixture) jobStatus(id string) string {
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	return job.Status
+	return string(job.Status)
 }

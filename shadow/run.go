@@ -15,14 +15,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
-
-// shadowable are the job statuses shadow starts from; a job in any other status already ran or
-// was given up.
-var shadowable = []string{ledger.JobPlanned, ledger.JobShadowing, ledger.JobShadowed}
 
 // Run shadows the job of opts.Manifest: it checks the job, shadows the sample twice, then every
 // target, and records the verdict with the job's status (shadowed) and an audit entry in one
@@ -130,7 +127,7 @@ func checkJob(ctx context.Context, store *ledger.Store, m *manifest.Manifest) er
 // with its audit entry, in one transaction.
 func start(ctx context.Context, store *ledger.Store, opts *Options, r *Report) error {
 	err := store.ShadowStart(ctx, ledger.ShadowStart{
-		JobID: r.JobID, From: shadowable, Reason: "shadow started", Actor: opts.Actor,
+		JobID: r.JobID, From: job.From(job.EventShadow), Reason: "shadow started", Actor: opts.Actor,
 		Audit: ledger.AuditEntry{
 			At: r.StartedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.started",
 			Details: map[string]any{

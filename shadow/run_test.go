@@ -391,7 +391,7 @@ func TestShadowRefusesAManifestThatIsNotItsJob(t *testing.T) {
 		})
 	}
 	t.Run("job already executing", func(t *testing.T) {
-		if err := ledger.JobsTransition(f.ctx, f.store.Pool, ledger.JobTransition{ID: m.ID, From: []string{"planned"}, To: "executing"}); err != nil {
+		if err := ledger.JobsTransition(f.ctx, f.store.Pool, ledger.JobTransition{ID: m.ID, From: []ledger.JobStatus{"planned"}, To: "executing"}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := f.run(f.options(m, nil))

@@ -11,6 +11,7 @@ import (
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -157,7 +158,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 	} else if perr := printExecuteResult(opts.IO, result); perr != nil {
 		return perr
 	}
-	if err == nil && opts.Drain && !result.DryRun && result.JobStatus == ledger.JobCompleted {
+	if err == nil && opts.Drain && !result.DryRun && result.JobStatus == job.Completed {
 		drained, derr := executor.Drain(ctx, js, store, executor.DrainOptions{JobID: result.Preflight.JobID, Actor: req.Actor})
 		if derr != nil {
 			return &ExitError{Code: exitCode(derr), Reported: opts.JSON, Err: fmt.Errorf("job %s completed, but its drain failed: %w", result.Preflight.JobID, derr)}

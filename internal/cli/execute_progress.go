@@ -7,7 +7,7 @@ import (
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
-	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/job"
 )
 
 // executeProgress shows execute's progress: settled targets of all, labelled with the run's
@@ -38,7 +38,7 @@ func (p *executeProgress) update(pr executor.Progress) {
 	}
 	p.label = label
 	p.bar.SetRate(pr.Rate)
-	p.bar.SetPaused(pr.State == ledger.JobPaused)
+	p.bar.SetPaused(pr.State == string(job.Paused))
 	p.bar.Set(pr.Targets - pr.Remaining)
 	if pr.State != p.state && pr.Reason != "" {
 		switch {

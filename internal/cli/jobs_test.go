@@ -31,7 +31,7 @@ func jobsWorld(t *testing.T) (*execWorld, string) {
 		}
 	}
 	if err := ledger.JobsTransition(w.Ctx, w.Store.Pool, ledger.JobTransition{ID: "job-cli-jobs-shipping",
-		From: []string{ledger.JobExecuting}, To: ledger.JobPaused, By: "carol",
+		From: []ledger.JobStatus{ledger.JobExecuting}, To: ledger.JobPaused, By: "carol",
 		Reason: "shipping provider rate-limits us; " + strings.Repeat("a long story ", 20)}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -77,7 +78,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 
 func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	out := ios.Out
-	fmt.Fprintf(out, "job %s of consumer %s: %s", clip.Line(r.JobID), clip.Line(r.Consumer), clip.Line(r.Status))
+	fmt.Fprintf(out, "job %s of consumer %s: %s", clip.Line(r.JobID), clip.Line(r.Consumer), clip.Line(string(r.Status)))
 	if r.StatusBy != "" {
 		fmt.Fprintf(out, " by %s", clip.Line(r.StatusBy))
 	}
@@ -102,7 +103,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 		}
 	case r.ExecutorAttached:
 		fmt.Fprintln(out, "executor: attached, no progress reported yet")
-	case r.Status == "executing" || r.Status == "paused":
+	case r.Status == job.Executing || r.Status == job.Paused:
 		fmt.Fprint(out, "executor: none attached")
 		if r.Executor != nil {
 			fmt.Fprintf(out, " (last: %s, %s at %s)", clip.Line(r.Executor.Owner), clip.Line(r.Executor.State), r.Executor.At.Format(time.RFC3339))

@@ -345,7 +345,7 @@ func (e *Env) JobStatus(id string) string {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	return job.Status
+	return string(job.Status)
 }
 
 // EffectCounts are the replay's ledger rows of m's job.

@@ -1,0 +1,74 @@
+package job
+
+import (
+	"slices"
+
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// Event is something that moves a job: a step of the replay, an operator's control, a guard.
+type Event string
+
+// Events. Pause, resume and cancel are also the names of the operator's commands.
+const (
+	// EventShadow starts a shadow run, again if the job was shadowed before.
+	EventShadow Event = "shadow"
+	// EventVerdict records a shadow run's verdict, pass or fail.
+	EventVerdict Event = "verdict"
+	// EventExecute starts an execute run, or continues an interrupted one.
+	EventExecute Event = "execute"
+	EventPause   Event = "pause"
+	EventResume  Event = "resume"
+	EventCancel  Event = "cancel"
+	// EventGuard is a guard stopping a run: the job pauses, even if an operator paused it first.
+	EventGuard Event = "guard"
+	// EventComplete is every target settled, the last poll possibly after a pause.
+	EventComplete Event = "complete"
+)
+
+type transition struct {
+	from []Status
+	to   Status
+}
+
+func (t transition) allows(from Status) bool { return slices.Contains(t.from, from) }
+
+// transitions is the one table of the job lifecycle: the statuses each event starts from and
+// the status it leads to. Failed is never entered by replayctl; the schema keeps it for jobs
+// marked failed by hand.
+var transitions = map[Event]transition{
+	EventShadow:   {from: []Status{Planned, Shadowing, Shadowed}, to: Shadowing},
+	EventVerdict:  {from: []Status{Shadowing}, to: Shadowed},
+	EventExecute:  {from: []Status{Shadowed, Executing}, to: Executing},
+	EventPause:    {from: []Status{Executing}, to: Paused},
+	EventResume:   {from: []Status{Paused}, to: Executing},
+	EventCancel:   {from: []Status{Planned, Shadowing, Shadowed, Executing, Paused}, to: Cancelled},
+	EventGuard:    {from: []Status{Executing, Paused}, to: Paused},
+	EventComplete: {from: []Status{Executing, Paused}, to: Completed},
+}
+
+// From returns the statuses e starts from, for the ledger's conditional update
+// (ledger.JobTransition.From). An unknown event starts from none.
+func From(e Event) []Status { return slices.Clone(transitions[e].from) }
+
+// To returns the status e leads to.
+func To(e Event) Status { return transitions[e].to }
+
+// Allows reports whether e may move a job in status from.
+func Allows(e Event, from Status) bool { return transitions[e].allows(from) }
+
+// CanTransition reports whether some event moves a job from from to to.
+func CanTransition(from, to Status) bool {
+	for _, t := range transitions {
+		if t.to == to && t.allows(from) {
+			return true
+		}
+	}
+	return false
+}
+
+// Transition is the ledger's conditional update for e: job id moves to e's status only from one
+// e starts from.
+func Transition(e Event, id, reason, by string) ledger.JobTransition {
+	return ledger.JobTransition{ID: id, From: From(e), To: To(e), Reason: reason, By: by}
+}
