@@ -339,13 +339,13 @@ func (e *Env) StreamMessages() uint64 {
 }
 
 // JobStatus is job id's status in the ledger.
-func (e *Env) JobStatus(id string) string {
+func (e *Env) JobStatus(id string) ledger.JobStatus {
 	e.T.Helper()
 	job, err := e.Store.JobsGet(e.Ctx, id)
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	return string(job.Status)
+	return job.Status
 }
 
 // EffectCounts are the replay's ledger rows of m's job.
