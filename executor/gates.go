@@ -63,18 +63,14 @@ func (s *session) audit(ctx context.Context, action string, details map[string]a
 // checkGates runs every gate but the confirmation, in order, and returns what a run would do.
 func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 	m := s.m
-	job, err := s.store.JobsGet(ctx, m.ID)
-	if errors.Is(err, ledger.ErrJobNotFound) {
-		return Preflight{}, s.refuse(ctx, GateJob, "the ledger has no job %s for this manifest; run `replayctl plan` again (or point --database-url at the ledger it was planned in)", m.ID)
+	rec, err := job.CheckRecorded(ctx, s.store, m)
+	if recErr, ok := errors.AsType[*job.RecordedError](err); ok {
+		return Preflight{}, s.refuse(ctx, GateJob, "%v", recErr)
 	}
 	if err != nil {
 		return Preflight{}, err
 	}
-	s.job = job
-	if job.ManifestDigest != m.Digest {
-		return Preflight{}, s.refuse(ctx, GateJob, "job %s was recorded with manifest digest %s, this manifest has %s; use the manifest `replayctl plan` wrote for this job, or plan again",
-			m.ID, job.ManifestDigest, m.Digest)
-	}
+	s.job = rec
 	if err := s.checkStatus(ctx); err != nil {
 		return Preflight{}, err
 	}

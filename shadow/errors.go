@@ -9,9 +9,9 @@ var (
 	// ErrBadOptions matches every refusal of the shadow request itself (exit code 2).
 	ErrBadOptions = errors.New("invalid shadow options")
 
-	// ErrJobMismatch means the manifest cannot be shadowed against the ledger: it has no job, its
-	// job was recorded with another digest, or the job already ran (executing, completed,
-	// cancelled). A gate refused (exit code 3).
+	// ErrJobMismatch means the manifest cannot be shadowed against the ledger: it is not its
+	// recorded job (wrapping a *job.RecordedError: no job, or another digest), or the job already
+	// ran (executing, completed, cancelled). A gate refused (exit code 3).
 	ErrJobMismatch = errors.New("manifest does not match a shadowable job")
 )
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
-	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -44,7 +43,10 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 	ctx, stopHolding := lock.Hold(ctx, lockCheckInterval, nil)
 	defer stopHolding()
 	opts.stage("checking job %s against the manifest", m.ID)
-	if err := checkJob(ctx, store, m); err != nil {
+	if _, err := job.CheckRecorded(ctx, store, m); err != nil {
+		if errors.Is(err, job.ErrNotRecorded) {
+			err = fmt.Errorf("%w: %w", ErrJobMismatch, err)
+		}
 		return nil, err
 	}
 	r := &Report{
@@ -104,23 +106,6 @@ func passFail(pass bool) string {
 		return "pass"
 	}
 	return "fail"
-}
-
-// checkJob refuses a manifest that is not its recorded job; start refuses a job that already ran.
-func checkJob(ctx context.Context, store *ledger.Store, m *manifest.Manifest) error {
-	job, err := store.JobsGet(ctx, m.ID)
-	if errors.Is(err, ledger.ErrJobNotFound) {
-		return fmt.Errorf("%w: the ledger has no job %s for this manifest; run `replayctl plan` again (or point --database-url at the ledger it was planned in)",
-			ErrJobMismatch, m.ID)
-	}
-	if err != nil {
-		return err
-	}
-	if job.ManifestDigest != m.Digest {
-		return fmt.Errorf("%w: job %s was recorded with manifest digest %s, this manifest has %s; use the manifest `replayctl plan` wrote for this job, or plan again",
-			ErrJobMismatch, m.ID, job.ManifestDigest, m.Digest)
-	}
-	return nil
 }
 
 // start marks the job shadowing, if it has not run yet, and forgets the previous run's outcomes,

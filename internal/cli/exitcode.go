@@ -6,6 +6,7 @@ import (
 
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/natsconn"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/jobhistory"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -53,9 +54,6 @@ var exitCodes = []struct {
 	// gates. It also matches ErrInvalid, so it must come first.
 	{manifest.ErrTampered, ExitGateRefused},
 	{manifest.ErrInvalid, ExitUsage},
-	// Stale comes first: it also matches errManifestNotRecorded (a job the ledger never heard of).
-	{errManifestStale, ExitGateRefused},
-	{errManifestNotRecorded, ExitUsage},
 	{ledger.ErrJobNotFound, ExitUsage},
 	// A job planned before manifests were stored with jobs: its file is the way to name it.
 	{ledger.ErrManifestNotStored, ExitUsage},
@@ -77,6 +75,12 @@ var exitCodes = []struct {
 	{ledger.ErrShadowRunning, ExitGateRefused},
 	{executor.ErrBadOptions, ExitUsage},
 	{executor.ErrGateRefused, ExitGateRefused},
+	// A manifest file that is not its recorded job, outside shadow's and execute's gates (validate
+	// --ledger, a file naming the job of pause or status): another digest is refused like those
+	// gates, a job the ledger never recorded is bad input. After shadow's and execute's families,
+	// which wrap it and refuse both as a gate.
+	{job.ErrOtherDigest, ExitGateRefused},
+	{job.ErrNotRecorded, ExitUsage},
 	{executor.ErrGuardStopped, ExitGuardStopped},
 	// A pause, resume or cancel the job's status does not allow is refused like a gate.
 	{executor.ErrNotControllable, ExitGateRefused},

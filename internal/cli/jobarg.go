@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/jobhistory"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -108,18 +109,11 @@ func checkRecorded(ctx context.Context, openLedger func(context.Context) (*ledge
 	if err := store.CheckSchema(ctx); err != nil {
 		return err
 	}
-	job, err := store.JobsGet(ctx, m.ID)
-	if errors.Is(err, ledger.ErrJobNotFound) {
-		return fmt.Errorf("%s: %w: the ledger has no job %s; re-run `replayctl plan` to plan and record the job",
-			path, errManifestNotRecorded, m.ID)
-	}
-	if err != nil {
+	if _, err := job.CheckRecorded(ctx, store, m); err != nil {
+		if errors.Is(err, job.ErrNotRecorded) {
+			return fmt.Errorf("%s: %s: %w", path, job.ErrNotRecorded, err)
+		}
 		return err
-	}
-	if job.ManifestDigest != m.Digest {
-		return fmt.Errorf("%s: %w: job %s was recorded with digest %s, the file has %s; "+
-			"the file was changed after plan; re-run `replayctl plan` instead of editing it",
-			path, errManifestStale, m.ID, job.ManifestDigest, m.Digest)
 	}
 	return nil
 }

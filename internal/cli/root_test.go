@@ -16,8 +16,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/shadow"
 )
 
 // noConnections makes any attempt to reach PostgreSQL or NATS fail the test. Commands take the
@@ -197,7 +199,12 @@ func TestExitCodes(t *testing.T) {
 		{usageErrorf("bad flag"), ExitUsage},
 		{fmt.Errorf("manifest job.json: %w", manifest.ErrTampered), ExitGateRefused},
 		{&manifest.ValidationError{}, ExitUsage},
-		{fmt.Errorf("validate: %w", errManifestNotRecorded), ExitUsage},
+		{fmt.Errorf("validate: %w", job.ErrNotRecorded), ExitUsage},
+		// One refusal, three callers: a file naming a job never recorded is bad input, one
+		// recorded with another digest a gate; shadow refuses both as a gate.
+		{fmt.Errorf("validate: %w", &job.RecordedError{JobID: "j", Digest: "sha256:a"}), ExitUsage},
+		{fmt.Errorf("validate: %w", &job.RecordedError{JobID: "j", Digest: "sha256:a", Recorded: "sha256:b"}), ExitGateRefused},
+		{fmt.Errorf("%w: %w", shadow.ErrJobMismatch, &job.RecordedError{JobID: "j", Digest: "sha256:a"}), ExitGateRefused},
 		{fmt.Errorf("status: %w", ledger.ErrJobNotFound), ExitUsage},
 		{&ExitError{Code: ExitGateRefused, Err: errors.New("confirmation declined")}, ExitGateRefused},
 		{fmt.Errorf("execute: %w", &ExitError{Code: ExitNeedsReview, Err: manifest.ErrInvalid}), ExitNeedsReview},

@@ -8,18 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
-
-// errManifestNotRecorded means a manifest is valid on its own but is not the one its job was
-// recorded with: an edited and re-sealed file, or a job that was never recorded.
-var errManifestNotRecorded = errors.New("manifest does not match the recorded job")
-
-// errManifestStale means the ledger records the manifest's job with another digest: the file was
-// edited and re-sealed, or is older than a re-planned job. Shadow and execute refuse it at their
-// gate (exit 3), so validate --ledger gives the same answer for the same fact.
-var errManifestStale = fmt.Errorf("%w: the recorded digest differs", errManifestNotRecorded)
 
 // ValidateOptions are the inputs of replayctl validate.
 type ValidateOptions struct {
@@ -105,7 +97,7 @@ func validateFailed(opts *ValidateOptions, m *manifest.Manifest, err error) erro
 	headline := err.Error()
 	if me, ok := errors.AsType[*manifestError](err); ok {
 		headline, problems = me.headline, me.problems
-	} else if errors.Is(err, errManifestNotRecorded) {
+	} else if errors.Is(err, job.ErrNotRecorded) {
 		problems = []string{err.Error()}
 	}
 	if !opts.JSON || problems == nil {
