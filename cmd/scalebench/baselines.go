@@ -217,6 +217,11 @@ func naiveScript(ctx context.Context, js jetstream.JetStream, nc *nats.Conn, poo
 	start := time.Now()
 	n, err := scanDLQ(ctx, js, stream, int64(limit), func(dlqMsg jetstream.Msg) error {
 		eventID := dlqMsg.Headers().Get(dlq.DefaultHeaders.EventID)
+		// plan skips an ID it cannot target (the demo seeds one of invalid UTF-8, which PostgreSQL
+		// refuses with 22021), so the script does too rather than failing the run on it.
+		if protocol.ValidateEventID(eventID) != nil {
+			return nil
+		}
 		var state string
 		err := pool.QueryRow(ctx, `select state from effects where consumer = $1 and event_id = $2
 			order by effect_version desc limit 1`, consumer, eventID).Scan(&state)
