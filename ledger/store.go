@@ -29,6 +29,8 @@ type Store struct {
 	// Pool is exported for callers that run their own transactions around the package-level
 	// functions taking a Querier, and for tests that inspect tables directly.
 	Pool *pgxpool.Pool
+	// group batches the SDK's keyed row updates; nil sends each on its own.
+	group *groupCommit
 }
 
 // Open connects to the ledger at databaseURL (a postgres:// URL or a key=value DSN) and pings it
@@ -66,7 +68,7 @@ func open(ctx context.Context, databaseURL string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("%w: connect to %s: %w; %s", ErrUnavailable, RedactURL(databaseURL), err, hint)
 	}
-	return &Store{Pool: pool}, nil
+	return &Store{Pool: pool, group: newGroupCommit(pool)}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be released.

@@ -20,19 +20,31 @@ func (s *Store) EffectsClaim(ctx context.Context, c EffectClaim) (bool, error) {
 	return EffectsClaim(ctx, s.Pool, c)
 }
 
-// EffectsHeartbeat runs the package-level EffectsHeartbeat on the pool.
+// EffectsHeartbeat runs the package-level EffectsHeartbeat on the pool, batched with other
+// handlers' heartbeats (groupcommit.go).
 func (s *Store) EffectsHeartbeat(ctx context.Context, key EffectKey, owner string, lease time.Duration) (bool, error) {
-	return EffectsHeartbeat(ctx, s.Pool, key, owner, lease)
+	if s.group == nil {
+		return EffectsHeartbeat(ctx, s.Pool, key, owner, lease)
+	}
+	return s.group.heartbeat.submit(ctx, key, heartbeatArg{owner: owner, lease: lease})
 }
 
-// EffectsCallStarted runs the package-level EffectsCallStarted on the pool.
+// EffectsCallStarted runs the package-level EffectsCallStarted on the pool, batched with other
+// handlers' marks; it returns once its own row's mark committed, so the call still follows it.
 func (s *Store) EffectsCallStarted(ctx context.Context, key EffectKey, owner string, ordinal int) (bool, error) {
-	return EffectsCallStarted(ctx, s.Pool, key, owner, ordinal)
+	if s.group == nil {
+		return EffectsCallStarted(ctx, s.Pool, key, owner, ordinal)
+	}
+	return s.group.callStarted.submit(ctx, key, callStartedArg{owner: owner, ordinal: ordinal})
 }
 
-// EffectsComplete runs the package-level EffectsComplete on the pool.
+// EffectsComplete runs the package-level EffectsComplete on the pool, batched with other
+// handlers' completions.
 func (s *Store) EffectsComplete(ctx context.Context, c EffectCompletion) (bool, error) {
-	return EffectsComplete(ctx, s.Pool, c)
+	if s.group == nil {
+		return EffectsComplete(ctx, s.Pool, c)
+	}
+	return s.group.complete.submit(ctx, c.Key, c)
 }
 
 // EffectsRelease runs the package-level EffectsRelease on the pool.
@@ -73,4 +85,12 @@ func (s *Store) EffectVersionsIsExecuting(ctx context.Context, consumer string, 
 // AuditInsert runs the package-level AuditInsert on the pool.
 func (s *Store) AuditInsert(ctx context.Context, e AuditEntry) error {
 	return AuditInsert(ctx, s.Pool, e)
+}
+
+// GroupCommitStats says how the SDK's call-started marks, completions and heartbeats were sent.
+func (s *Store) GroupCommitStats() GroupCommitStats {
+	if s.group == nil {
+		return GroupCommitStats{}
+	}
+	return s.group.stats()
 }
