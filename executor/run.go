@@ -285,6 +285,10 @@ type RunState struct {
 	StartedAt time.Time     `json:"startedAt"`
 	// Budget is the run's call budget, which status shows beside the calls made.
 	Budget CallBudget `json:"callBudget"`
+	// Stream and Durable are where the run's replays land and the durable it throttles on, for
+	// status to read the durable's counts.
+	Stream  string `json:"stream,omitempty"`
+	Durable string `json:"durable,omitempty"`
 	// At is when the state was stored, by the ledger's clock (run_state_at).
 	At time.Time `json:"at"`
 }
@@ -292,7 +296,8 @@ type RunState struct {
 func (w *watcher) writeRunState(ctx context.Context, state, reason string) {
 	s := w.s
 	body, err := json.Marshal(RunState{Owner: s.opts.Owner, Actor: s.opts.Actor, State: state, Reason: reason,
-		Published: w.st.acked.Load(), Rate: w.r.Final.Rate, ETA: w.r.Final.ETA, StartedAt: w.r.StartedAt, Budget: s.budget})
+		Published: w.st.acked.Load(), Rate: w.r.Final.Rate, ETA: w.r.Final.ETA, StartedAt: w.r.StartedAt, Budget: s.budget,
+		Stream: s.stream, Durable: s.opts.Durable})
 	if err != nil {
 		return
 	}

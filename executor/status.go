@@ -42,6 +42,12 @@ type StatusReport struct {
 	Executor         *RunState           `json:"executor,omitempty"`
 	Uncertain        []ledger.ReviewItem `json:"uncertain"`
 	Failed           []ledger.ReviewItem `json:"failed"`
+	// Instances is each consumer instance's share of the job's ledger rows, by lease owner.
+	Instances []ledger.OwnerShare `json:"instances"`
+	// Durable is the durable's counts from JetStream (StatusOf); DurableNote says why they are
+	// missing when they were asked for.
+	Durable     *DurableState `json:"durable,omitempty"`
+	DurableNote string        `json:"durableNote,omitempty"`
 }
 
 // Status reads jobID's report.
@@ -90,6 +96,9 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 		return nil, err
 	}
 	if r.Failed, err = store.EffectsJobItems(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, ledger.ReviewFailed, statusListed); err != nil {
+		return nil, err
+	}
+	if r.Instances, err = store.EffectsJobOwners(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID); err != nil {
 		return nil, err
 	}
 	return r, nil

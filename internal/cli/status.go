@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/executor"
@@ -18,21 +19,27 @@ import (
 type StatusOptions struct {
 	IO     *iostreams.IOStreams
 	Ledger func(ctx context.Context) (*ledger.Store, error)
-	JSON   bool
+	// JetStream reads the durable's counts; status goes on without them when NATS is down.
+	JetStream func(ctx context.Context) (jetstream.JetStream, func(), error)
+	JSON      bool
 	// JobID is the argument: a job ID, or the path of its manifest file.
 	JobID string
 }
 
 // NewCmdStatus returns the status command. runF, when not nil, replaces the run function (tests).
 func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
-	opts := &StatusOptions{IO: f.IOStreams, Ledger: f.Ledger}
+	opts := &StatusOptions{IO: f.IOStreams, Ledger: f.Ledger, JetStream: f.JetStream}
 	return &cobra.Command{
 		Use:   "status <job-id | job.json>",
 		Short: "Show where a job's targets stand, from any terminal",
 		Long: `Show a job's status and counts from the ledger: targets, skipped (drifted since plan),
 published, completed, failed, uncertain, in progress, remaining, external calls against the
 budget, and, while an executor runs, its rate, ETA and why it is paused or throttled. Uncertain
-and failed targets are listed (the first 20 of each).
+and failed targets are listed (the first 20 of each). Each consumer instance's share (the lease
+owners of the job's ledger rows: completed, in progress, lapsed, uncertain, and the age of its
+oldest lease) shows which instance is slow or stuck; the durable's pending, ack-pending and
+redelivered counts come from JetStream (--nats-url), and are left out with a note when NATS
+cannot be reached.
 
 It reads only; run it as often as you like while execute runs elsewhere.`,
 		Example: `  replayctl status job-20261202-0300-3f9c
@@ -66,7 +73,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	r, err := executor.Status(ctx, store, jobID)
+	r, err := executor.StatusOf(ctx, store, executor.StatusOptions{JobID: jobID, JetStream: opts.JetStream})
 	if err != nil {
 		return err
 	}
@@ -126,6 +133,9 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 		{"expected external calls", count(r.ExpectedCalls)},
 		{"external call budget", budgetText(r.Budget)},
 	}); err != nil {
+		return err
+	}
+	if err := printFleet(ios, r); err != nil {
 		return err
 	}
 	if err := printReview(ios, "uncertain: review by hand, never retried automatically", r.Uncertain, p.Uncertain); err != nil {
