@@ -94,7 +94,7 @@ func TestARedeliveryAfterItsEvidenceExpiredAsksTheLookupOnce(t *testing.T) {
 				t.Fatalf("row after the verdict %+v, want %s", r, tc.state)
 			}
 			var review string
-			if err := e.store.Pool.QueryRow(e.ctx, `select coalesce(review_state, '') from effects where event_id = 'e1'`).Scan(&review); err != nil {
+			if err := e.db.QueryRow(e.ctx, `select coalesce(review_state, '') from effects where event_id = 'e1'`).Scan(&review); err != nil {
 				t.Fatal(err)
 			}
 			if (review == ledger.ReviewManual) != tc.reviewing {
@@ -140,7 +140,7 @@ func TestAnOldMessageWithoutARowAsksTheLookup(t *testing.T) {
 // into tombstones.
 func (e *env) expireEvidence(eventID string) {
 	e.t.Helper()
-	if _, err := e.store.Pool.Exec(e.ctx, `update effects set replay_until = now() - interval '2 days',
+	if _, err := e.db.Exec(e.ctx, `update effects set replay_until = now() - interval '2 days',
        evidence_until = now() - interval '1 day' where event_id = $1`, eventID); err != nil {
 		e.t.Fatal(err)
 	}

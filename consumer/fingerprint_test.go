@@ -154,7 +154,7 @@ func TestARowUnderAnUnknownAlgorithmIsRefused(t *testing.T) {
 	cons := e.durable(c)
 	payload := orderJSON("acct-1", 250)
 	for _, alg := range []string{fingerprint.V2Prefix + "00000000", "sha256-canon-v3+12345678"} {
-		if _, err := e.store.Pool.Exec(e.ctx, `delete from effects`); err != nil {
+		if _, err := e.db.Exec(e.ctx, `delete from effects`); err != nil {
 			t.Fatal(err)
 		}
 		e.importRow("received", "sha256:unknowable", alg)

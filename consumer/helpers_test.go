@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -102,8 +103,10 @@ type env struct {
 	t     *testing.T
 	ctx   context.Context
 	store *ledger.Store
-	nats  *natstest.Env
-	p     *provider
+	// db is the test's own pool on the store's schema, for rows and assertions no SDK call makes.
+	db   *pgxpool.Pool
+	nats *natstest.Env
+	p    *provider
 }
 
 func newEnv(t *testing.T) *env {
@@ -118,7 +121,7 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	return &env{t: t, ctx: ctx, store: store, nats: n, p: &provider{}}
+	return &env{t: t, ctx: ctx, store: store, db: pgtest.Pool(t, store), nats: n, p: &provider{}}
 }
 
 // newConsumer builds a consumer of ORDERS with test-sized timings; mod adjusts the config.
@@ -213,7 +216,7 @@ func (e *env) settled(cons jetstream.Consumer) {
 // row reads the ledger row of eventID under version.
 func (e *env) row(eventID string, version int) ledger.EffectRow {
 	e.t.Helper()
-	rows, err := ledger.EffectsForEvent(e.ctx, e.store.Pool, consumerName, eventID)
+	rows, err := ledger.EffectsForEvent(e.ctx, e.db, consumerName, eventID)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -229,7 +232,7 @@ func (e *env) row(eventID string, version int) ledger.EffectRow {
 func (e *env) count(sql string, args ...any) int {
 	e.t.Helper()
 	var n int
-	if err := e.store.Pool.QueryRow(e.ctx, sql, args...).Scan(&n); err != nil {
+	if err := e.db.QueryRow(e.ctx, sql, args...).Scan(&n); err != nil {
 		e.t.Fatalf("%s: %v", sql, err)
 	}
 	return n
@@ -237,7 +240,7 @@ func (e *env) count(sql string, args ...any) int {
 
 func (e *env) register(version int, state, job string) {
 	e.t.Helper()
-	if err := ledger.EffectVersionsRegister(e.ctx, e.store.Pool, consumerName, version, state, job, "alice"); err != nil {
+	if err := ledger.EffectVersionsRegister(e.ctx, e.db, consumerName, version, state, job, "alice"); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -245,7 +248,7 @@ func (e *env) register(version int, state, job string) {
 // recordJob records job as a job of sourceKind, as plan does, so the SDK can read its kind.
 func (e *env) recordJob(job string, version int, sourceKind string) {
 	e.t.Helper()
-	err := ledger.JobsInsert(e.ctx, e.store.Pool, ledger.Job{ID: job, Consumer: consumerName, Status: ledger.JobExecuting,
+	err := ledger.JobsInsert(e.ctx, e.db, ledger.Job{ID: job, Consumer: consumerName, Status: ledger.JobExecuting,
 		ManifestDigest: "sha256:test", EffectVersionFrom: version - 1, EffectVersionTo: version, Reason: "test",
 		Stream: "ORDERS", LedgerStateDigest: "sha256:test", CreatedBy: "alice", SourceKind: sourceKind})
 	if err != nil {

@@ -34,7 +34,7 @@ func TestHeartbeatKeepsAShortLeaseAliveAndOthersOut(t *testing.T) {
 	var live bool
 	var sinceClaim, sinceHeartbeat time.Duration
 	pgtest.WaitFor(t, 5*time.Second, func() (bool, error) {
-		err := e.store.Pool.QueryRow(e.ctx, `select lease_expires_at > now(), now() - created_at, now() - heartbeat_at from effects`).
+		err := e.db.QueryRow(e.ctx, `select lease_expires_at > now(), now() - created_at, now() - heartbeat_at from effects`).
 			Scan(&live, &sinceClaim, &sinceHeartbeat)
 		return sinceClaim > 1500*time.Millisecond, err
 	})
@@ -66,16 +66,16 @@ func TestHeartbeatKeepsAShortLeaseAliveAndOthersOut(t *testing.T) {
 func leaseLeftBy(e *env, payload string, calls int) {
 	e.t.Helper()
 	key := ledger.EffectKey{Consumer: consumerName, EventID: "e1", EffectVersion: 1}
-	if _, err := ledger.EffectsClaim(e.ctx, e.store.Pool, ledger.EffectClaim{Key: key, RequestHash: fingerprint.Payload([]byte(payload)),
+	if _, err := ledger.EffectsClaim(e.ctx, e.db, ledger.EffectClaim{Key: key, RequestHash: fingerprint.Payload([]byte(payload)),
 		RequestHashAlg: fingerprint.Algorithm, Owner: "crashed-instance", Lease: time.Minute}); err != nil {
 		e.t.Fatal(err)
 	}
 	for n := range calls {
-		if _, err := ledger.EffectsCallStarted(e.ctx, e.store.Pool, key, "crashed-instance", n+1); err != nil {
+		if _, err := ledger.EffectsCallStarted(e.ctx, e.db, key, "crashed-instance", n+1); err != nil {
 			e.t.Fatal(err)
 		}
 	}
-	if _, err := e.store.Pool.Exec(e.ctx, `update effects set lease_expires_at = now() - interval '1 second'`); err != nil {
+	if _, err := e.db.Exec(e.ctx, `update effects set lease_expires_at = now() - interval '1 second'`); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -138,7 +138,7 @@ func TestALostLeaseStopsTheHandlerAndItsCalls(t *testing.T) {
 	outcome := make(chan consumer.Outcome, 1)
 	go func() { outcome <- c.Process(e.ctx, msg) }()
 	<-entered
-	if _, err := e.store.Pool.Exec(e.ctx, `update effects set lease_owner = 'instance-b'`); err != nil {
+	if _, err := e.db.Exec(e.ctx, `update effects set lease_owner = 'instance-b'`); err != nil {
 		t.Fatal(err)
 	}
 

@@ -194,7 +194,7 @@ func (e *env) runUntilCleanup(c *consumer.Consumer) {
 
 func (e *env) exec(sql string, args ...any) {
 	e.t.Helper()
-	if _, err := e.store.Pool.Exec(e.ctx, sql, args...); err != nil {
+	if _, err := e.db.Exec(e.ctx, sql, args...); err != nil {
 		e.t.Fatalf("%s: %v", sql, err)
 	}
 }

@@ -53,7 +53,7 @@ select 'billing', id, 1, 'uncertain', 'sha256:' || id, 1, 'charge timed out', no
 	time.Sleep(200 * time.Millisecond)
 
 	got := map[string]string{}
-	rows, err := e.store.Pool.Query(e.ctx, `select event_id, state || coalesce(':' || review_state, '') || coalesce(':' || review_verdict, '')
+	rows, err := e.db.Query(e.ctx, `select event_id, state || coalesce(':' || review_state, '') || coalesce(':' || review_verdict, '')
   from effects where consumer = 'billing'`)
 	if err != nil {
 		t.Fatal(err)

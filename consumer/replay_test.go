@@ -150,7 +150,7 @@ func TestReplayWaitsForALiveCopyInFlight(t *testing.T) {
 	c := e.newConsumer(nil)
 	cons := e.durable(c)
 	payload := orderJSON("acct-1", 250)
-	if _, err := ledger.EffectsClaim(e.ctx, e.store.Pool, ledger.EffectClaim{
+	if _, err := ledger.EffectsClaim(e.ctx, e.db, ledger.EffectClaim{
 		Key:         ledger.EffectKey{Consumer: consumerName, EventID: "e1", EffectVersion: 1},
 		RequestHash: fingerprint.Payload([]byte(payload)), RequestHashAlg: fingerprint.Algorithm, Owner: "instance-b", Lease: time.Minute,
 	}); err != nil {

@@ -33,7 +33,7 @@ func newClusterEnv(t *testing.T) (*env, *natstest.Cluster) {
 			t.Fatalf("create R3 stream %s: %v", name, err)
 		}
 	}
-	return &env{t: t, ctx: ctx, store: store, nats: &natstest.Env{Conn: nc, JS: js}, p: &provider{}}, cluster
+	return &env{t: t, ctx: ctx, store: store, db: pgtest.Pool(t, store), nats: &natstest.Env{Conn: nc, JS: js}, p: &provider{}}, cluster
 }
 
 // publishThroughOutage publishes like env.publish, retrying while the cluster elects leaders;

@@ -140,7 +140,7 @@ func TestEachGateRefusesWithNothingPublished(t *testing.T) {
 		}},
 		{"failing verdict", executor.GateShadow, func(t *testing.T, e *exectest.Env) executor.Options {
 			m := e.Shadowed(5, "job-gate")
-			_, err := e.Store.Pool.Exec(e.Ctx, `insert into shadow_verdicts (job_id, manifest_digest, verdict, sample_seed, thresholds, totals, reasons, actor)
+			_, err := e.DB.Exec(e.Ctx, `insert into shadow_verdicts (job_id, manifest_digest, verdict, sample_seed, thresholds, totals, reasons, actor)
 				values ($1, $2, 'fail', 'seed', '{}', '{}', '["3 shadow errors"]', 'dave')`, m.ID, m.Digest)
 			if err != nil {
 				t.Fatal(err)
@@ -155,7 +155,7 @@ func TestEachGateRefusesWithNothingPublished(t *testing.T) {
 		}},
 		{"version used since plan", executor.GateVersion, func(t *testing.T, e *exectest.Env) executor.Options {
 			m := e.Shadowed(5, "job-gate")
-			if err := ledger.EffectVersionsRegister(e.Ctx, e.Store.Pool, m.Consumer, m.EffectVersion.To, ledger.EffectVersionLive, "", "deploy"); err != nil {
+			if err := ledger.EffectVersionsRegister(e.Ctx, e.DB, m.Consumer, m.EffectVersion.To, ledger.EffectVersionLive, "", "deploy"); err != nil {
 				t.Fatal(err)
 			}
 			return options(m, nil)
@@ -181,7 +181,7 @@ func TestEachGateRefusesWithNothingPublished(t *testing.T) {
 				t.Fatal(err)
 			}
 			job.ID, job.Status = "job-other", "executing"
-			if err := ledger.JobsInsert(e.Ctx, e.Store.Pool, job); err != nil {
+			if err := ledger.JobsInsert(e.Ctx, e.DB, job); err != nil {
 				t.Fatal(err)
 			}
 			return options(m, nil)
@@ -227,7 +227,7 @@ func TestEachGateRefusesWithNothingPublished(t *testing.T) {
 // completeUnderV1 records seeded event i as completed under version 1 by live traffic.
 func completeUnderV1(t *testing.T, e *exectest.Env, i int) {
 	t.Helper()
-	_, err := e.Store.Pool.Exec(e.Ctx, `
+	_, err := e.DB.Exec(e.Ctx, `
 		insert into effects (consumer, event_id, effect_version, state, request_hash, effect_count)
 		select $1, t.event_id, 1, 'completed', t.payload_hash, 2 from job_targets t where t.event_id = $2`,
 		exectest.Consumer, exectest.EventID(i))

@@ -33,7 +33,7 @@ func TestAnExpiredEventTheLookupSaysDidNotHappenIsReplayedOnce(t *testing.T) {
 	if _, err := e.Store.EffectsImport(e.Ctx, rows); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Store.Pool.Exec(e.Ctx, `update effects set state = 'expired', final_state = state where event_id like 'evt-0%'`); err != nil {
+	if _, err := e.DB.Exec(e.Ctx, `update effects set state = 'expired', final_state = state where event_id like 'evt-0%'`); err != nil {
 		t.Fatal(err)
 	}
 	e.RunConsumer(e.NewConsumer(nil, func(cfg *consumer.Config) {

@@ -56,7 +56,7 @@ func (s *session) refuse(ctx context.Context, gate, format string, args ...any) 
 func (s *session) audit(ctx context.Context, action string, details map[string]any) {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
-	_ = ledger.AuditInsert(actx, s.store.Pool, ledger.AuditEntry{At: s.opts.Now().UTC(), Actor: s.opts.Actor, JobID: s.m.ID,
+	_ = s.store.AuditAppend(actx, ledger.AuditEntry{At: s.opts.Now().UTC(), Actor: s.opts.Actor, JobID: s.m.ID,
 		ManifestDigest: s.m.Digest, Action: action, Details: details})
 }
 
@@ -81,7 +81,7 @@ func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 	if err := s.checkVersion(ctx); err != nil {
 		return Preflight{}, err
 	}
-	others, err := ledger.JobsActiveForConsumer(ctx, s.store.Pool, m.Consumer, m.ID)
+	others, err := s.store.JobsActiveForConsumer(ctx, m.Consumer, m.ID)
 	if err != nil {
 		return Preflight{}, err
 	}

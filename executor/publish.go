@@ -172,7 +172,7 @@ func (s *session) recordSourceFailures(ctx context.Context, failures []ledger.Ta
 	if len(failures) > 0 {
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 		defer cancel()
-		if _, err := ledger.JobTargetsSetOutcome(wctx, s.store.Pool, s.job.ID, ledger.TargetFailed, failures); err != nil {
+		if _, err := s.store.JobTargetsSetOutcome(wctx, s.job.ID, ledger.TargetFailed, failures); err != nil {
 			return err
 		}
 	}

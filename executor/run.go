@@ -36,7 +36,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 		return nil, fmt.Errorf("open JetStream for publishing: %w", err)
 	}
 	// For a job planned by an older version, or whose statistics were reset; cheap either way.
-	_ = ledger.JobTargetsAnalyze(ctx, s.store.Pool)
+	_ = s.store.JobTargetsAnalyze(ctx)
 	ts, err := s.store.JobTargetsCount(ctx, s.job.ID)
 	if err != nil {
 		return nil, err
@@ -304,5 +304,5 @@ func (w *watcher) writeRunState(ctx context.Context, state, reason string) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
 	defer cancel()
 	// The run state is a display aid; a failed write must not stop a replay.
-	_ = ledger.JobsSetRunState(wctx, s.store.Pool, s.job.ID, body)
+	_ = s.store.JobsSetRunState(wctx, s.job.ID, body)
 }

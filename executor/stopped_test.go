@@ -14,15 +14,15 @@ import (
 // TestStoppedByTellsALostConnectionFromABug feeds stoppedBy the two errors PostgreSQL really
 // gives: a statement on a session an administrator terminated, and a constraint violation.
 func TestStoppedByTellsALostConnectionFromABug(t *testing.T) {
-	store := pgtest.Ledger(t)
+	db := pgtest.Pool(t, pgtest.Ledger(t))
 	ctx := t.Context()
 
-	conn, err := store.Pool.Acquire(ctx)
+	conn, err := db.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := store.Pool.Exec(ctx, `select pg_terminate_backend($1::int)`, conn.Conn().PgConn().PID()); err != nil {
+	if _, err := db.Exec(ctx, `select pg_terminate_backend($1::int)`, conn.Conn().PgConn().PID()); err != nil {
 		t.Fatal(err)
 	}
 	_, lostErr := conn.Exec(ctx, `select 1`)
@@ -38,7 +38,7 @@ func TestStoppedByTellsALostConnectionFromABug(t *testing.T) {
 		t.Error("a lost connection matches ErrLedgerRefused")
 	}
 
-	_, bugErr := store.Pool.Exec(ctx, `insert into jobs (id) values (null)`)
+	_, bugErr := db.Exec(ctx, `insert into jobs (id) values (null)`)
 	if _, ok := errors.AsType[*pgconn.PgError](bugErr); !ok {
 		t.Fatalf("the bad insert gave %v, want a PostgreSQL error", bugErr)
 	}

@@ -90,6 +90,9 @@ func JobTargetsAnalyze(ctx context.Context, db Querier) error {
 	return err
 }
 
+// JobTargetsAnalyze is JobTargetsAnalyze on the store's pool.
+func (s *Store) JobTargetsAnalyze(ctx context.Context) error { return JobTargetsAnalyze(ctx, s.Pool) }
+
 // JobTargetsPageToPublish returns up to p.Limit targets of p.JobID with a stream sequence above
 // p.AfterSeq, in stream order, that are pending, shadowed or published and have no effects row of
 // p.Consumer under p.Version: the targets a (resumed) run still has to publish. A target with a row
@@ -187,10 +190,9 @@ update job_targets t
  where t.job_id = $1 and t.event_id = o.event_id and t.status in ('pending', 'shadowed', 'published')`
 
 // JobTargetsSetOutcome sets status (TargetSkipped or TargetFailed) and outcome_detail on the
-// targets of jobID in outcomes that are still pending, shadowed or published, through q, in one
-// statement. It returns how many rows changed. Any other status is refused without a write; an
+// targets of jobID in outcomes that are still pending, shadowed or published, in one statement. It returns how many rows changed. Any other status is refused without a write; an
 // empty Detail is stored as NULL.
-func JobTargetsSetOutcome(ctx context.Context, q Querier, jobID, status string, outcomes []TargetOutcome) (int64, error) {
+func (s *Store) JobTargetsSetOutcome(ctx context.Context, jobID, status string, outcomes []TargetOutcome) (int64, error) {
 	if status != TargetSkipped && status != TargetFailed {
 		return 0, fmt.Errorf("set the outcome of %d targets of job %s: status %q is neither %s nor %s",
 			len(outcomes), jobID, status, TargetSkipped, TargetFailed)
@@ -205,7 +207,7 @@ func JobTargetsSetOutcome(ctx context.Context, q Querier, jobID, status string, 
 	var tag pgconn.CommandTag
 	// Idempotent: sent again after a lost connection.
 	_, err := retryLostConnection(ctx, func() (err error) {
-		tag, err = q.Exec(ctx, jobTargetsSetOutcome, jobID, status, ids, details)
+		tag, err = s.Pool.Exec(ctx, jobTargetsSetOutcome, jobID, status, ids, details)
 		return err
 	})
 	if err != nil {

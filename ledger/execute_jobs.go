@@ -51,14 +51,14 @@ func JobsTransition(ctx context.Context, q Querier, t JobTransition) error {
 const jobsSetRunState = `update jobs set run_state = $2::jsonb, run_state_at = now() where id = $1`
 
 // JobsSetRunState stores an executor's live state of jobID (rate, published, throttling) as
-// run_state, with run_state_at = now(), through q. status reads it from another process. An empty
+// run_state, with run_state_at = now(). status reads it from another process. An empty
 // state clears run_state; a missing job matches ErrJobNotFound.
-func JobsSetRunState(ctx context.Context, q Querier, jobID string, state json.RawMessage) error {
+func (s *Store) JobsSetRunState(ctx context.Context, jobID string, state json.RawMessage) error {
 	var value any
 	if len(state) > 0 {
 		value = string(state)
 	}
-	tag, err := q.Exec(ctx, jobsSetRunState, jobID, value)
+	tag, err := s.Pool.Exec(ctx, jobsSetRunState, jobID, value)
 	if err != nil {
 		return fmt.Errorf("store the run state of job %s: %w", jobID, err)
 	}
@@ -86,6 +86,11 @@ func JobsActiveForConsumer(ctx context.Context, q Querier, consumer, exceptJobID
 		return nil, fmt.Errorf("read the executing and paused jobs of consumer %s: %w", consumer, err)
 	}
 	return jobs, nil
+}
+
+// JobsActiveForConsumer is JobsActiveForConsumer on the store's pool.
+func (s *Store) JobsActiveForConsumer(ctx context.Context, consumer, exceptJobID string) ([]Job, error) {
+	return JobsActiveForConsumer(ctx, s.Pool, consumer, exceptJobID)
 }
 
 const lockConsumerExecutions = `select pg_advisory_xact_lock(hashtextextended(current_schema() || ':replayctl.execute.consumer:' || $1, 0))`

@@ -173,7 +173,7 @@ func TestJobTargetsSetOutcomeSettlesOnlyUnsettledTargets(t *testing.T) {
 	ctx := t.Context()
 	execTargets(t, store, "job-o", "a", "b", "c")
 	execSetStatus(t, store, "job-o", "completed", "c")
-	n, err := ledger.JobTargetsSetOutcome(ctx, store.Pool, "job-o", ledger.TargetFailed, []ledger.TargetOutcome{
+	n, err := store.JobTargetsSetOutcome(ctx, "job-o", ledger.TargetFailed, []ledger.TargetOutcome{
 		{EventID: "a", Detail: "DLQ message missing at stream sequence 10"}, {EventID: "b"}, {EventID: "c", Detail: "late"},
 	})
 	if err != nil || n != 2 {
@@ -183,7 +183,7 @@ func TestJobTargetsSetOutcomeSettlesOnlyUnsettledTargets(t *testing.T) {
 	if got := execTargetStates(t, store, "job-o"); !slices.Equal(got, want) {
 		t.Fatalf("targets\n got %q\nwant %q", got, want)
 	}
-	if _, err := ledger.JobTargetsSetOutcome(ctx, store.Pool, "job-o", ledger.TargetCompleted, []ledger.TargetOutcome{{EventID: "a"}}); err == nil {
+	if _, err := store.JobTargetsSetOutcome(ctx, "job-o", ledger.TargetCompleted, []ledger.TargetOutcome{{EventID: "a"}}); err == nil {
 		t.Fatal("SetOutcome accepted status completed, which only the ledger's outcome may set")
 	}
 }
@@ -508,7 +508,7 @@ func TestJobsSetRunStateIsReadBack(t *testing.T) {
 	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-r")); err != nil {
 		t.Fatal(err)
 	}
-	if err := ledger.JobsSetRunState(ctx, store.Pool, "job-r", json.RawMessage(`{"rate": 50, "throttled": "max in flight"}`)); err != nil {
+	if err := store.JobsSetRunState(ctx, "job-r", json.RawMessage(`{"rate": 50, "throttled": "max in flight"}`)); err != nil {
 		t.Fatal(err)
 	}
 	job, err := store.JobsGet(ctx, "job-r")
@@ -520,7 +520,7 @@ func TestJobsSetRunStateIsReadBack(t *testing.T) {
 		time.Since(job.RunStateAt) > time.Minute {
 		t.Fatalf("run state %s at %v (%v)", job.RunState, job.RunStateAt, err)
 	}
-	if err := ledger.JobsSetRunState(ctx, store.Pool, "job-none", json.RawMessage(`{}`)); !errors.Is(err, ledger.ErrJobNotFound) {
+	if err := store.JobsSetRunState(ctx, "job-none", json.RawMessage(`{}`)); !errors.Is(err, ledger.ErrJobNotFound) {
 		t.Fatalf("err = %v, want ErrJobNotFound", err)
 	}
 }

@@ -24,7 +24,7 @@ func TestPlanAsksTheLookupAboutExpiredEvidence(t *testing.T) {
 		f.dlq("dlq.billing", id, "timeout", `{"order":"`+id+`"}`)
 		f.effect(id, "completed", `{"order":"`+id+`"}`, 1, nil)
 	}
-	if _, err := f.store.Pool.Exec(f.ctx, `update effects set state = 'expired', final_state = state`); err != nil {
+	if _, err := f.db.Exec(f.ctx, `update effects set state = 'expired', final_state = state`); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -81,7 +81,7 @@ func TestPlanAsksTheLookupAboutExpiredEvidence(t *testing.T) {
 	mu.Unlock()
 	for id, state := range map[string]string{"charged": "reconciled", "never-charged": "received", "provider-unsure": "expired"} {
 		var got string
-		if err := f.store.Pool.QueryRow(f.ctx, `select state from effects where event_id = $1`, id).Scan(&got); err != nil {
+		if err := f.db.QueryRow(f.ctx, `select state from effects where event_id = $1`, id).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got != state {
@@ -89,7 +89,7 @@ func TestPlanAsksTheLookupAboutExpiredEvidence(t *testing.T) {
 		}
 	}
 	var audited int
-	if err := f.store.Pool.QueryRow(f.ctx, `select count(*) from audit where action = $1`, ledger.AuditEvidenceExpired).Scan(&audited); err != nil {
+	if err := f.db.QueryRow(f.ctx, `select count(*) from audit where action = $1`, ledger.AuditEvidenceExpired).Scan(&audited); err != nil {
 		t.Fatal(err)
 	}
 	if audited != 2 {

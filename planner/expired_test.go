@@ -22,11 +22,11 @@ func TestPlanKeepsEventsWithExpiredEvidenceOutOfTheTargets(t *testing.T) {
 	f.dlq("dlq.billing", "new", "timeout", `{"n":3}`)
 	f.effect("tombstone", "completed", `{"n":1}`, 1, nil)
 	f.effect("tombstone-and-done", "completed", `{"n":2}`, 1, nil)
-	if _, err := f.store.Pool.Exec(f.ctx, `update effects set state = 'expired', final_state = state where event_id like 'tombstone%'`); err != nil {
+	if _, err := f.db.Exec(f.ctx, `update effects set state = 'expired', final_state = state where event_id like 'tombstone%'`); err != nil {
 		t.Fatal(err)
 	}
 	// A later completion under another version settles the event whatever the tombstone says.
-	if _, err := f.store.Pool.Exec(f.ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
+	if _, err := f.db.Exec(f.ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
 select consumer, event_id, 2, 'completed', request_hash, request_hash_alg from effects where event_id = 'tombstone-and-done'`); err != nil {
 		t.Fatal(err)
 	}

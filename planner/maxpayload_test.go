@@ -30,7 +30,8 @@ func TestPlanKeepsOutMessagesWhoseReplayExceedsMaxPayload(t *testing.T) {
 	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ctx: ctx, js: env.JS, store: pgtest.Ledger(t), dir: t.TempDir()}
+	store := pgtest.Ledger(t)
+	f := &fixture{t: t, ctx: ctx, js: env.JS, store: store, db: pgtest.Pool(t, store), dir: t.TempDir()}
 	opts := f.options(func(o *planner.Options) { o.JobID = "job-maxpayload" })
 	replay := dlq.Replay{JobID: opts.JobID, EffectVersion: 1}
 

@@ -53,8 +53,8 @@ type Options struct {
 	// Overwrite (--force) lets the manifest replace a file at OutputPath; without it an existing
 	// file is refused before anything is scanned, and again when the manifest is written.
 	Overwrite bool
-	Actor      string
-	Now        time.Time
+	Actor     string
+	Now       time.Time
 	// JobID overrides the generated job ID (tests, reproducible demos).
 	JobID string
 	// Progress, when set, is called as the scan advances with messages scanned and the total expected.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,7 +32,9 @@ type fixture struct {
 	ctx   context.Context
 	js    jetstream.JetStream
 	store *ledger.Store
-	dir   string
+	// db is the test's own pool on the store's schema, for rows and assertions plan does not make.
+	db  *pgxpool.Pool
+	dir string
 }
 
 func newFixture(t testing.TB) *fixture {
@@ -43,7 +46,7 @@ func newFixture(t testing.TB) *fixture {
 	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, ctx: ctx, js: env.JS, store: store, dir: t.TempDir()}
+	return &fixture{t: t, ctx: ctx, js: env.JS, store: store, db: pgtest.Pool(t, store), dir: t.TempDir()}
 }
 
 // dlq publishes one DLQ message; an empty eventID leaves the Event-Id header out.
@@ -253,7 +256,7 @@ func TestPlanBoundary(t *testing.T) {
 
 func cancelJob(t testing.TB, f *fixture, id string) {
 	t.Helper()
-	err := ledger.JobsTransition(f.ctx, f.store.Pool, ledger.JobTransition{ID: id, From: ledger.UnfinishedJobStatuses,
+	err := ledger.JobsTransition(f.ctx, f.db, ledger.JobTransition{ID: id, From: ledger.UnfinishedJobStatuses,
 		To: ledger.JobCancelled, Reason: "test: plan the next case on its own", By: "alice"})
 	if err != nil {
 		t.Fatal(err)
@@ -291,7 +294,7 @@ func TestPlanRefusesBadRequestsAndRecordsNothing(t *testing.T) {
 		})
 	}
 	var jobs int
-	if err := f.store.Pool.QueryRow(f.ctx, "select count(*) from jobs").Scan(&jobs); err != nil {
+	if err := f.db.QueryRow(f.ctx, "select count(*) from jobs").Scan(&jobs); err != nil {
 		t.Fatal(err)
 	}
 	if jobs != 0 {
@@ -382,7 +385,7 @@ func TestPlanWithoutTargetsRecordsNothingAndSaysWhy(t *testing.T) {
 		})
 	}
 	var jobs int
-	if err := f.store.Pool.QueryRow(f.ctx, "select count(*) from jobs").Scan(&jobs); err != nil {
+	if err := f.db.QueryRow(f.ctx, "select count(*) from jobs").Scan(&jobs); err != nil {
 		t.Fatal(err)
 	}
 	if jobs != 0 {
@@ -413,7 +416,7 @@ func TestPlanInterruptedLeavesNothing(t *testing.T) {
 	}
 	for _, table := range []string{"jobs", "job_targets", "audit"} {
 		var n int
-		if err := f.store.Pool.QueryRow(f.ctx, "select count(*) from "+table).Scan(&n); err != nil {
+		if err := f.db.QueryRow(f.ctx, "select count(*) from "+table).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n != 0 {
@@ -474,7 +477,7 @@ func TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted(t *testing.T) {
 	}
 	markWriteForbidden := func(eventID string) {
 		t.Helper()
-		if _, err := f.store.Pool.Exec(f.ctx, `update effects set write_forbidden = true where event_id = $1`, eventID); err != nil {
+		if _, err := f.db.Exec(f.ctx, `update effects set write_forbidden = true where event_id = $1`, eventID); err != nil {
 			t.Fatal(err)
 		}
 	}

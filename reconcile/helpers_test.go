@@ -123,7 +123,7 @@ func (w *world) run(o reconcile.Options) (*reconcile.Report, error) {
 func (w *world) states() string {
 	w.T.Helper()
 	var s string
-	if err := w.Store.Pool.QueryRow(w.Ctx, `select coalesce(string_agg(event_id || ':' || state || coalesce(':' || review_state, ''),
+	if err := w.DB.QueryRow(w.Ctx, `select coalesce(string_agg(event_id || ':' || state || coalesce(':' || review_state, ''),
 		' ' order by event_id), '') from effects where consumer = 'billing'`).Scan(&s); err != nil {
 		w.T.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func (w *world) states() string {
 // rowsDetail renders every billing row with its lease and last error, for a failure message.
 func (w *world) rowsDetail() string {
 	var s string
-	if err := w.Store.Pool.QueryRow(context.Background(), `select coalesce(string_agg(event_id || ':' || state || ' calls=' || calls_started ||
+	if err := w.DB.QueryRow(context.Background(), `select coalesce(string_agg(event_id || ':' || state || ' calls=' || calls_started ||
 		' attempts=' || attempts || coalesce(' lease=' || lease_owner, '') || coalesce(' error=' || last_error, ''), '; ' order by event_id), 'none')
 		from effects where consumer = 'billing'`).Scan(&s); err != nil {
 		return err.Error()

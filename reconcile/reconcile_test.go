@@ -112,7 +112,7 @@ func TestReconcileLeavesARowThatChangedAfterItWasListed(t *testing.T) {
 	w := newWorld(t, 6, []int{1, 4}, []int{2}, true)
 	// Between the look-ups and the apply, another operator settles evt-00001 by hand.
 	confirm := func(r *reconcile.Report) (bool, error) {
-		if _, err := w.Store.Pool.Exec(w.Ctx, `update effects set state = 'reconciled', updated_at = now() where event_id = $1`,
+		if _, err := w.DB.Exec(w.Ctx, `update effects set state = 'reconciled', updated_at = now() where event_id = $1`,
 			exectest.EventID(1)); err != nil {
 			return false, err
 		}
@@ -195,7 +195,7 @@ func TestReconcileSettlesStuckLeasesWithACallStarted(t *testing.T) {
 	w := newWorld(t, 6, []int{1}, []int{2}, true)
 	stuck := func(event int, lapsedAgo string, calls int) {
 		t.Helper()
-		if _, err := w.Store.Pool.Exec(w.Ctx, `update effects set state = 'processing', calls_started = $2, lease_owner = 'killed-instance',
+		if _, err := w.DB.Exec(w.Ctx, `update effects set state = 'processing', calls_started = $2, lease_owner = 'killed-instance',
 			lease_expires_at = now() - $3::interval, updated_at = now() - $3::interval - interval '1 minute'
 			where consumer = 'billing' and event_id = $1`, exectest.EventID(event), calls, lapsedAgo); err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ func TestResolveLeavesARowThatChangedWhileItWasShown(t *testing.T) {
 	w := newWorld(t, 3, []int{1}, nil, false)
 	o := resolveOptions(exectest.EventID(1), ledger.VerdictNotHappened)
 	o.Confirm = func(r *reconcile.Resolution) (bool, error) {
-		_, err := w.Store.Pool.Exec(w.Ctx, `update effects set reviewed_at = now(), review_state = 'manual_review', review_verdict = 'happened'
+		_, err := w.DB.Exec(w.Ctx, `update effects set reviewed_at = now(), review_state = 'manual_review', review_verdict = 'happened'
 			where event_id = $1`, r.EventID)
 		return true, err
 	}
@@ -40,7 +40,7 @@ func TestResolveLeavesARowThatChangedWhileItWasShown(t *testing.T) {
 // An event uncertain under two versions needs --effect-version; with it only that row changes.
 func TestResolvePicksTheRowByVersionWhenThereAreSeveral(t *testing.T) {
 	w := newWorld(t, 2, []int{1}, nil, false)
-	if _, err := w.Store.Pool.Exec(w.Ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
+	if _, err := w.DB.Exec(w.Ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
 		select consumer, event_id, 7, 'uncertain', request_hash, request_hash_alg from effects where event_id = $1`, exectest.EventID(1)); err != nil {
 		t.Fatal(err)
 	}

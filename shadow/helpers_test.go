@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -31,8 +32,10 @@ type fixture struct {
 	ctx   context.Context
 	env   *natstest.Env
 	store *ledger.Store
-	dir   string
-	seqs  map[string]uint64
+	// db is the test's own pool on the store's schema, for rows and assertions shadow does not make.
+	db   *pgxpool.Pool
+	dir  string
+	seqs map[string]uint64
 	// originals wait for plan: a DLQ plan keeps out events completed under any version (issue
 	// 14), and the shadow compares with what the ledger holds when it runs.
 	originals []func()
@@ -47,7 +50,7 @@ func newFixture(t testing.TB) *fixture {
 	if _, err := env.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{t: t, ctx: ctx, env: env, store: store, dir: t.TempDir(), seqs: map[string]uint64{}}
+	return &fixture{t: t, ctx: ctx, env: env, store: store, db: pgtest.Pool(t, store), dir: t.TempDir(), seqs: map[string]uint64{}}
 }
 
 // charge is the test consumer's payload.
@@ -129,7 +132,7 @@ func (f *fixture) recordOriginal(eventID string, c charge) {
 
 func (f *fixture) exec(sql string, args ...any) {
 	f.t.Helper()
-	if _, err := f.store.Pool.Exec(f.ctx, sql, args...); err != nil {
+	if _, err := f.db.Exec(f.ctx, sql, args...); err != nil {
 		f.t.Fatalf("%s: %v", sql, err)
 	}
 }
@@ -311,7 +314,7 @@ type stored struct {
 
 func (f *fixture) stored(jobID string) map[string]stored {
 	f.t.Helper()
-	rows, err := f.store.Pool.Query(f.ctx, `
+	rows, err := f.db.Query(f.ctx, `
 		select event_id, status, coalesce(shadow_status, ''), coalesce(shadow_comparison, ''),
 		       coalesce(shadow_compared_on, ''), coalesce(shadow_error, ''), shadow_effect_count
 		  from job_targets where job_id = $1`, jobID)

@@ -67,7 +67,7 @@ func TestShadowCountsStoresAndRecordsTheVerdict(t *testing.T) {
 		t.Fatalf("stored outcomes\n got %+v\nwant %+v", got, wantStored)
 	}
 	var unhashed int
-	if err := f.store.Pool.QueryRow(f.ctx, `select count(*) from job_targets where job_id = $1
+	if err := f.db.QueryRow(f.ctx, `select count(*) from job_targets where job_id = $1
 		and (shadow_result_hash not like 'sha256:%' or shadowed_at is null)`, m.ID).Scan(&unhashed); err != nil || unhashed != 0 {
 		t.Fatalf("%d targets lack a result hash or a time (%v)", unhashed, err)
 	}
@@ -215,7 +215,7 @@ func TestShadowSampleIsStableAndCoversEveryReason(t *testing.T) {
 
 	// Each run replaces the outcomes and records its own verdict.
 	var verdicts int
-	if err := f.store.Pool.QueryRow(f.ctx, `select count(*) from shadow_verdicts where job_id = $1`, m.ID).Scan(&verdicts); err != nil || verdicts != 2 {
+	if err := f.db.QueryRow(f.ctx, `select count(*) from shadow_verdicts where job_id = $1`, m.ID).Scan(&verdicts); err != nil || verdicts != 2 {
 		t.Fatalf("%d verdicts (%v), want one per run", verdicts, err)
 	}
 	if n := len(f.stored(m.ID)); n != 9 {
@@ -262,7 +262,7 @@ func TestShadowStopsWhenTheResponderHangs(t *testing.T) {
 		t.Fatalf("verdict %+v: want a fail naming the unanswered ratio and the abort", r.Verdict)
 	}
 	var timeouts int64
-	if err := f.store.Pool.QueryRow(f.ctx, `select count(*) from job_targets where job_id = $1 and shadow_status = 'timeout'`, m.ID).Scan(&timeouts); err != nil || timeouts != tot.Timeouts {
+	if err := f.db.QueryRow(f.ctx, `select count(*) from job_targets where job_id = $1 and shadow_status = 'timeout'`, m.ID).Scan(&timeouts); err != nil || timeouts != tot.Timeouts {
 		t.Fatalf("%d stored timeouts (%v), want %d", timeouts, err, tot.Timeouts)
 	}
 }
@@ -303,7 +303,7 @@ func TestShadowWithASilentOrMissingResponderSkipsTheFullPass(t *testing.T) {
 				t.Fatalf("verdict %+v", r.Verdict)
 			}
 			var withOutcome, asExpected int
-			if err := f.store.Pool.QueryRow(f.ctx, `select count(*), count(*) filter (where shadow_status = $2 and status = 'pending')
+			if err := f.db.QueryRow(f.ctx, `select count(*), count(*) filter (where shadow_status = $2 and status = 'pending')
 				from job_targets where job_id = $1 and shadow_status is not null`, m.ID, c.status).Scan(&withOutcome, &asExpected); err != nil ||
 				withOutcome != 4 || asExpected != 4 {
 				t.Fatalf("%d stored outcomes, %d pending as %s (%v): want the 4 sampled only", withOutcome, asExpected, c.status, err)
@@ -391,7 +391,7 @@ func TestShadowRefusesAManifestThatIsNotItsJob(t *testing.T) {
 		})
 	}
 	t.Run("job already executing", func(t *testing.T) {
-		if err := ledger.JobsTransition(f.ctx, f.store.Pool, ledger.JobTransition{ID: m.ID, From: []ledger.JobStatus{"planned"}, To: "executing"}); err != nil {
+		if err := ledger.JobsTransition(f.ctx, f.db, ledger.JobTransition{ID: m.ID, From: []ledger.JobStatus{"planned"}, To: "executing"}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := f.run(f.options(m, nil))
@@ -468,7 +468,7 @@ func TestShadowCancelledStopsPromptlyAndKeepsOutcomes(t *testing.T) {
 		t.Fatalf("cancelled shadow took %s to return; the timeout is 2s", elapsed)
 	}
 	var ok int
-	if err := f.store.Pool.QueryRow(f.ctx, `select count(*) from job_targets where job_id = $1 and shadow_status = 'ok'`, m.ID).Scan(&ok); err != nil {
+	if err := f.db.QueryRow(f.ctx, `select count(*) from job_targets where job_id = $1 and shadow_status = 'ok'`, m.ID).Scan(&ok); err != nil {
 		t.Fatal(err)
 	}
 	// 5 sampled targets took 10 requests; the pass answered the next 39 before the cancel.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -41,6 +42,8 @@ type Env struct {
 	Ctx   context.Context
 	NATS  *natstest.Env
 	Store *ledger.Store
+	// DB is the test's own pool on Store's schema, for rows and assertions no command makes.
+	DB *pgxpool.Pool
 	// DatabaseURL reaches Store's schema, for a subprocess.
 	DatabaseURL string
 	Dir         string
@@ -99,7 +102,7 @@ func New(t testing.TB, o Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	return &Env{T: t, Ctx: ctx, NATS: env, Store: store, DatabaseURL: url, Dir: t.TempDir(),
+	return &Env{T: t, Ctx: ctx, NATS: env, Store: store, DB: pgtest.Pool(t, store), DatabaseURL: url, Dir: t.TempDir(),
 		Provider: billing.NewProvider(), Seqs: map[string]uint64{}, Cluster: cluster}
 }
 
@@ -318,7 +321,7 @@ func (e *Env) DuplicateCharges() []string {
 func (e *Env) QueryInt(sql string, args ...any) int64 {
 	e.T.Helper()
 	var n int64
-	if err := e.Store.Pool.QueryRow(e.Ctx, sql, args...).Scan(&n); err != nil {
+	if err := e.DB.QueryRow(e.Ctx, sql, args...).Scan(&n); err != nil {
 		e.T.Fatalf("%s: %v", sql, err)
 	}
 	return n
