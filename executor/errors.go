@@ -43,20 +43,14 @@ func (e *GateError) Error() string { return "execute refused (" + e.Gate + "): "
 // Is makes a GateError match ErrGateRefused.
 func (e *GateError) Is(target error) bool { return target == ErrGateRefused }
 
-// OptionsError lists every problem of an execute, pause, resume or cancel request at once.
+// OptionsError lists every problem of an execute request at once.
 type OptionsError struct {
-	// Action is the refused command; empty means execute.
-	Action   string
 	Problems []string
 }
 
 // Error lists the problems, one per line.
 func (e *OptionsError) Error() string {
-	action := e.Action
-	if action == "" {
-		action = "execute"
-	}
-	return action + " refused:\n  " + strings.Join(e.Problems, "\n  ")
+	return "execute refused:\n  " + strings.Join(e.Problems, "\n  ")
 }
 
 // Is makes an OptionsError match ErrBadOptions.

@@ -11,6 +11,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -270,7 +271,7 @@ func TestPauseStopsPublishingAndResumeContinues(t *testing.T) {
 		done <- outcome{r, err}
 	}()
 	waitFor(t, "the first targets to complete", func() bool { return e.EffectCounts(m).Completed >= 5 })
-	res, err := executor.Pause(e.Ctx, e.Store, executor.Control{JobID: m.ID, Actor: "erin", Reason: "provider latency"})
+	res, err := job.Pause(e.Ctx, e.Store, job.Control{JobID: m.ID, Actor: "erin", Reason: "provider latency"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func TestPauseStopsPublishingAndResumeContinues(t *testing.T) {
 	if status.Counts.State != "paused" || status.StatusBy != "erin" {
 		t.Fatalf("status while paused: state %q by %q", status.Counts.State, status.StatusBy)
 	}
-	if _, err := executor.Resume(e.Ctx, e.Store, executor.Control{JobID: m.ID, Actor: "erin"}); err != nil {
+	if _, err := job.Resume(e.Ctx, e.Store, job.Control{JobID: m.ID, Actor: "erin"}); err != nil {
 		t.Fatal(err)
 	}
 	out := <-done
@@ -330,7 +331,7 @@ func TestCancelStopsTheRunAndKeepsWhatWasReplayed(t *testing.T) {
 		done <- err
 	}()
 	waitFor(t, "the first targets to complete", func() bool { return e.EffectCounts(m).Completed >= 5 })
-	if _, err := executor.Cancel(e.Ctx, e.Store, executor.Control{JobID: m.ID, Actor: "erin", Reason: "wrong filter"}); err != nil {
+	if _, err := job.Cancel(e.Ctx, e.Store, job.Control{JobID: m.ID, Actor: "erin", Reason: "wrong filter"}); err != nil {
 		t.Fatal(err)
 	}
 	err := <-done
@@ -355,7 +356,7 @@ func TestCancelStopsTheRunAndKeepsWhatWasReplayed(t *testing.T) {
 	if gate := gateOf(t, err); gate != executor.GateStatus {
 		t.Fatalf("execute after cancel refused by %s", gate)
 	}
-	if _, err := executor.Resume(e.Ctx, e.Store, executor.Control{JobID: m.ID}); !errors.Is(err, executor.ErrNotControllable) {
+	if _, err := job.Resume(e.Ctx, e.Store, job.Control{JobID: m.ID}); !errors.Is(err, job.ErrNotControllable) {
 		t.Fatalf("resume after cancel: %v", err)
 	}
 }

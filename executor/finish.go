@@ -91,21 +91,21 @@ func (s *session) entry(action string, details map[string]any) ledger.AuditEntry
 
 // fillReview reads the final figures and the items to review.
 func (s *session) fillReview(ctx context.Context, r *Result) error {
-	job, err := s.store.JobsGet(ctx, s.m.ID)
+	rec, err := s.store.JobsGet(ctx, s.m.ID)
 	if err != nil {
 		return err
 	}
-	p, _, err := readProgress(ctx, s.store, job)
+	p, _, err := job.ReadProgress(ctx, s.store, rec)
 	if err != nil {
 		return err
 	}
 	p.Rate, p.ETA, p.CallBudget = r.Final.Rate, 0, s.callBudget()
-	p.State = string(job.Status)
-	r.Final, r.JobStatus, r.FinishedAt = p, job.Status, s.opts.Now().UTC()
-	if r.Uncertain, err = s.store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewUncertain, maxListed); err != nil {
+	p.State = string(rec.Status)
+	r.Final, r.JobStatus, r.FinishedAt = p, rec.Status, s.opts.Now().UTC()
+	if r.Uncertain, err = s.store.EffectsJobItems(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, ledger.ReviewUncertain, maxListed); err != nil {
 		return err
 	}
-	if r.Failed, err = s.store.EffectsJobItems(ctx, job.Consumer, job.EffectVersionTo, job.ID, ledger.ReviewFailed, maxListed); err != nil {
+	if r.Failed, err = s.store.EffectsJobItems(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, ledger.ReviewFailed, maxListed); err != nil {
 		return err
 	}
 	if r.Uncertain == nil {

@@ -216,13 +216,13 @@ func roundUp(ratio float64) float64 {
 // preflight computes what the run would do once every gate passed.
 func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift) (Preflight, error) {
 	m, rec := s.m, s.job
-	ts, e, err := readCounts(ctx, s.store, rec)
+	ts, e, err := job.ReadCounts(ctx, s.store, rec)
 	if err != nil {
 		return Preflight{}, err
 	}
 	p := Preflight{JobID: m.ID, ManifestDigest: m.Digest, Consumer: m.Consumer, EffectVersion: m.EffectVersion,
 		WriteForbidden: m.WriteForbidden, JobStatus: rec.Status, Resume: rec.Status == job.Executing, Verdict: verdict,
-		Targets: rec.Targets, Counts: progressOf(rec.Targets, ts, e, false), Drift: drift,
+		Targets: rec.Targets, Counts: job.ProgressOf(rec.Targets, ts, e, false), Drift: drift,
 		ExpectedExternalCalls: m.ExpectedExternalCalls, CallBudget: s.budget.Budget, Budget: s.budget,
 		Guards: s.opts.Guards, Durable: s.opts.Durable, Rate: s.opts.Rate, MaxInFlight: s.opts.MaxInFlight,
 		FirstTargets: []PlannedPublish{}, Warnings: []string{}}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -21,7 +22,7 @@ func cancelPartway(t *testing.T, e *exectest.Env, m *manifest.Manifest) int64 {
 		done <- err
 	}()
 	waitFor(t, "the first targets of "+m.ID+" to complete", func() bool { return e.EffectCounts(m).Completed >= 5 })
-	if _, err := executor.Cancel(e.Ctx, e.Store, executor.Control{JobID: m.ID, Actor: "erin", Reason: "wrong rate"}); err != nil {
+	if _, err := job.Cancel(e.Ctx, e.Store, job.Control{JobID: m.ID, Actor: "erin", Reason: "wrong rate"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := errors.AsType[*executor.StopError](<-done); !ok {

@@ -79,35 +79,8 @@ type Drift struct {
 	Examples []ledger.DriftTarget `json:"examples"`
 }
 
-// Progress is where a job's targets stand: the figures execute shows while it runs and status
-// shows from another terminal. Targets = Skipped + SourceFailed + Completed + Failed + Uncertain
-// + Remaining.
-type Progress struct {
-	Targets int64 `json:"targets"`
-	// Skipped targets were left out at start: their ledger rows drifted since plan.
-	Skipped int64 `json:"skipped"`
-	// SourceFailed targets could not be published: their DLQ message is gone or changed.
-	SourceFailed int64 `json:"sourceFailed"`
-	// Published targets were acknowledged by JetStream at least once.
-	Published int64 `json:"published"`
-	Completed int64 `json:"completed"`
-	// Failed targets completed with a business failure under the new version.
-	Failed    int64 `json:"failed"`
-	Uncertain int64 `json:"uncertain"`
-	// InProgress targets have a ledger row under the new version without an outcome yet.
-	InProgress int64 `json:"inProgress"`
-	Remaining  int64 `json:"remaining"`
-	// ExternalCalls are the calls the replay's handlers started; CallBudget what the guard allows.
-	ExternalCalls int64 `json:"externalCalls"`
-	CallBudget    int64 `json:"callBudget"`
-	// Rate is targets settled per second, over the last few polls; ETA follows from it.
-	Rate float64       `json:"ratePerSecond"`
-	ETA  time.Duration `json:"etaNanos"`
-	// State is publishing, throttled, paused, waiting (for outcomes), or the job's final status.
-	State string `json:"state"`
-	// Reason says why the run is paused or throttled.
-	Reason string `json:"reason,omitempty"`
-}
+// Progress is where a job's targets stand (job.Progress): what execute shows while it runs.
+type Progress = job.Progress
 
 // Stop kinds: why a run ended before its end, or ended with a guard exceeded.
 const (

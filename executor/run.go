@@ -138,7 +138,7 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	var p Progress
 	var e ledger.JobEffectCounts
 	if err == nil {
-		p, e, err = readProgress(ctx, s.store, rec)
+		p, e, err = job.ReadProgress(ctx, s.store, rec)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

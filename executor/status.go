@@ -59,7 +59,7 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 	if err != nil {
 		return nil, err
 	}
-	p, _, err := readProgress(ctx, store, rec)
+	p, _, err := job.ReadProgress(ctx, store, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +72,7 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 		r.StatusAt = &at
 	}
 	r.Counts.State = string(rec.Status)
-	if r.ExecutorAttached, err = executorAttached(ctx, store, rec.ID); err != nil {
+	if r.ExecutorAttached, err = store.ExecutorAttached(ctx, rec.ID); err != nil {
 		return nil, err
 	}
 	if len(rec.RunState) > 0 {

@@ -16,7 +16,7 @@ func TestCheckRecorded(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	recorded := "sha256:" + strings.Repeat("a", 64)
-	err := ledger.JobsInsert(ctx, store.Pool, ledger.Job{
+	err := ledger.JobsInsert(ctx, pgtest.Pool(t, store), ledger.Job{
 		ID: "job-recorded", Consumer: "billing", Status: job.Shadowed, ManifestDigest: recorded,
 		EffectVersionFrom: 1, EffectVersionTo: 2, Reason: "replay the outage", Stream: "DLQ_BILLING",
 		Targets: 3, LedgerStateDigest: "sha256:def", CreatedBy: "alice", CreatedAt: time.Now(),

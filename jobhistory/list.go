@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/suggest"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
@@ -106,7 +105,7 @@ func List(ctx context.Context, store *ledger.Store, o ListOptions) ([]JobSummary
 	}
 	jobs := make([]JobSummary, 0, len(rows))
 	for _, r := range rows {
-		p := executor.JobProgress(r.Job, r.TargetCounts, r.Effects)
+		p := job.ProgressOfJob(r.Job, r.TargetCounts, r.Effects)
 		s := JobSummary{ID: r.ID, Consumer: r.Consumer, Status: string(r.Status), SourceKind: r.SourceKind,
 			EffectVersion: manifest.EffectVersion{From: r.EffectVersionFrom, To: r.EffectVersionTo},
 			Targets:       r.Targets, Completed: p.Completed, Failed: p.Failed, Uncertain: p.Uncertain,

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -20,12 +20,12 @@ type ControlOptions struct {
 	JSON   bool
 	// Action is pause, resume or cancel.
 	Action  string
-	Request executor.Control
+	Request job.Control
 }
 
 type controlVerb struct {
 	short, long, example string
-	run                  func(context.Context, *ledger.Store, executor.Control) (*executor.ControlResult, error)
+	run                  func(context.Context, *ledger.Store, job.Control) (*job.ControlResult, error)
 }
 
 var controlVerbs = map[string]controlVerb{
@@ -35,7 +35,7 @@ var controlVerbs = map[string]controlVerb{
 already published (at most --max-in-flight) are still processed by the consumer. Resume with
 "replayctl resume JOB". Recorded in the audit log with --reason.`,
 		example: `  replayctl pause job-20261202-0300-3f9c --reason "payments-api error rate rising"`,
-		run:     executor.Pause,
+		run:     job.Pause,
 	},
 	"resume": {
 		short: "Let a paused job publish again",
@@ -43,7 +43,7 @@ already published (at most --max-in-flight) are still processed by the consumer.
 a second; if none is attached (it stopped on a guard, or was killed), run
 "replayctl execute JOB" again to continue publishing.`,
 		example: `  replayctl resume job-20261202-0300-3f9c`,
-		run:     executor.Resume,
+		run:     job.Resume,
 	},
 	"cancel": {
 		short: "End a job for good; nothing already replayed is reverted",
@@ -52,7 +52,7 @@ accepting the job's messages (within its 5 s cache), and every target keeps the 
 reached. Cancel never reverts what was already replayed: external effects already made stay
 made. A cancelled job cannot be resumed; plan a new job for what is left.`,
 		example: `  replayctl cancel job-20261202-0300-3f9c --reason "wrong failure filter, re-planning"`,
-		run:     executor.Cancel,
+		run:     job.Cancel,
 	},
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/job"
 )
 
 func TestControlFlags(t *testing.T) {
@@ -67,7 +67,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("pause: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
-	var res executor.ControlResult
+	var res job.ControlResult
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("pause --json: %v\n%s", err, stdout)
 	}

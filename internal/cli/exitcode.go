@@ -83,7 +83,8 @@ var exitCodes = []struct {
 	{job.ErrNotRecorded, ExitUsage},
 	{executor.ErrGuardStopped, ExitGuardStopped},
 	// A pause, resume or cancel the job's status does not allow is refused like a gate.
-	{executor.ErrNotControllable, ExitGateRefused},
+	{job.ErrNotControllable, ExitGateRefused},
+	{job.ErrBadControl, ExitUsage},
 	// A drain of a job still running, of a backfill's source or of a recreated stream is refused
 	// like a gate: nothing was deleted.
 	{executor.ErrNotDrainable, ExitGateRefused},

@@ -1,8 +1,9 @@
-package executor
+package job_test
 
 import (
 	"testing"
 
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -12,7 +13,7 @@ import (
 func TestPublishedIsNeverBelowTheTargetsWithALedgerRow(t *testing.T) {
 	ts := map[string]int64{ledger.TargetPublished: 53, ledger.TargetPending: 45, ledger.TargetFailed: 2}
 	e := ledger.JobEffectCounts{Completed: 61, BusinessFailed: 1, Uncertain: 1, Processing: 3, Retrying: 1}
-	p := progressOf(100, ts, e, false)
+	p := job.ProgressOf(100, ts, e, false)
 	if rows := e.Settled() + e.Processing + e.Retrying; p.Published < rows {
 		t.Errorf("published %d below the %d targets with a ledger row (completed %d)", p.Published, rows, p.Completed)
 	}
@@ -21,7 +22,7 @@ func TestPublishedIsNeverBelowTheTargetsWithALedgerRow(t *testing.T) {
 	}
 	// When the marks are ahead (published, no outcome yet), they are the figure.
 	ts[ledger.TargetPublished] = 90
-	if p := progressOf(100, ts, e, false); p.Published != 90 {
+	if p := job.ProgressOf(100, ts, e, false); p.Published != 90 {
 		t.Errorf("published %d, want the 90 recorded", p.Published)
 	}
 }
