@@ -48,14 +48,17 @@ type groupResult struct {
 }
 
 type groupRequest[T any] struct {
-	key  EffectKey
-	arg  T
-	done chan groupResult
+	key EffectKey
+	// event, when set, is a second key the request holds while in flight: a claim's event
+	// across its versions, so one batch never carries two claims of one event.
+	event *EffectKey
+	arg   T
+	done  chan groupResult
 	// taken is set under groupCommit.mu once the request is in a batch being sent.
 	taken bool
 }
 
-// groupCommit coalesces the SDK's call-started marks, completions and heartbeats.
+// groupCommit coalesces the SDK's claims, call-started marks, completions and heartbeats.
 type groupCommit struct {
 	pool     *pgxpool.Pool
 	maxBatch int
@@ -69,6 +72,7 @@ type groupCommit struct {
 	inflight map[EffectKey]struct{}
 	queues   []interface{ kick() }
 
+	claim       *groupQueue[EffectClaim]
 	callStarted *groupQueue[callStartedArg]
 	complete    *groupQueue[EffectCompletion]
 	heartbeat   *groupQueue[heartbeatArg]
@@ -106,7 +110,12 @@ func newGroupCommit(pool *pgxpool.Pool) *groupCommit {
 			return EffectsHeartbeat(ctx, pool, r.key, r.arg.owner, r.arg.lease)
 		},
 		batch: g.sendHeartbeat}
-	g.queues = []interface{ kick() }{g.callStarted, g.complete, g.heartbeat}
+	g.claim = &groupQueue[EffectClaim]{g: g, kind: "claim",
+		single: func(ctx context.Context, r *groupRequest[EffectClaim]) (bool, error) {
+			return EffectsClaim(ctx, pool, r.arg)
+		},
+		batch: g.sendClaim}
+	g.queues = []interface{ kick() }{g.claim, g.callStarted, g.complete, g.heartbeat}
 	return g
 }
 
@@ -133,10 +142,14 @@ type groupQueue[T any] struct {
 // submit queues one request and waits for its answer. A request its caller gives up on before
 // it was taken is dropped unsent; once taken it is answered with the statement's outcome.
 func (q *groupQueue[T]) submit(ctx context.Context, key EffectKey, arg T) (bool, error) {
+	return q.submitRequest(ctx, &groupRequest[T]{key: key, arg: arg})
+}
+
+func (q *groupQueue[T]) submitRequest(ctx context.Context, r *groupRequest[T]) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	r := &groupRequest[T]{key: key, arg: arg, done: make(chan groupResult, 1)}
+	r.done = make(chan groupResult, 1)
 	g := q.g
 	g.mu.Lock()
 	q.pending = append(q.pending, r)
@@ -179,11 +192,42 @@ func (q *groupQueue[T]) kick() {
 
 func (q *groupQueue[T]) sendableLocked() bool {
 	for _, r := range q.pending {
-		if _, busy := q.g.inflight[r.key]; !busy {
+		if !q.g.busyLocked(r) {
 			return true
 		}
 	}
 	return false
+}
+
+func (g *groupCommit) busyLocked(r interface {
+	keys() (EffectKey, *EffectKey)
+}) bool {
+	key, event := r.keys()
+	if _, busy := g.inflight[key]; busy {
+		return true
+	}
+	if event != nil {
+		_, busy := g.inflight[*event]
+		return busy
+	}
+	return false
+}
+
+func (r *groupRequest[T]) keys() (EffectKey, *EffectKey) { return r.key, r.event }
+
+func (g *groupCommit) holdLocked(r interface {
+	keys() (EffectKey, *EffectKey)
+}, hold bool) {
+	key, event := r.keys()
+	for _, k := range []*EffectKey{&key, event} {
+		switch {
+		case k == nil:
+		case hold:
+			g.inflight[*k] = struct{}{}
+		default:
+			delete(g.inflight, *k)
+		}
+	}
 }
 
 // takeLocked removes up to maxBatch pending requests whose keys are in no batch in flight.
@@ -192,11 +236,11 @@ func (q *groupQueue[T]) takeLocked() []*groupRequest[T] {
 	var batch []*groupRequest[T]
 	rest := q.pending[:0]
 	for _, r := range q.pending {
-		if _, busy := g.inflight[r.key]; busy || len(batch) == g.maxBatch {
+		if len(batch) == g.maxBatch || g.busyLocked(r) {
 			rest = append(rest, r)
 			continue
 		}
-		g.inflight[r.key] = struct{}{}
+		g.holdLocked(r, true)
 		r.taken = true
 		batch = append(batch, r)
 	}
@@ -236,7 +280,7 @@ func (q *groupQueue[T]) flush() {
 
 		g.mu.Lock()
 		for _, r := range batch {
-			delete(g.inflight, r.key)
+			g.holdLocked(r, false)
 		}
 		// Requests of other kinds may have waited for these keys.
 		for _, other := range g.queues {

@@ -15,6 +15,8 @@ func GroupCommitPending(s *Store, kind string) int {
 	switch kind {
 	case "call-started":
 		return len(s.group.callStarted.pending)
+	case "claim":
+		return len(s.group.claim.pending)
 	case "complete":
 		return len(s.group.complete.pending)
 	default:

@@ -15,9 +15,14 @@ func (s *Store) EffectsForEvent(ctx context.Context, consumer, eventID string) (
 	return EffectsForEvent(ctx, s.Pool, consumer, eventID)
 }
 
-// EffectsClaim runs the package-level EffectsClaim on the pool.
+// EffectsClaim runs the package-level EffectsClaim on the pool, batched with other handlers'
+// claims of other events (groupcommit.go).
 func (s *Store) EffectsClaim(ctx context.Context, c EffectClaim) (bool, error) {
-	return EffectsClaim(ctx, s.Pool, c)
+	if s.group == nil {
+		return EffectsClaim(ctx, s.Pool, c)
+	}
+	event := EffectKey{Consumer: c.Key.Consumer, EventID: c.Key.EventID, EffectVersion: -1}
+	return s.group.claim.submitRequest(ctx, &groupRequest[EffectClaim]{key: c.Key, event: &event, arg: c})
 }
 
 // EffectsHeartbeat runs the package-level EffectsHeartbeat on the pool, batched with other
