@@ -289,6 +289,8 @@ type RunState struct {
 	// status to read the durable's counts.
 	Stream  string `json:"stream,omitempty"`
 	Durable string `json:"durable,omitempty"`
+	// Guards are the run's guards, for status --watch to show against the counts.
+	Guards *Guards `json:"guards,omitempty"`
 	// At is when the state was stored, by the ledger's clock (run_state_at).
 	At time.Time `json:"at"`
 }
@@ -297,7 +299,7 @@ func (w *watcher) writeRunState(ctx context.Context, state, reason string) {
 	s := w.s
 	body, err := json.Marshal(RunState{Owner: s.opts.Owner, Actor: s.opts.Actor, State: state, Reason: reason,
 		Published: w.st.acked.Load(), Rate: w.r.Final.Rate, ETA: w.r.Final.ETA, StartedAt: w.r.StartedAt, Budget: s.budget,
-		Stream: s.stream, Durable: s.opts.Durable})
+		Stream: s.stream, Durable: s.opts.Durable, Guards: &s.opts.Guards})
 	if err != nil {
 		return
 	}

@@ -34,7 +34,7 @@ func TestSettledOutcomesOpenTheWindowAsTheyLand(t *testing.T) {
 			info, err := stream.Info(ctx)
 			var settled int64
 			if err == nil {
-				err = e.Store.Pool.QueryRow(ctx, `select count(*) from effects where consumer = $1 and effect_version = $2
+				err = e.DB.QueryRow(ctx, `select count(*) from effects where consumer = $1 and effect_version = $2
 					and state in ('completed', 'reconciled', 'uncertain')`, m.Consumer, m.EffectVersion.To).Scan(&settled)
 			}
 			if err == nil {

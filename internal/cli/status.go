@@ -24,12 +24,15 @@ type StatusOptions struct {
 	JSON      bool
 	// JobID is the argument: a job ID, or the path of its manifest file.
 	JobID string
+	// Watch (--watch) reports again every Interval (--interval) until the job is final.
+	Watch    bool
+	Interval time.Duration
 }
 
 // NewCmdStatus returns the status command. runF, when not nil, replaces the run function (tests).
 func NewCmdStatus(f *Factory, runF func(*StatusOptions) error) *cobra.Command {
 	opts := &StatusOptions{IO: f.IOStreams, Ledger: f.Ledger, JetStream: f.JetStream}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "status <job-id | job.json>",
 		Short: "Show where a job's targets stand, from any terminal",
 		Long: `Show a job's status and counts from the ledger: targets, skipped (drifted since plan),
@@ -41,9 +44,15 @@ oldest lease) shows which instance is slow or stuck; the durable's pending, ack-
 redelivered counts come from JetStream (--nats-url), and are left out with a note when NATS
 cannot be reached.
 
-It reads only; run it as often as you like while execute runs elsewhere.`,
+It reads only; run it as often as you like while execute runs elsewhere.
+
+--watch reports again every --interval until the job is completed, cancelled or failed, or
+Ctrl-C (exit 0): on a terminal it redraws the view; otherwise (nohup, CI logs) it prints one
+line per interval: counts, rate, ETA (none while paused), the guards, each instance's share and
+the durable's pending. With --json it prints one JSON report per line.`,
 		Example: `  replayctl status job-20261202-0300-3f9c
-  replayctl status job-20261202-0300-3f9c --json | jq .counts`,
+  replayctl status job-20261202-0300-3f9c --json | jq .counts
+  replayctl status job-20261202-0300-3f9c --watch --interval 5s`,
 		Args: jobOrManifestArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JobID = args[0]
@@ -51,9 +60,18 @@ It reads only; run it as often as you like while execute runs elsewhere.`,
 			if runF != nil {
 				return runF(opts)
 			}
+			if opts.Watch {
+				if opts.Interval < minWatchInterval {
+					return usageErrorf("--interval %s: must be at least %s", opts.Interval, minWatchInterval)
+				}
+				return watchRun(cmd.Context(), opts)
+			}
 			return statusRun(cmd.Context(), opts)
 		},
 	}
+	cmd.Flags().BoolVarP(&opts.Watch, "watch", "w", false, "report again every --interval until the job is final (Ctrl-C stops)")
+	cmd.Flags().Var(newDurationValue(&opts.Interval, executor.DefaultWatchInterval), "interval", "time between two reports of --watch")
+	return cmd
 }
 
 // jobArg accepts exactly one positional argument, a job ID.
@@ -102,7 +120,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	case r.ExecutorAttached && r.Executor != nil:
 		fmt.Fprintf(out, "executor: %s (%s), %s", clip.Line(r.Executor.Owner), clip.Line(r.Executor.Actor), clip.Line(r.Counts.State))
 		if r.Counts.Rate > 0 {
-			fmt.Fprintf(out, ", %.1f targets/s, ETA %s", r.Counts.Rate, r.Counts.ETA)
+			fmt.Fprintf(out, ", %.1f targets/s, ETA %s", r.Counts.Rate, etaText(r.Counts.ETA))
 		}
 		fmt.Fprintln(out)
 		if r.Counts.Reason != "" {
