@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -98,13 +99,14 @@ func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 // drifted targets skipped and the audit entry, in one transaction under the consumer's lock, so
 // two jobs of one consumer never both start.
 func (s *session) start(ctx context.Context, pre Preflight) error {
-	m, job := s.m, s.job
+	m := s.m
 	action, reason := "execute.started", "started by "+s.opts.Actor
 	if pre.Resume {
 		action, reason = "execute.continued", "continued by "+s.opts.Actor+" after an interrupted run"
 	}
 	err := s.store.ExecuteStart(ctx, ledger.ExecuteStart{
-		JobID: m.ID, Consumer: m.Consumer, FromStatus: job.Status, Reason: reason, Actor: s.opts.Actor,
+		JobID: m.ID, Consumer: m.Consumer, Transition: job.TransitionFrom(job.EventExecute, s.job.Status, m.ID, reason, s.opts.Actor),
+		Actor:         s.opts.Actor,
 		EffectVersion: m.EffectVersion.To, Continue: pre.Resume,
 		SkipDrifted: pre.Drift.Drifted > 0, HashAlgorithm: fingerprint.Algorithm,
 		Audit: ledger.AuditEntry{At: s.opts.Now().UTC(), Actor: s.opts.Actor, JobID: m.ID,
@@ -120,7 +122,7 @@ func (s *session) start(ctx context.Context, pre Preflight) error {
 		return s.refuse(ctx, GateVersion, "effect version %d of consumer %s was registered by another job since the gates ran; plan again", m.EffectVersion.To, m.Consumer)
 	}
 	if err == nil {
-		s.job.Status = ledger.JobExecuting
+		s.job.Status = job.To(job.EventExecute)
 	}
 	return err
 }

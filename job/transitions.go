@@ -72,3 +72,14 @@ func CanTransition(from, to Status) bool {
 func Transition(e Event, id, reason, by string) ledger.JobTransition {
 	return ledger.JobTransition{ID: id, From: From(e), To: To(e), Reason: reason, By: by}
 }
+
+// TransitionFrom is e's conditional update narrowed to the status the caller saw: the job moves
+// only if nobody moved it since. From a status e does not start from, it matches no job.
+func TransitionFrom(e Event, from Status, id, reason, by string) ledger.JobTransition {
+	t := Transition(e, id, reason, by)
+	t.From = []Status{}
+	if Allows(e, from) {
+		t.From = []Status{from}
+	}
+	return t
+}

@@ -101,3 +101,18 @@ func TestFinalAndUnfinished(t *testing.T) {
 		t.Fatalf("ledger.UnfinishedJobStatuses = %v, the table leaves %v unfinished", ledger.UnfinishedJobStatuses, unfinished)
 	}
 }
+
+// Execute moves the job from the status its gates saw, not from any it may start from: a job an
+// operator moved in between is refused by the ledger.
+func TestTransitionFromNarrowsToTheStatusSeen(t *testing.T) {
+	for _, s := range job.Statuses {
+		tr := job.TransitionFrom(job.EventExecute, s, "job-1", "started by alice", "alice")
+		want := []job.Status{}
+		if job.Allows(job.EventExecute, s) {
+			want = []job.Status{s}
+		}
+		if !slices.Equal(tr.From, want) || tr.To != job.Executing || tr.ID != "job-1" || tr.By != "alice" {
+			t.Errorf("TransitionFrom(execute, %s) = %+v, want from %v", s, tr, want)
+		}
+	}
+}

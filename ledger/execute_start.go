@@ -34,9 +34,9 @@ func (e *ConsumerBusyError) Is(target error) bool { return target == ErrConsumer
 type ExecuteStart struct {
 	JobID    string
 	Consumer string
-	// FromStatus is the status the caller's gates saw; a job that left it since is refused.
-	FromStatus JobStatus
-	Reason     string
+	// Transition moves job JobID to executing from the status the caller's gates saw (the job
+	// package's job.TransitionFrom): a job that left it since is refused.
+	Transition JobTransition
 	Actor      string
 	// EffectVersion is registered as executing for the job unless Continue: a continued run
 	// registered it when it first started.
@@ -52,7 +52,7 @@ type ExecuteStart struct {
 // ExecuteStart moves the job to executing, registers its effect version, skips its drifted
 // targets and appends the audit entry, all in one transaction under the consumer's execution
 // lock, so two jobs of one consumer never both start. Another active job of the consumer is a
-// *ConsumerBusyError (ErrConsumerBusy); a job no longer in FromStatus matches ErrJobStatus; a
+// *ConsumerBusyError (ErrConsumerBusy); a job no longer in one of Transition.From matches ErrJobStatus; a
 // version registered since matches ErrVersionTaken. Nothing is changed then.
 func (s *Store) ExecuteStart(ctx context.Context, st ExecuteStart) error {
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
@@ -66,7 +66,7 @@ func (s *Store) ExecuteStart(ctx context.Context, st ExecuteStart) error {
 		if len(others) > 0 {
 			return &ConsumerBusyError{Other: others[0]}
 		}
-		err = JobsTransition(ctx, tx, JobTransition{ID: st.JobID, From: []JobStatus{st.FromStatus}, To: JobExecuting, Reason: st.Reason, By: st.Actor})
+		err = JobsTransition(ctx, tx, st.Transition)
 		if errors.Is(err, ErrJobStatus) {
 			return err
 		}

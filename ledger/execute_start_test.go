@@ -10,8 +10,9 @@ import (
 )
 
 func executeStart(jobID string) ledger.ExecuteStart {
-	return ledger.ExecuteStart{JobID: jobID, Consumer: "billing", FromStatus: ledger.JobShadowed, Reason: "started by alice",
-		Actor: "alice", EffectVersion: 2, HashAlgorithm: execAlg,
+	return ledger.ExecuteStart{JobID: jobID, Consumer: "billing",
+		Transition: ledger.JobTransition{ID: jobID, From: []ledger.JobStatus{ledger.JobShadowed}, To: ledger.JobExecuting, Reason: "started by alice", By: "alice"},
+		Actor:      "alice", EffectVersion: 2, HashAlgorithm: execAlg,
 		Audit: ledger.AuditEntry{At: time.Now().UTC(), Actor: "alice", JobID: jobID, Action: "execute.started"}}
 }
 
@@ -34,7 +35,7 @@ func TestExecuteStartIsAllOrNothing(t *testing.T) {
 	}
 
 	st := executeStart("job-a")
-	st.FromStatus = ledger.JobPaused
+	st.Transition.From = []ledger.JobStatus{ledger.JobPaused}
 	if err := store.ExecuteStart(ctx, st); !errors.Is(err, ledger.ErrJobStatus) {
 		t.Fatalf("from a status the job is not in: %v, want ErrJobStatus", err)
 	}

@@ -296,41 +296,38 @@ func (s *Store) ShadowLock(ctx context.Context, jobID string) (release func(), e
 	return s.sessionLock(ctx, shadowLockKey(jobID), shadowLockAction(jobID), shadowRunning(jobID))
 }
 
-// ShadowStart is what a shadow run's start changes: the job's status and the audit entry.
+// ShadowStart is what a shadow run's start changes: the job's status (Transition, the job
+// package's job.Transition(job.EventShadow, ...)), its targets' shadow outcomes, and the audit
+// entry.
 type ShadowStart struct {
-	JobID string
-	// From are the statuses a shadow run may start from.
-	From   []JobStatus
-	Reason string
-	Actor  string
-	Audit  AuditEntry
+	Transition JobTransition
+	Audit      AuditEntry
 }
 
 // ShadowStart marks the job shadowing and forgets the previous run's outcomes, with the audit
-// entry, in one transaction. A job in none of From matches ErrJobStatus and is left unchanged.
+// entry, in one transaction. A job in none of Transition.From matches ErrJobStatus and is left
+// unchanged.
 func (s *Store) ShadowStart(ctx context.Context, st ShadowStart) error {
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		err := JobsTransition(ctx, tx, JobTransition{ID: st.JobID, From: st.From, To: JobShadowing, Reason: st.Reason, By: st.Actor})
-		if err != nil {
+		if err := JobsTransition(ctx, tx, st.Transition); err != nil {
 			return err
 		}
-		if err := JobTargetsClearShadow(ctx, tx, st.JobID); err != nil {
+		if err := JobTargetsClearShadow(ctx, tx, st.Transition.ID); err != nil {
 			return err
 		}
 		return AuditInsert(ctx, tx, st.Audit)
 	})
 }
 
-// ShadowRecordVerdict stores v, moves its job from shadowing to shadowed with reason, and
+// ShadowRecordVerdict stores v, moves its job with t (shadowing to shadowed), and
 // appends the audit entry, in one transaction: execute never sees a verdict whose job is still
 // shadowing, nor a shadowed job without its verdict.
-func (s *Store) ShadowRecordVerdict(ctx context.Context, v ShadowVerdict, reason string, audit AuditEntry) error {
+func (s *Store) ShadowRecordVerdict(ctx context.Context, v ShadowVerdict, t JobTransition, audit AuditEntry) error {
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		if err := ShadowVerdictsInsert(ctx, tx, v); err != nil {
 			return err
 		}
-		err := JobsTransition(ctx, tx, JobTransition{ID: v.JobID, From: []JobStatus{JobShadowing}, To: JobShadowed, Reason: reason, By: v.Actor})
-		if err != nil {
+		if err := JobsTransition(ctx, tx, t); err != nil {
 			return fmt.Errorf("record the shadow verdict of job %s: %w", v.JobID, err)
 		}
 		return AuditInsert(ctx, tx, audit)

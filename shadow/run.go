@@ -112,7 +112,7 @@ func passFail(pass bool) string {
 // with its audit entry, in one transaction.
 func start(ctx context.Context, store *ledger.Store, opts *Options, r *Report) error {
 	err := store.ShadowStart(ctx, ledger.ShadowStart{
-		JobID: r.JobID, From: job.From(job.EventShadow), Reason: "shadow started", Actor: opts.Actor,
+		Transition: job.Transition(job.EventShadow, r.JobID, "shadow started", opts.Actor),
 		Audit: ledger.AuditEntry{
 			At: r.StartedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.started",
 			Details: map[string]any{
@@ -141,7 +141,7 @@ func record(ctx context.Context, store *ledger.Store, opts *Options, r *Report) 
 	return store.ShadowRecordVerdict(ctx, ledger.ShadowVerdict{
 		JobID: r.JobID, ManifestDigest: r.ManifestDigest, Pass: r.Verdict.Pass, Seed: r.Seed,
 		Thresholds: thresholds, Totals: totals, Reasons: r.Verdict.Reasons, ReportPath: opts.ReportPath, Actor: opts.Actor,
-	}, "shadow verdict: "+passFail(r.Verdict.Pass), ledger.AuditEntry{
+	}, job.Transition(job.EventVerdict, r.JobID, "shadow verdict: "+passFail(r.Verdict.Pass), opts.Actor), ledger.AuditEntry{
 		At: r.FinishedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.verdict",
 		Details: map[string]any{
 			"verdict": passFail(r.Verdict.Pass), "reasons": r.Verdict.Reasons, "seed": r.Seed,
