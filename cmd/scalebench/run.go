@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -43,7 +44,10 @@ type bench struct {
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	store   *ledger.Store
-	res     *results
+	// db is the bench's own pool on the schema: the baselines it measures replayctl against are
+	// hand-written SQL, and its checks read the tables directly, not through the ledger's API.
+	db  *pgxpool.Pool
+	res *results
 }
 
 func run(ctx context.Context, cfg config) (*results, error) {
@@ -95,6 +99,10 @@ func run(ctx context.Context, cfg config) (*results, error) {
 		return nil, err
 	}
 	cleanups = append(cleanups, b.store.Close)
+	if b.db, err = pgxpool.New(ctx, b.dbURL); err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, b.db.Close)
 	if _, err := runMeasured(ctx, b.logPath("migrate"), b.bin.replayctl, "migrate", "--database-url", b.dbURL); err != nil {
 		return nil, err
 	}
@@ -123,7 +131,7 @@ func (b *bench) steps(ctx context.Context) error {
 		return err
 	}
 	res.add("rawScan", p)
-	if p, err = rawJoin(ctx, b.store.Pool, consumerName, b.cfg.events); err != nil {
+	if p, err = rawJoin(ctx, b.db, consumerName, b.cfg.events); err != nil {
 		return err
 	}
 	res.add("rawJoin", p)
@@ -139,7 +147,7 @@ func (b *bench) steps(ctx context.Context) error {
 		return err
 	}
 	res.add("handConsumer", p)
-	naivePlan, naiveExec, err := naiveScript(ctx, b.js, b.nc, b.store.Pool, dlqStream, consumerName, b.cfg.naiveEvents)
+	naivePlan, naiveExec, err := naiveScript(ctx, b.js, b.nc, b.db, dlqStream, consumerName, b.cfg.naiveEvents)
 	if err != nil {
 		return err
 	}
@@ -226,7 +234,7 @@ func (b *bench) createSchema(ctx context.Context, schema string) (func(), error)
 
 // analyze refreshes the seeded tables' statistics, as autovacuum would before an operator runs plan.
 func (b *bench) analyze(ctx context.Context) error {
-	_, err := b.store.Pool.Exec(ctx, "analyze effects")
+	_, err := b.db.Exec(ctx, "analyze effects")
 	return err
 }
 
@@ -428,7 +436,7 @@ func (b *bench) waitPublished(ctx context.Context, exec *process, targets uint64
 // check proves the run from the ledger: every target completed exactly once under the new version.
 func (b *bench) check(ctx context.Context, r executor.Result, targets int64) error {
 	var rows, completed int64
-	err := b.store.Pool.QueryRow(ctx, `select count(*), count(*) filter (where state = 'completed') from effects
+	err := b.db.QueryRow(ctx, `select count(*), count(*) filter (where state = 'completed') from effects
 		where consumer = $1 and effect_version = $2`, consumerName, r.Preflight.EffectVersion.To).Scan(&rows, &completed)
 	if err != nil {
 		return err

@@ -38,12 +38,12 @@ func (w *execWorld) state(t *testing.T, dirs ...string) worldState {
 	for _, table := range ledgerTables {
 		var sum string
 		q := fmt.Sprintf(`select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from %s x`, table)
-		if err := w.Store.Pool.QueryRow(w.Ctx, q).Scan(&sum); err != nil {
+		if err := w.DB.QueryRow(w.Ctx, q).Scan(&sum); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
 		s.tables[table] = sum
 	}
-	rows, err := w.Store.Pool.Query(w.Ctx, `select action from audit order by id`)
+	rows, err := w.DB.Query(w.Ctx, `select action from audit order by id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestBadInputManifests(t *testing.T) {
 	// A manifest older than its job: the ledger's job row now records another digest, as if the
 	// job had been planned again under the same ID after this file was written.
 	stale := write("stale.json", data)
-	if _, err := w.Store.Pool.Exec(w.Ctx, `update jobs set manifest_digest = $1 where id = $2`,
+	if _, err := w.DB.Exec(w.Ctx, `update jobs set manifest_digest = $1 where id = $2`,
 		"sha256:"+strings.Repeat("0", 64), m.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestStatusEscapesLedgerText(t *testing.T) {
 	w := newExecWorld(t)
 	w.Shadowed(3, "job-escapes")
 	const osc = "\x1b]0;PWNED\x1b\\"
-	if _, err := w.Store.Pool.Exec(w.Ctx, `update jobs set reason = $1, status_reason = $2, status_by = $3 where id = $4`,
+	if _, err := w.DB.Exec(w.Ctx, `update jobs set reason = $1, status_reason = $2, status_by = $3 where id = $4`,
 		"outage fixed"+osc, "paused\nexecutor: none attached", "eve"+osc, "job-escapes"); err != nil {
 		t.Fatal(err)
 	}

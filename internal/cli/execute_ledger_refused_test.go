@@ -11,7 +11,7 @@ import (
 func TestExecuteStoppedByAStatementTheLedgerRefusesExits1WithTheSQLError(t *testing.T) {
 	w, m := newShadowedWorld(t, 20, "job-cli-ledger-refused")
 	// A schema bug the executor's "mark published" write runs into.
-	if _, err := w.Store.Pool.Exec(w.Ctx, `alter table job_targets add constraint replay_test_no_published check (status <> 'published') not valid`); err != nil {
+	if _, err := w.DB.Exec(w.Ctx, `alter table job_targets add constraint replay_test_no_published check (status <> 'published') not valid`); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())

@@ -82,7 +82,7 @@ func (w *execWorld) logLedgerOnFailure(t *testing.T, m *manifest.Manifest) {
 		if !t.Failed() {
 			return
 		}
-		rows, err := w.Store.Pool.Query(context.Background(), `
+		rows, err := w.DB.Query(context.Background(), `
 			select t.status, coalesce(e.state, '-'), coalesce(e.outcome_kind, '-'), count(*), min(t.event_id),
 			       coalesce(min(e.last_error), '') || ' ' || coalesce(string_agg(e.event_id || ' lease ' || coalesce(e.lease_owner, '-') || ' live ' ||
 			       coalesce((e.lease_expires_at > now())::text, '-') || ' calls ' || e.calls_started || ' updated ' || e.updated_at, '; ')

@@ -131,7 +131,7 @@ func TestFaultConsumerKilledHoldingALeaseLeavesItsEventUncertain(t *testing.T) {
 	})
 	// It holds the lease, heartbeated, after a call started.
 	row := func() (state string, calls int64, live bool) {
-		if err := w.Store.Pool.QueryRow(w.Ctx, `select state, calls_started, coalesce(lease_expires_at > now(), false) from effects
+		if err := w.DB.QueryRow(w.Ctx, `select state, calls_started, coalesce(lease_expires_at > now(), false) from effects
 			where consumer = $1 and event_id = $2 and effect_version = $3`, m.Consumer, event, m.EffectVersion.To).Scan(&state, &calls, &live); err != nil {
 			t.Fatal(err)
 		}

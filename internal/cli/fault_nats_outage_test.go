@@ -82,7 +82,7 @@ func (w *execWorld) updateBillingStream(t *testing.T, change func(*jetstream.Str
 func (w *execWorld) assertNoCopyAfterOutcome(t *testing.T, m *manifest.Manifest) {
 	t.Helper()
 	done := map[string]time.Time{}
-	rows, err := w.Store.Pool.Query(w.Ctx, `select event_id, updated_at from effects
+	rows, err := w.DB.Query(w.Ctx, `select event_id, updated_at from effects
 		where consumer = $1 and effect_version = $2 and job_id = $3 and state = 'completed'`, m.Consumer, m.EffectVersion.To, m.ID)
 	if err != nil {
 		t.Fatal(err)

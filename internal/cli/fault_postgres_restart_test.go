@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
@@ -39,7 +41,7 @@ func TestFaultPostgresServerRestartedDuringExecute(t *testing.T) {
 	time.Sleep(restartDown)
 	pg.Start(t)
 	up := time.Now()
-	probe := pgtest.LedgerAt(t, pg.URL())
+	probe := pgtest.Pool(t, pgtest.LedgerAt(t, pg.URL()))
 	waitUntil(t, 60*time.Second, "an outcome to land after the restart", func() bool {
 		if !p.running() {
 			t.Fatalf("the executor exited after the restart, want it to ride through:\n%s", p.outputOf())
@@ -64,9 +66,9 @@ func TestFaultPostgresServerRestartedDuringExecute(t *testing.T) {
 }
 
 // completedSince counts m's targets completed at or after since, 0 while the ledger cannot be read.
-func completedSince(probe *ledger.Store, m *manifest.Manifest, since time.Time) int64 {
+func completedSince(probe *pgxpool.Pool, m *manifest.Manifest, since time.Time) int64 {
 	var n int64
-	err := probe.Pool.QueryRow(context.Background(), `select count(*) from effects
+	err := probe.QueryRow(context.Background(), `select count(*) from effects
 		where consumer = $1 and effect_version = $2 and job_id = $3 and state = 'completed' and updated_at >= $4`,
 		m.Consumer, m.EffectVersion.To, m.ID, since).Scan(&n)
 	if err != nil {

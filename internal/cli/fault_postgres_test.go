@@ -99,7 +99,7 @@ func (w *execWorld) assertSettledOnce(t *testing.T, m *manifest.Manifest, n int)
 		t.Errorf("duplicate external effects: %v", dups)
 	}
 	states := map[string]string{}
-	rows, err := w.Store.Pool.Query(w.Ctx, `select event_id, state from effects where consumer = $1 and effect_version = $2 and job_id = $3`,
+	rows, err := w.DB.Query(w.Ctx, `select event_id, state from effects where consumer = $1 and effect_version = $2 and job_id = $3`,
 		m.Consumer, m.EffectVersion.To, m.ID)
 	if err != nil {
 		t.Fatal(err)

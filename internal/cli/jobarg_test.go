@@ -110,7 +110,7 @@ func TestAManifestThatIsNotTheRecordedOneIsStillRefused(t *testing.T) {
 	}
 
 	// The stored copy is checked as strictly: changed bytes in the ledger are refused (exit 3).
-	if _, err := w.Store.Pool.Exec(w.Ctx, `update job_manifests set body = body || '\x20'::bytea where job_id = $1`, m.ID); err != nil {
+	if _, err := w.DB.Exec(w.Ctx, `update job_manifests set body = body || '\x20'::bytea where job_id = $1`, m.ID); err != nil {
 		t.Fatal(err)
 	}
 	for _, verb := range []string{"show", "execute --yes", "shadow"} {
@@ -119,7 +119,7 @@ func TestAManifestThatIsNotTheRecordedOneIsStillRefused(t *testing.T) {
 		}
 	}
 	// A job planned before manifests were stored: its file still works, its ID says to use it.
-	if _, err := w.Store.Pool.Exec(w.Ctx, `delete from job_manifests where job_id = $1`, m.ID); err != nil {
+	if _, err := w.DB.Exec(w.Ctx, `delete from job_manifests where job_id = $1`, m.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, stderr, code := w.replayctl(t, "show "+m.ID); code != ExitUsage || !strings.Contains(stderr, "give the manifest file plan wrote") {

@@ -26,11 +26,11 @@ func jobsWorld(t *testing.T) (*execWorld, string) {
 	} {
 		j.ManifestDigest, j.EffectVersionFrom, j.EffectVersionTo = "sha256:x", 3, 4
 		j.Reason, j.Stream, j.Targets, j.LedgerStateDigest, j.CreatedBy = "planned by hand", "DLQ", 2, "sha256:y", "bob"
-		if err := ledger.JobsInsert(w.Ctx, w.Store.Pool, j); err != nil {
+		if err := ledger.JobsInsert(w.Ctx, w.DB, j); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := ledger.JobsTransition(w.Ctx, w.Store.Pool, ledger.JobTransition{ID: "job-cli-jobs-shipping",
+	if err := ledger.JobsTransition(w.Ctx, w.DB, ledger.JobTransition{ID: "job-cli-jobs-shipping",
 		From: []ledger.JobStatus{ledger.JobExecuting}, To: ledger.JobPaused, By: "carol",
 		Reason: "shipping provider rate-limits us; " + strings.Repeat("a long story ", 20)}); err != nil {
 		t.Fatal(err)

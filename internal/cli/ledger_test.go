@@ -42,7 +42,7 @@ func newLedgerWorld(t *testing.T) *ledgerWorld {
 
 func (w *ledgerWorld) exec(t *testing.T, sql string, args ...any) {
 	t.Helper()
-	if _, err := w.store.Pool.Exec(t.Context(), sql, args...); err != nil {
+	if _, err := pgtest.Pool(t, w.store).Exec(t.Context(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
@@ -50,7 +50,7 @@ func (w *ledgerWorld) exec(t *testing.T, sql string, args ...any) {
 func (w *ledgerWorld) count(t *testing.T, sql string) int {
 	t.Helper()
 	var n int
-	if err := w.store.Pool.QueryRow(t.Context(), sql).Scan(&n); err != nil {
+	if err := pgtest.Pool(t, w.store).QueryRow(t.Context(), sql).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
@@ -352,7 +352,7 @@ func TestLedgerStatsCountsTheSDKsConflictsAndLapsedLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Store.Pool.Exec(w.Ctx, `
+	if _, err := w.DB.Exec(w.Ctx, `
 insert into effects (consumer, event_id, effect_version, state, request_hash, lease_owner, lease_expires_at, attempts)
 values ('billing', 'evt-b', 1, 'processing', $1, 'billing-dead', now() - interval '1 minute', 1)`, fingerprint.Payload(data)); err != nil {
 		t.Fatal(err)

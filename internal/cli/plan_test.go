@@ -16,7 +16,6 @@ import (
 
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
-	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -187,12 +186,7 @@ func TestPlanVersionMustBeAboveTheLedgers(t *testing.T) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	dbURL := strings.Split(strings.TrimPrefix(e.flags, "--database-url '"), "'")[0]
-	store, err := ledger.Open(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	if _, err := store.Pool.Exec(context.Background(),
+	if _, err := pgtest.PoolAt(t, dbURL).Exec(context.Background(),
 		`insert into effects (consumer, event_id, effect_version, state, request_hash) values ('billing', 'e1', 2, 'completed', 'sha256:x')`); err != nil {
 		t.Fatal(err)
 	}

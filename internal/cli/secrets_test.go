@@ -10,7 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -172,14 +172,10 @@ func TestPlanStoresNoPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen["manifest"] = string(data)
-	store, err := ledger.Open(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	db := pgtest.PoolAt(t, dbURL)
 	for _, table := range []string{"jobs", "job_targets", "audit", "effect_versions", "effects", "shadow_verdicts"} {
 		var dump string
-		if err := store.Pool.QueryRow(t.Context(), fmt.Sprintf(`select coalesce(string_agg(x::text, '|'), '') from %s x`, table)).Scan(&dump); err != nil {
+		if err := db.QueryRow(t.Context(), fmt.Sprintf(`select coalesce(string_agg(x::text, '|'), '') from %s x`, table)).Scan(&dump); err != nil {
 			t.Fatal(err)
 		}
 		seen["table "+table] = dump

@@ -120,15 +120,10 @@ func TestValidateAgainstLedger(t *testing.T) {
 		t.Fatalf("migrate: exit %d, %s", code, stderr)
 	}
 	m := testManifest(t)
-	store, err := ledger.Open(context.Background(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	job := ledger.Job{ID: m.ID, Consumer: m.Consumer, Status: "planned", ManifestDigest: m.Digest,
 		EffectVersionFrom: 3, EffectVersionTo: 4, Reason: m.Reason, Stream: m.Source.Stream,
 		Targets: m.Stats.Targets, LedgerStateDigest: "sha256:00", CreatedBy: m.CreatedBy, CreatedAt: m.CreatedAt}
-	if err := ledger.JobsInsert(context.Background(), store.Pool, job); err != nil {
+	if err := ledger.JobsInsert(context.Background(), pgtest.PoolAt(t, url), job); err != nil {
 		t.Fatal(err)
 	}
 	flags := " --database-url '" + url + "' "
