@@ -13,6 +13,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -320,7 +321,7 @@ func CompareExecute(truth Truth, x *Execution) []string {
 		out = append(out, "execute run: "+x.Err.Error())
 	}
 	r, f := x.Result, x.Result.Final
-	check("job status", "completed", r.JobStatus)
+	check("job status", job.Completed, r.JobStatus)
 	check("published", targets, r.Published)
 	check("deduplicated by JetStream", int64(0), r.Deduplicated)
 	check("messages on the consumer's stream", uint64(targets), x.StreamAfterRun)
