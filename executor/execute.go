@@ -109,6 +109,7 @@ func (s *session) start(ctx context.Context, pre Preflight) error {
 		Actor:         s.opts.Actor,
 		EffectVersion: m.EffectVersion.To, Continue: pre.Resume,
 		SkipDrifted: pre.Drift.Drifted > 0, HashAlgorithm: fingerprint.Algorithm,
+		Pace: ledger.JobPace{Rate: &s.opts.Rate, MaxInFlight: &s.opts.MaxInFlight},
 		Audit: ledger.AuditEntry{At: s.opts.Now().UTC(), Actor: s.opts.Actor, JobID: m.ID,
 			ManifestDigest: m.Digest, Action: action, Details: preflightDetails(pre)},
 	})

@@ -71,6 +71,7 @@ func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 		return Preflight{}, err
 	}
 	s.job = rec
+	s.useStoredPace(rec.Pace)
 	if err := s.checkStatus(ctx); err != nil {
 		return Preflight{}, err
 	}

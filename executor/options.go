@@ -42,6 +42,11 @@ type Options struct {
 	// MaxInFlight bounds the targets published but without an outcome in the ledger, and the
 	// durable consumer's pending messages; 0 means 1000.
 	MaxInFlight int
+	// RateUnset and MaxInFlightUnset say the operator named no --rate or --max-in-flight: the
+	// pace stored with the job (`replayctl pace`, or the run before) is used instead, when it has
+	// one. Rate and MaxInFlight are recorded as the job's pace when the run starts, and a pace
+	// changed while it runs is taken at the next poll.
+	RateUnset, MaxInFlightUnset bool
 	// Canary is how many targets the run publishes, lets settle and judges by every guard before
 	// it opens Rate and MaxInFlight (canary.go); 0 means 1% of the targets, at least 10, at most
 	// 500; NoCanary opens them at once.

@@ -3,9 +3,13 @@ package executor
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/replayctl/replayctl/ledger"
 )
 
 // blockedPoll is how often a publisher held back by a pause or the in-flight bound looks again.
@@ -23,6 +27,17 @@ func newPacer(rate float64) *pacer {
 		return &pacer{}
 	}
 	return &pacer{interval: time.Duration(float64(time.Second) / rate)}
+}
+
+// setRate changes the rate from the next publish on; 0 removes the limit.
+func (p *pacer) setRate(rate float64) {
+	interval := time.Duration(0)
+	if rate > 0 {
+		interval = time.Duration(float64(time.Second) / rate)
+	}
+	if interval != p.interval {
+		p.interval, p.next = interval, time.Now()
+	}
 }
 
 func (p *pacer) wait(ctx context.Context) error {
@@ -66,9 +81,11 @@ type runState struct {
 	settled         int64
 	durable         string
 	durablePending  int64
-	maxInFlight     int64
-	canary          canary
-	budget          budgetWindow
+	// maxInFlight and rate are the job's pace, changed by `replayctl pace` while the run goes.
+	maxInFlight int64
+	rate        float64
+	canary      canary
+	budget      budgetWindow
 	// drained says every target was published; wake asks the watcher to poll now (window.go).
 	drained atomic.Bool
 	wake    chan struct{}
@@ -102,8 +119,9 @@ func (st *runState) blockedBy() string {
 func (st *runState) waitTurn(ctx context.Context, pace *pacer) (bool, error) {
 	for {
 		st.mu.Lock()
-		stop, blocked := st.stop, st.blockedBy()
+		stop, blocked, rate := st.stop, st.blockedBy(), st.rate
 		st.mu.Unlock()
+		pace.setRate(rate)
 		if stop {
 			return false, nil
 		}
@@ -126,4 +144,40 @@ func (st *runState) requestStop() {
 	st.mu.Lock()
 	st.stop = true
 	st.mu.Unlock()
+}
+
+// takePace applies the pace stored with the job, read by the poll, and says what changed ("" when
+// nothing did); st.mu is held.
+func (st *runState) takePace(p ledger.JobPace) string {
+	var changes []string
+	if p.Rate != nil && *p.Rate != st.rate {
+		changes = append(changes, fmt.Sprintf("--rate %s -> %s", rateText(st.rate), rateText(*p.Rate)))
+		st.rate = *p.Rate
+	}
+	if p.MaxInFlight != nil && int64(*p.MaxInFlight) != st.maxInFlight {
+		changes = append(changes, fmt.Sprintf("--max-in-flight %d -> %d", st.maxInFlight, *p.MaxInFlight))
+		st.maxInFlight = int64(*p.MaxInFlight)
+	}
+	if len(changes) == 0 {
+		return ""
+	}
+	return "pace changed (replayctl pace): " + strings.Join(changes, ", ")
+}
+
+// rateText writes a publish rate as a person reads it: 0 is no limit.
+func rateText(rate float64) string {
+	if rate == 0 {
+		return "0 (no limit)"
+	}
+	return strconv.FormatFloat(rate, 'f', -1, 64) + "/s"
+}
+
+// useStoredPace takes the job's stored pace for the options the operator did not name.
+func (s *session) useStoredPace(p ledger.JobPace) {
+	if s.opts.RateUnset && p.Rate != nil {
+		s.opts.Rate = *p.Rate
+	}
+	if s.opts.MaxInFlightUnset && p.MaxInFlight != nil {
+		s.opts.MaxInFlight = *p.MaxInFlight
+	}
 }

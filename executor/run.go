@@ -41,7 +41,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &runState{publishedBefore: ts[ledger.TargetPublished], maxInFlight: int64(s.opts.MaxInFlight), durable: s.opts.Durable,
+	st := &runState{publishedBefore: ts[ledger.TargetPublished], maxInFlight: int64(s.opts.MaxInFlight), rate: s.opts.Rate, durable: s.opts.Durable,
 		canary: canary{size: r.Preflight.Canary, open: r.Preflight.Canary == 0},
 		budget: budgetWindow{budget: s.budget.Budget, maxPerTarget: s.budget.MaxPerTarget}, wake: make(chan struct{}, 1)}
 	runCtx, cancel := context.WithCancel(ctx)
@@ -157,6 +157,7 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	w.readDurable(ctx)
 
 	w.st.mu.Lock()
+	paced := w.st.takePace(rec.Pace)
 	w.st.settled = e.Settled()
 	w.st.budget.settled, w.st.budget.settledCalls, w.st.budget.inFlightCalls = e.Settled(), e.SettledCalls, e.InFlightCalls
 	// A cancelled job stops the publisher here, under the lock that releases a pause: a paused
@@ -175,6 +176,9 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	exhausted := w.st.inFlight() <= 0 && w.st.budget.holds(0) != ""
 	w.st.mu.Unlock()
 
+	if paced != "" {
+		s.opts.stage("%s", paced)
+	}
 	w.rate(&p, e.Settled())
 	switch {
 	case blocked != "" && inCanary:

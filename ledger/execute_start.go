@@ -46,7 +46,10 @@ type ExecuteStart struct {
 	// fingerprints made with HashAlgorithm.
 	SkipDrifted   bool
 	HashAlgorithm string
-	Audit         AuditEntry
+	// Pace is the rate and in-flight cap the run starts with, stored as the job's (nil fields
+	// leave the stored ones), so `replayctl pace` changes what is in force.
+	Pace  JobPace
+	Audit AuditEntry
 }
 
 // ExecuteStart moves the job to executing, registers its effect version, skips its drifted
@@ -81,6 +84,9 @@ func (s *Store) ExecuteStart(ctx context.Context, st ExecuteStart) error {
 			if err != nil {
 				return err
 			}
+		}
+		if err := jobsStorePace(ctx, tx, st.JobID, st.Pace); err != nil {
+			return err
 		}
 		if st.SkipDrifted {
 			if _, err := JobTargetsSkipDrifted(ctx, tx, st.JobID, st.Consumer, st.EffectVersion, st.HashAlgorithm); err != nil {

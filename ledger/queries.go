@@ -72,6 +72,15 @@ type Job struct {
 	// RunState is the executor's live state as JSON (nil until it wrote one), stored at RunStateAt.
 	RunState   json.RawMessage
 	RunStateAt time.Time
+	// Pace is the rate and in-flight cap its executor keeps to (JobsSetPace); nil fields are not
+	// set, and the executor's flags or defaults hold.
+	Pace JobPace
+}
+
+// JobPace is a job's publish rate (per second, 0 for no limit) and in-flight cap; nil is not set.
+type JobPace struct {
+	Rate        *float64 `json:"rate"`
+	MaxInFlight *int     `json:"maxInFlight"`
 }
 
 // A zero CreatedAt becomes now(); UpdatedAt always starts at now().
@@ -99,7 +108,8 @@ const jobColumns = `
        id, consumer, status, manifest_digest, effect_version_from, effect_version_to, write_forbidden,
        reason, coalesce(ticket, ''), stream, stream_last_seq, targets, expected_external_calls,
        ledger_state_digest, created_by, created_at, updated_at,
-       coalesce(status_reason, ''), coalesce(status_by, ''), status_at, run_state, run_state_at, source_kind`
+       coalesce(status_reason, ''), coalesce(status_by, ''), status_at, run_state, run_state_at, source_kind,
+       pace_rate, pace_max_in_flight`
 
 const jobsGet = `select ` + jobColumns + ` from jobs where id = $1`
 
@@ -129,7 +139,8 @@ func jobScan(row pgx.Row, extra ...any) (Job, error) {
 	dest := append([]any{&j.ID, &j.Consumer, &j.Status, &j.ManifestDigest,
 		&j.EffectVersionFrom, &j.EffectVersionTo, &j.WriteForbidden, &j.Reason, &j.Ticket, &j.Stream,
 		&j.StreamLastSeq, &j.Targets, &j.ExpectedExternalCalls, &j.LedgerStateDigest, &j.CreatedBy,
-		&j.CreatedAt, &j.UpdatedAt, &j.StatusReason, &j.StatusBy, &statusAt, &runState, &runStateAt, &j.SourceKind}, extra...)
+		&j.CreatedAt, &j.UpdatedAt, &j.StatusReason, &j.StatusBy, &statusAt, &runState, &runStateAt, &j.SourceKind,
+		&j.Pace.Rate, &j.Pace.MaxInFlight}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return Job{}, err
 	}

@@ -18,7 +18,7 @@ const maxCompletions = 50
 // Verbs whose one argument is a job ID, and those that take a job ID or a manifest file.
 var (
 	jobIDVerbs         = []string{"status", "pause", "resume", "cancel", "drain"}
-	jobOrManifestVerbs = []string{"shadow", "execute", "show", "log"}
+	jobOrManifestVerbs = []string{"shadow", "execute", "show", "log", "pace"}
 )
 
 // registerCompletions makes the shell complete job IDs and --consumer names from the ledger

@@ -82,6 +82,8 @@ guard stopped the run, 3 when a gate refused, 2 on bad input.`,
 			opts.ManifestPath = args[0]
 			opts.JSON = f.JSON()
 			req.Actor = f.Actor()
+			// Flags left out take the job's stored pace (replayctl pace, or the run before).
+			req.RateUnset, req.MaxInFlightUnset = !cmd.Flags().Changed("rate"), !cmd.Flags().Changed("max-in-flight")
 			// The domain package reads 0 as "the default canary"; on the command line 0 skips it.
 			if cmd.Flags().Changed("canary") {
 				if req.Canary < 0 {

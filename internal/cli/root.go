@@ -31,7 +31,8 @@ result, so a replay must prove its boundary before any external effect is produc
            diff a 100-event sample against the recorded results and record a verdict
   execute  replay exactly the manifest's event IDs, gated on a passing shadow and a plan
            that is not stale, after a confirmation; rate-limited, resumable after a crash
-  status   where a job's targets stand, from any terminal; pause, resume and cancel it
+  status   where a job's targets stand, from any terminal; pause, resume and cancel it;
+           pace changes its rate and in-flight cap while it runs
   jobs     every job, newest first, with its counts and last change (--consumer, --status, --since)
   log      a job's audit trail: who did what, when and why
   reconcile  ask the consumer's look-up whether uncertain effects happened: reconciled, or
@@ -148,6 +149,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdShow(f, nil),
 		NewCmdJobs(f, nil),
 		NewCmdLog(f, nil),
+		NewCmdPace(f, nil),
 		NewCmdValidate(f, nil),
 		NewCmdLedger(f),
 		NewCmdDemo(f, nil),
