@@ -19,6 +19,9 @@ import (
 // as the last one took, so a large job's re-counts take at most a third of a backend.
 const windowRecountMin = 25 * time.Millisecond
 
+// windowIdleMax is the longest gap between re-counts that keep finding nothing new.
+const windowIdleMax = time.Second
+
 // recountKind is what the window waits on.
 type recountKind int
 
@@ -62,6 +65,9 @@ func (w *window) watch(ctx context.Context) {
 	s, st := w.s, w.st
 	t := time.NewTimer(windowRecountMin)
 	defer t.Stop()
+	// idle grows while re-counts find nothing new (a fleet that is down, a slow consumer), so a
+	// run throttled for minutes asks about once a second, and shrinks at the first outcome.
+	idle, idleMax, last := windowRecountMin, min(s.opts.PollInterval, windowIdleMax), int64(-1)
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,6 +84,11 @@ func (w *window) watch(ctx context.Context) {
 			if err != nil {
 				break
 			}
+			if n == last {
+				idle = min(2*idle, idleMax)
+			} else {
+				idle, last = windowRecountMin, n
+			}
 			st.mu.Lock()
 			st.settled = n
 			woke := st.inFlight() <= 0 && (st.drained.Load() || st.canary.holds(st.sent.Load()) != "")
@@ -91,6 +102,9 @@ func (w *window) watch(ctx context.Context) {
 		case recountDurable:
 			s.readDurable(ctx, w.durableFound, &w.durable, st)
 		}
-		t.Reset(max(windowRecountMin, 2*time.Since(began)))
+		if kind == recountNone {
+			idle = windowRecountMin
+		}
+		t.Reset(max(idle, 2*time.Since(began)))
 	}
 }
