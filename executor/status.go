@@ -34,6 +34,9 @@ type StatusReport struct {
 	SourceKind    string   `json:"sourceKind"`
 	ExpectedCalls int64    `json:"expectedExternalCalls"`
 	Counts        Progress `json:"counts"`
+	// Pace is the rate and in-flight cap stored with the job (the last run's, or `replayctl
+	// pace`'s); nil fields were never set.
+	Pace ledger.JobPace `json:"pace"`
 	// Budget is where Counts.CallBudget came from: the last run's budget, or, before any run,
 	// the budget a run would have at the default --max-calls-over; nil without a passing verdict.
 	Budget *CallBudget `json:"callBudgetSource,omitempty"`
@@ -66,7 +69,8 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 	r := &StatusReport{JobID: rec.ID, Consumer: rec.Consumer, Status: rec.Status, StatusReason: rec.StatusReason,
 		StatusBy: rec.StatusBy, ManifestDigest: rec.ManifestDigest, Reason: rec.Reason, Ticket: rec.Ticket,
 		EffectVersion:  manifest.EffectVersion{From: rec.EffectVersionFrom, To: rec.EffectVersionTo},
-		WriteForbidden: rec.WriteForbidden, SourceKind: rec.SourceKind, ExpectedCalls: rec.ExpectedExternalCalls, Counts: p}
+		WriteForbidden: rec.WriteForbidden, SourceKind: rec.SourceKind, ExpectedCalls: rec.ExpectedExternalCalls, Counts: p,
+		Pace: rec.Pace}
 	if !rec.StatusAt.IsZero() {
 		at := rec.StatusAt.UTC()
 		r.StatusAt = &at

@@ -23,6 +23,13 @@ func TestPaceIsStoredAuditedAndUsedByTheNextExecute(t *testing.T) {
 		t.Fatalf("pace of the file: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 
+	if stdout, _, _ := w.replayctl(t, "status "+m.ID); !strings.Contains(stdout, "pace: --rate 0 (no limit), --max-in-flight 7 (change it with `replayctl pace job-cli-pace`)") {
+		t.Errorf("status does not show the pace:\n%s", stdout)
+	}
+	if r := w.statusJSON(t, m.ID); r.Pace.Rate == nil || *r.Pace.Rate != 0 || r.Pace.MaxInFlight == nil || *r.Pace.MaxInFlight != 7 {
+		t.Errorf("status --json pace %+v", r.Pace)
+	}
+
 	stdout, _, _ = w.replayctl(t, "log --json "+m.ID)
 	var entries []jobhistory.LogEntry
 	if err := json.Unmarshal([]byte(stdout), &entries); err != nil {

@@ -116,6 +116,10 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	}
 	fmt.Fprintf(out, "%s job, effect version %d -> %d, write-forbidden %t, manifest %s\n", r.SourceKind, r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, clip.Line(r.ManifestDigest))
 	fmt.Fprintf(out, "reason: %s\n", clip.Line(r.Reason))
+	if r.Pace.Rate != nil || r.Pace.MaxInFlight != nil {
+		fmt.Fprintf(out, "pace: --rate %s, --max-in-flight %s (change it with `replayctl pace %s`)\n",
+			paceRate(r.Pace.Rate), paceInFlight(r.Pace.MaxInFlight), clip.Line(r.JobID))
+	}
 	switch {
 	case r.ExecutorAttached && r.Executor != nil:
 		fmt.Fprintf(out, "executor: %s (%s), %s", clip.Line(r.Executor.Owner), clip.Line(r.Executor.Actor), clip.Line(r.Counts.State))
