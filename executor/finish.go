@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -22,46 +20,28 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 	final := r.Final
 	details := map[string]any{"published": r.Published, "deduplicated": r.Deduplicated,
 		"landedUnacknowledged": r.LandedUnacknowledged, "republished": r.Republished, "progress": final}
+	end := ledger.ExecuteEnd{JobID: m.ID, Consumer: m.Consumer, EffectVersion: m.EffectVersion.To}
 	var err error
 	switch {
 	case stop == nil || (stop.Kind != StopCancelled && stop.Kind != StopStalled && final.Remaining == 0):
 		if stop != nil {
 			details["guard"] = stop
 		}
-		err = s.store.InTx(ctx, s.jobIs(job.To(job.EventComplete), ""), func(tx pgx.Tx) error {
-			if _, err := ledger.JobTargetsSettle(ctx, tx, m.ID, m.Consumer, m.EffectVersion.To); err != nil {
-				return err
-			}
-			reason := fmt.Sprintf("%d completed, %d failed, %d uncertain, %d skipped", final.Completed, final.Failed, final.Uncertain, final.Skipped)
-			if err := ledger.JobsTransition(ctx, tx, job.Transition(job.EventComplete, m.ID, reason, s.opts.Actor)); err != nil {
-				return err
-			}
-			if _, err := ledger.EffectVersionsSetState(ctx, tx, m.Consumer, m.EffectVersion.To, m.ID, []string{ledger.EffectVersionExecuting}, ledger.EffectVersionCompleted); err != nil {
-				return err
-			}
-			return ledger.AuditInsert(ctx, tx, s.entry("execute.completed", details))
-		})
+		reason := fmt.Sprintf("%d completed, %d failed, %d uncertain, %d skipped", final.Completed, final.Failed, final.Uncertain, final.Skipped)
+		end.Transition, end.Audit = job.Transition(job.EventComplete, m.ID, reason, s.opts.Actor), s.entry("execute.completed", details)
+		err = s.store.ExecuteComplete(ctx, end)
 	case stop.Kind == StopCancelled:
-		// Settling twice changes nothing; the audit entry may be written twice.
-		err = s.store.InTx(ctx, nil, func(tx pgx.Tx) error {
-			if _, err := ledger.JobTargetsSettle(ctx, tx, m.ID, m.Consumer, m.EffectVersion.To); err != nil {
-				return err
-			}
-			details["stop"] = stop
-			return ledger.AuditInsert(ctx, tx, s.entry("execute.stopped", details))
-		})
+		details["stop"] = stop
+		end.Audit = s.entry("execute.stopped", details)
+		err = s.store.ExecuteCancelled(ctx, end)
 	case stop.Kind == StopStalled:
 		details["stop"] = stop
 		s.audit(ctx, "execute.stalled", details)
 	default:
 		details["guard"] = stop
-		err = s.store.InTx(ctx, s.jobIs(job.To(job.EventGuard), guardActor), func(tx pgx.Tx) error {
-			err := ledger.JobsTransition(ctx, tx, job.Transition(job.EventGuard, m.ID, "guard "+stop.Kind+": "+stop.Message, guardActor))
-			if err != nil {
-				return err
-			}
-			return ledger.AuditInsert(ctx, tx, s.entry("execute.guard_stopped", details))
-		})
+		end.Transition = job.Transition(job.EventGuard, m.ID, "guard "+stop.Kind+": "+stop.Message, guardActor)
+		end.Audit = s.entry("execute.guard_stopped", details)
+		err = s.store.ExecuteGuardStopped(ctx, end)
 	}
 	if err != nil {
 		return fmt.Errorf("record the end of job %s's run: %w", m.ID, err)
@@ -70,18 +50,6 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 		return fmt.Errorf("the end of job %s's run is recorded, but reading its final figures failed: %w; see them with `replayctl status %s`", m.ID, err, m.ID)
 	}
 	return nil
-}
-
-// jobIs is whether the job's status is now status (set by by, when by is not empty): after a
-// lost connection, whether the transaction that sets it committed.
-func (s *session) jobIs(status job.Status, by string) func(context.Context) (bool, error) {
-	return func(ctx context.Context) (bool, error) {
-		job, err := s.store.JobsGet(ctx, s.m.ID)
-		if err != nil {
-			return false, err
-		}
-		return job.Status == status && (by == "" || job.StatusBy == by), nil
-	}
 }
 
 func (s *session) entry(action string, details map[string]any) ledger.AuditEntry {

@@ -22,7 +22,7 @@ const (
 	lostConnectionMaxWait   = time.Second
 )
 
-// runEndBudget is InTx's: the transaction that records how a run ended is written once, and giving
+// runEndBudget is inTx's: the transaction that records how a run ended is written once, and giving
 // it up turns a job the consumers completed into exit 1 with the job still executing. An attempt
 // needs only one connection that lives through a few statements, so it keeps trying for longer.
 const runEndBudget = 60 * time.Second
@@ -82,12 +82,12 @@ func retryLostConnectionFor(ctx context.Context, budget time.Duration, statement
 	}
 }
 
-// InTx runs fn in one transaction. When an attempt loses its connection, the transaction was
+// inTx runs fn in one transaction. When an attempt loses its connection, the transaction was
 // rolled back, or committed with its answer lost: applied (when not nil) is asked which, and
 // unless it was applied fn runs again in a new transaction on a new connection, for up to
 // runEndBudget. fn must do the same thing each time it runs; with applied
 // nil it must also be safe to apply twice.
-func (s *Store) InTx(ctx context.Context, applied func(context.Context) (bool, error), fn func(pgx.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, applied func(context.Context) (bool, error), fn func(pgx.Tx) error) error {
 	attempted := false
 	_, err := retryLostConnectionFor(ctx, runEndBudget, func() error {
 		// Only a lost connection brings this back, so a second call follows a lost attempt.
