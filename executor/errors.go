@@ -17,6 +17,11 @@ var (
 	// ErrGuardStopped matches a run a guard stopped (budget, error rate, uncertain items, no
 	// progress) or an operator cancelled (exit code 4). The *StopError says which and why.
 	ErrGuardStopped = errors.New("the replay was stopped")
+
+	// ErrPublishNotPermitted means the NATS server refused to let this connection publish the
+	// replays (exit code 2): the user's permissions, not the job, are wrong, and every retry
+	// would be refused the same way.
+	ErrPublishNotPermitted = errors.New("publishing replays is not permitted")
 )
 
 // Gates, in the order execute checks them.

@@ -225,6 +225,8 @@ func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks
 					st.deduplicated.Add(1)
 				}
 				batch = append(batch, a.target.EventID)
+			} else if perr := publishNotPermitted(s.js.Conn(), a.msg.Subject); perr != nil {
+				return stop(perr)
 			} else if why := s.refusal(a, err, st); why != "" {
 				refused = append(refused, ledger.TargetOutcome{EventID: a.target.EventID, Detail: "not published: " + why})
 			} else {

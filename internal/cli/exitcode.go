@@ -74,6 +74,8 @@ var exitCodes = []struct {
 	// One shadow run per job at a time: a second one is refused, not interleaved.
 	{ledger.ErrShadowRunning, ExitGateRefused},
 	{executor.ErrBadOptions, ExitUsage},
+	// A NATS user without publish permission on the replays' subjects is refused on every retry.
+	{executor.ErrPublishNotPermitted, ExitUsage},
 	{executor.ErrGateRefused, ExitGateRefused},
 	// A manifest file that is not its recorded job, outside shadow's and execute's gates (validate
 	// --ledger, a file naming the job of pause or status): another digest is refused like those
