@@ -38,7 +38,8 @@ func NewCmdJobs(f *Factory, runF func(*JobsOptions) error) *cobra.Command {
 (the reason of its last pause, resume, cancel or stop, else the plan's reason).
 
 --since keeps jobs planned or changed since then: a length of time before now (90m, 6h, 2d,
-1w) or an RFC 3339 time. --status is one of ` + strings.Join(jobhistory.Statuses, ", ") + `.
+1w) or an RFC 3339 time. --status is one of:
+  ` + strings.Join(jobhistory.Statuses, ", ") + `.
 
 The counts are status's, for every job in one query. --json prints an array of jobs with
 stable field names (id, consumer, status, effectVersion, targets, completed, failed,
