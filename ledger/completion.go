@@ -13,7 +13,7 @@ const jobIDsByPrefix = `select id from jobs where starts_with(id, $1) order by c
 // JobIDsByPrefix returns at most limit job IDs starting with prefix, newest first: what a shell
 // completes after `replayctl status <TAB>`.
 func (s *Store) JobIDsByPrefix(ctx context.Context, prefix string, limit int) ([]string, error) {
-	rows, err := s.Pool.Query(ctx, jobIDsByPrefix, prefix, limit)
+	rows, err := s.pool.Query(ctx, jobIDsByPrefix, prefix, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list job IDs starting with %q: %w", prefix, err)
 	}
@@ -27,7 +27,7 @@ func (s *Store) JobIDsByPrefix(ctx context.Context, prefix string, limit int) ([
 // KnownConsumers returns every consumer the ledger holds effects, versions or jobs for, sorted:
 // the names CheckConsumer accepts, and what a shell completes after --consumer.
 func (s *Store) KnownConsumers(ctx context.Context) ([]string, error) {
-	rows, err := s.Pool.Query(ctx, knownConsumers)
+	rows, err := s.pool.Query(ctx, knownConsumers)
 	if err != nil {
 		return nil, fmt.Errorf("list the consumers in the ledger: %w", err)
 	}

@@ -31,7 +31,7 @@ func (s *Store) DeliveryCountsAdd(ctx context.Context, consumer string, n Delive
 	if n == (DeliveryCounts{}) {
 		return nil
 	}
-	if _, err := s.Pool.Exec(ctx, deliveryCountsAdd, consumer, n.Deliveries, n.Duplicates); err != nil {
+	if _, err := s.pool.Exec(ctx, deliveryCountsAdd, consumer, n.Deliveries, n.Duplicates); err != nil {
 		return fmt.Errorf("add %d deliveries (%d duplicates) to the daily counts of consumer %s: %w",
 			n.Deliveries, n.Duplicates, consumer, err)
 	}
@@ -55,7 +55,7 @@ select count(*), coalesce(max(greatest(extract(epoch from now() - updated_at) * 
 func (s *Store) EffectsUncertainSummary(ctx context.Context, consumer string) (UncertainSummary, error) {
 	var u UncertainSummary
 	var oldestMS int64
-	if err := s.Pool.QueryRow(ctx, effectsUncertainSummary, consumer).Scan(&u.Count, &oldestMS); err != nil {
+	if err := s.pool.QueryRow(ctx, effectsUncertainSummary, consumer).Scan(&u.Count, &oldestMS); err != nil {
 		return u, fmt.Errorf("count the uncertain rows of consumer %s: %w", consumer, err)
 	}
 	u.OldestAge = time.Duration(oldestMS) * time.Millisecond

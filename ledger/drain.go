@@ -23,7 +23,7 @@ select stream_seq, coalesce(source_seqs, array[stream_seq])
 func (s *Store) JobTargetsCompletedSeqs(ctx context.Context, jobID string, pageSize int, fn func(seqs []uint64) error) error {
 	var after int64
 	for {
-		rows, err := s.Pool.Query(ctx, jobTargetsDrainPage, jobID, after, pageSize)
+		rows, err := s.pool.Query(ctx, jobTargetsDrainPage, jobID, after, pageSize)
 		if err != nil {
 			return fmt.Errorf("read the completed targets of job %s: %w", jobID, err)
 		}
@@ -56,5 +56,5 @@ func (s *Store) JobTargetsCompletedSeqs(ctx context.Context, jobID string, pageS
 
 // AuditAppend appends e to the audit log in its own statement.
 func (s *Store) AuditAppend(ctx context.Context, e AuditEntry) error {
-	return AuditInsert(ctx, s.Pool, e)
+	return AuditInsert(ctx, s.pool, e)
 }

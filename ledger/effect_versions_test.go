@@ -11,14 +11,14 @@ import (
 func TestEffectVersionsRegisterRefusesAReusedVersion(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	if err := ledger.EffectVersionsRegister(ctx, store.Pool, "billing", 2, ledger.EffectVersionExecuting, "job-1", "alice"); err != nil {
+	if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", 2, ledger.EffectVersionExecuting, "job-1", "alice"); err != nil {
 		t.Fatal(err)
 	}
-	err := ledger.EffectVersionsRegister(ctx, store.Pool, "billing", 2, ledger.EffectVersionExecuting, "job-2", "bob")
+	err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", 2, ledger.EffectVersionExecuting, "job-2", "bob")
 	if !errors.Is(err, ledger.ErrConflict) {
 		t.Fatalf("second registration of version 2: %v, want ErrConflict", err)
 	}
-	if err := ledger.EffectVersionsRegister(ctx, store.Pool, "refunds", 2, ledger.EffectVersionLive, "", "alice"); err != nil {
+	if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "refunds", 2, ledger.EffectVersionLive, "", "alice"); err != nil {
 		t.Fatalf("another consumer's version 2: %v", err)
 	}
 	if n := queryInt(t, store, `select count(*) from effect_versions where job_id is null`); n != 1 {
@@ -33,7 +33,7 @@ func TestEffectVersionsIsExecutingOnlyForItsJob(t *testing.T) {
 		version int
 		state   string
 	}{{2, ledger.EffectVersionExecuting}, {3, ledger.EffectVersionCompleted}} {
-		if err := ledger.EffectVersionsRegister(ctx, store.Pool, "billing", r.version, r.state, "job-1", "alice"); err != nil {
+		if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", r.version, r.state, "job-1", "alice"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -50,7 +50,7 @@ func TestEffectVersionsIsExecutingOnlyForItsJob(t *testing.T) {
 		{"refunds", 2, "job-1", false},
 	}
 	for _, tt := range tests {
-		got, err := ledger.EffectVersionsIsExecuting(ctx, store.Pool, tt.consumer, tt.version, tt.job)
+		got, err := ledger.EffectVersionsIsExecuting(ctx, store.Pool(), tt.consumer, tt.version, tt.job)
 		if err != nil {
 			t.Fatal(err)
 		}

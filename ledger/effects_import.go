@@ -33,7 +33,7 @@ var effectsImportColumns = []string{
 
 // EffectsImport copies rows into the effects table with one COPY.
 func (s *Store) EffectsImport(ctx context.Context, rows []Effect) (int64, error) {
-	n, err := s.Pool.CopyFrom(ctx, pgx.Identifier{"effects"}, effectsImportColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"effects"}, effectsImportColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		e := rows[i]
 		var body any
 		if len(e.ResultBody) > 0 {

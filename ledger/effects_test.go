@@ -21,7 +21,7 @@ func claimFor(owner, hash string) ledger.EffectClaim {
 // claim reports whether c won the lease, and the row's attempt count after it.
 func claim(t *testing.T, store *ledger.Store, c ledger.EffectClaim) (bool, int) {
 	t.Helper()
-	ok, err := ledger.EffectsClaim(t.Context(), store.Pool, c)
+	ok, err := ledger.EffectsClaim(t.Context(), store.Pool(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func claim(t *testing.T, store *ledger.Store, c ledger.EffectClaim) (bool, int) 
 
 func effectRow(t *testing.T, store *ledger.Store) ledger.EffectRow {
 	t.Helper()
-	rows, err := ledger.EffectsForEvent(t.Context(), store.Pool, effectKey.Consumer, effectKey.EventID)
+	rows, err := ledger.EffectsForEvent(t.Context(), store.Pool(), effectKey.Consumer, effectKey.EventID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func effectRow(t *testing.T, store *ledger.Store) ledger.EffectRow {
 // lapse moves the lease into the past as a stalled holder would leave it.
 func lapse(t *testing.T, store *ledger.Store) {
 	t.Helper()
-	if _, err := store.Pool.Exec(t.Context(), `update effects set lease_expires_at = now() - interval '1 second'`); err != nil {
+	if _, err := store.Pool().Exec(t.Context(), `update effects set lease_expires_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -84,7 +84,7 @@ func TestEffectsClaimTakesOverOnlyALapsedLeaseWithoutCalls(t *testing.T) {
 	if ok, attempts := claim(t, store, claimFor("b", "sha256:1")); !ok || attempts != 2 {
 		t.Fatalf("take-over of a lapsed lease without calls: %v attempt %d", ok, attempts)
 	}
-	if !hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "b", 1)) {
+	if !hit(ledger.EffectsCallStarted(t.Context(), store.Pool(), effectKey, "b", 1)) {
 		t.Fatal("b could not start a call under its live lease")
 	}
 
@@ -92,10 +92,10 @@ func TestEffectsClaimTakesOverOnlyALapsedLeaseWithoutCalls(t *testing.T) {
 	if ok, _ := claim(t, store, claimFor("c", "sha256:1")); ok {
 		t.Fatal("c took over a lapsed lease after a call had started: the call might be made twice")
 	}
-	if hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "b", 1)) {
+	if hit(ledger.EffectsCallStarted(t.Context(), store.Pool(), effectKey, "b", 1)) {
 		t.Fatal("b started a call under a lapsed lease")
 	}
-	if !hit(ledger.EffectsMarkLapsedUncertain(t.Context(), store.Pool, effectKey)) {
+	if !hit(ledger.EffectsMarkLapsedUncertain(t.Context(), store.Pool(), effectKey)) {
 		t.Fatal("a lapsed lease with a started call was not marked uncertain")
 	}
 	r = effectRow(t, store)
@@ -111,14 +111,14 @@ func TestEffectsMarkLapsedUncertainSparesALiveOrCallFreeLease(t *testing.T) {
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
-	hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "a", 1))
-	if hit(ledger.EffectsMarkLapsedUncertain(t.Context(), store.Pool, effectKey)) {
+	hit(ledger.EffectsCallStarted(t.Context(), store.Pool(), effectKey, "a", 1))
+	if hit(ledger.EffectsMarkLapsedUncertain(t.Context(), store.Pool(), effectKey)) {
 		t.Fatal("a live lease was marked uncertain")
 	}
-	if _, err := store.Pool.Exec(t.Context(), `update effects set calls_started = 0, lease_expires_at = now() - interval '1 second'`); err != nil {
+	if _, err := store.Pool().Exec(t.Context(), `update effects set calls_started = 0, lease_expires_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
-	if hit(ledger.EffectsMarkLapsedUncertain(t.Context(), store.Pool, effectKey)) {
+	if hit(ledger.EffectsMarkLapsedUncertain(t.Context(), store.Pool(), effectKey)) {
 		t.Fatal("a lapsed lease with no call started was marked uncertain instead of being left to take over")
 	}
 }
@@ -127,7 +127,7 @@ func TestEffectsClaimRefusesAChangedPayload(t *testing.T) {
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
-	hit(ledger.EffectsRelease(t.Context(), store.Pool, effectKey, "a", "timeout"))
+	hit(ledger.EffectsRelease(t.Context(), store.Pool(), effectKey, "a", "timeout"))
 	if ok, _ := claim(t, store, claimFor("b", "sha256:2")); ok {
 		t.Fatal("a released row was claimed with a different request hash")
 	}
@@ -143,7 +143,7 @@ func TestEffectsClaimComparesUnderTheStoredAlgorithm(t *testing.T) {
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:v1-hash"))
-	hit(ledger.EffectsRelease(t.Context(), store.Pool, effectKey, "a", "timeout"))
+	hit(ledger.EffectsRelease(t.Context(), store.Pool(), effectKey, "a", "timeout"))
 	v2 := func(owner, storedAlg, storedHash string) ledger.EffectClaim {
 		c := claimFor(owner, "sha256:v2-hash")
 		c.RequestHashAlg, c.TakeOverHashAlg, c.TakeOverHash = "sha256-canon-v2+0badcafe", storedAlg, storedHash
@@ -169,7 +169,7 @@ func TestEffectsClaimComparesUnderTheStoredAlgorithm(t *testing.T) {
 func TestEffectsLeaseWritesNeedTheOwner(t *testing.T) {
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
-	ctx, q := t.Context(), store.Pool
+	ctx, q := t.Context(), store.Pool()
 	claim(t, store, claimFor("a", "sha256:1"))
 	before := effectRow(t, store)
 	refs := json.RawMessage(`[{"kind":"charge","target":"acct-1","ref":"ch_1"}]`)
@@ -203,7 +203,7 @@ func TestEffectsHeartbeatExtendsTheLease(t *testing.T) {
 	c.Lease = time.Second
 	claim(t, store, c)
 	before := effectRow(t, store)
-	if !hit(ledger.EffectsHeartbeat(t.Context(), store.Pool, effectKey, "a", time.Hour)) {
+	if !hit(ledger.EffectsHeartbeat(t.Context(), store.Pool(), effectKey, "a", time.Hour)) {
 		t.Fatal("the owner's heartbeat missed its row")
 	}
 	after := effectRow(t, store)
@@ -218,7 +218,7 @@ func TestEffectsCompleteStoresTheOutcomeAndRetention(t *testing.T) {
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
 	refs := json.RawMessage(`[{"kind":"charge","target":"acct-1","ref":"ch_1"},{"kind":"email","target":"u-1","suppressed":true}]`)
-	if !hit(ledger.EffectsComplete(t.Context(), store.Pool, ledger.EffectCompletion{
+	if !hit(ledger.EffectsComplete(t.Context(), store.Pool(), ledger.EffectCompletion{
 		Key: effectKey, Owner: "a", ResultHash: "sha256:r", ResultBody: json.RawMessage(`{"error":"card declined"}`),
 		OutcomeKind: "business", EffectCount: 1, ExternalRefs: refs, LastError: "card declined",
 		ResultRetention: 24 * time.Hour, EvidenceRetention: 400 * 24 * time.Hour,
@@ -247,8 +247,8 @@ func TestEffectsReleaseLetsTheEventBeClaimedAgain(t *testing.T) {
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
-	hit(ledger.EffectsCallStarted(t.Context(), store.Pool, effectKey, "a", 1))
-	if !hit(ledger.EffectsRelease(t.Context(), store.Pool, effectKey, "a", "provider said 503")) {
+	hit(ledger.EffectsCallStarted(t.Context(), store.Pool(), effectKey, "a", 1))
+	if !hit(ledger.EffectsRelease(t.Context(), store.Pool(), effectKey, "a", "provider said 503")) {
 		t.Fatal("release missed the owner's row")
 	}
 	r := effectRow(t, store)
@@ -265,7 +265,7 @@ func TestEffectsMarkUncertainKeepsTheEvidence(t *testing.T) {
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
 	refs := json.RawMessage(`[{"kind":"charge","target":"acct-1","ref":"ch_1"}]`)
-	if !hit(ledger.EffectsMarkUncertain(t.Context(), store.Pool, ledger.EffectUncertainty{
+	if !hit(ledger.EffectsMarkUncertain(t.Context(), store.Pool(), ledger.EffectUncertainty{
 		Key: effectKey, Owner: "a", EffectCount: 1, ExternalRefs: refs, LastError: "call 2 (email u-1): outcome unknown",
 	})) {
 		t.Fatal("mark uncertain missed the owner's row")
@@ -291,7 +291,7 @@ func TestEffectsForEventReadsEveryVersionInOrder(t *testing.T) {
 	if _, err := store.EffectsImport(t.Context(), rows); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ledger.EffectsForEvent(t.Context(), store.Pool, "billing", "evt-1")
+	got, err := ledger.EffectsForEvent(t.Context(), store.Pool(), "billing", "evt-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestEffectsClaimRefusesWhileAnotherVersionIsLeasedUncertainOrSettled(t *tes
 	v2.JobID = "job-1"
 	setState := func(state string) {
 		t.Helper()
-		if _, err := store.Pool.Exec(t.Context(), `update effects set state = $1 where effect_version = 1`, state); err != nil {
+		if _, err := store.Pool().Exec(t.Context(), `update effects set state = $1 where effect_version = 1`, state); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -354,7 +354,7 @@ func TestEffectsClaimAcrossVersionsHasOneWinner(t *testing.T) {
 		for j, c := range []ledger.EffectClaim{live, replay} {
 			wg.Go(func() {
 				<-start
-				ok, err := ledger.EffectsClaim(t.Context(), store.Pool, c)
+				ok, err := ledger.EffectsClaim(t.Context(), store.Pool(), c)
 				if err != nil {
 					t.Error(err)
 				}

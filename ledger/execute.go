@@ -91,7 +91,7 @@ func JobTargetsAnalyze(ctx context.Context, db Querier) error {
 }
 
 // JobTargetsAnalyze is JobTargetsAnalyze on the store's pool.
-func (s *Store) JobTargetsAnalyze(ctx context.Context) error { return JobTargetsAnalyze(ctx, s.Pool) }
+func (s *Store) JobTargetsAnalyze(ctx context.Context) error { return JobTargetsAnalyze(ctx, s.pool) }
 
 // JobTargetsPageToPublish returns up to p.Limit targets of p.JobID with a stream sequence above
 // p.AfterSeq, in stream order, that are pending, shadowed or published and have no effects row of
@@ -103,9 +103,9 @@ func (s *Store) JobTargetsPageToPublish(ctx context.Context, p PublishPage) ([]E
 	var rows pgx.Rows
 	var err error
 	if p.NoRowsAhead {
-		rows, err = s.Pool.Query(ctx, jobTargetsPageToPublishNoRows, p.JobID, int64(p.AfterSeq), p.Limit)
+		rows, err = s.pool.Query(ctx, jobTargetsPageToPublishNoRows, p.JobID, int64(p.AfterSeq), p.Limit)
 	} else {
-		rows, err = s.Pool.Query(ctx, jobTargetsPageToPublish, p.JobID, p.Consumer, p.Version, int64(p.AfterSeq), p.Limit)
+		rows, err = s.pool.Query(ctx, jobTargetsPageToPublish, p.JobID, p.Consumer, p.Version, int64(p.AfterSeq), p.Limit)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the targets job %s still has to publish after stream sequence %d: %w", jobID, afterSeq, err)
@@ -136,7 +136,7 @@ func (s *Store) EffectsEventsUnderVersion(ctx context.Context, consumer string, 
 	}
 	var found []string
 	_, err := retryLostConnection(ctx, func() error {
-		rows, err := s.Pool.Query(ctx, effectsEventsUnderVersion, consumer, version, eventIDs)
+		rows, err := s.pool.Query(ctx, effectsEventsUnderVersion, consumer, version, eventIDs)
 		if err != nil {
 			return err
 		}
@@ -166,7 +166,7 @@ func (s *Store) JobTargetsMarkPublished(ctx context.Context, jobID string, event
 	var changed int64
 	// Idempotent: sent again after a lost connection.
 	_, err := retryLostConnection(ctx, func() error {
-		tag, err := s.Pool.Exec(ctx, jobTargetsMarkPublished, jobID, eventIDs, at)
+		tag, err := s.pool.Exec(ctx, jobTargetsMarkPublished, jobID, eventIDs, at)
 		changed += tag.RowsAffected()
 		return err
 	})
@@ -207,7 +207,7 @@ func (s *Store) JobTargetsSetOutcome(ctx context.Context, jobID, status string, 
 	var tag pgconn.CommandTag
 	// Idempotent: sent again after a lost connection.
 	_, err := retryLostConnection(ctx, func() (err error) {
-		tag, err = s.Pool.Exec(ctx, jobTargetsSetOutcome, jobID, status, ids, details)
+		tag, err = s.pool.Exec(ctx, jobTargetsSetOutcome, jobID, status, ids, details)
 		return err
 	})
 	if err != nil {
@@ -256,7 +256,7 @@ select count(*) filter (where state = 'reconciled' or (state = 'completed' and o
 func (s *Store) EffectsJobCounts(ctx context.Context, consumer string, version int, jobID string) (JobEffectCounts, error) {
 	var c JobEffectCounts
 	_, err := retryLostConnection(ctx, func() error {
-		return s.Pool.QueryRow(ctx, effectsJobCounts, consumer, version, jobID).Scan(&c.Completed, &c.BusinessFailed,
+		return s.pool.QueryRow(ctx, effectsJobCounts, consumer, version, jobID).Scan(&c.Completed, &c.BusinessFailed,
 			&c.Uncertain, &c.Processing, &c.Retrying, &c.SettledCalls, &c.InFlightCalls)
 	})
 	if err != nil {
@@ -304,7 +304,7 @@ func (s *Store) EffectsJobItems(ctx context.Context, consumer string, version in
 	}
 	var items []ReviewItem
 	_, err := retryLostConnection(ctx, func() error {
-		rows, err := s.Pool.Query(ctx, effectsJobItems, consumer, version, jobID, kind, max(limit, 0))
+		rows, err := s.pool.Query(ctx, effectsJobItems, consumer, version, jobID, kind, max(limit, 0))
 		if err != nil {
 			return err
 		}

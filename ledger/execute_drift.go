@@ -96,7 +96,7 @@ union all
 // the planned rows are gone. Examples holds at most examples targets, by event ID in byte order.
 // One query.
 func (s *Store) JobTargetsDrift(ctx context.Context, jobID, consumer string, version int, hashAlg string, examples int) (DriftSummary, error) {
-	rows, err := s.Pool.Query(ctx, jobTargetsDrift, jobID, consumer, version, hashAlg, max(examples, 0))
+	rows, err := s.pool.Query(ctx, jobTargetsDrift, jobID, consumer, version, hashAlg, max(examples, 0))
 	if err != nil {
 		return DriftSummary{}, fmt.Errorf("compare the targets of job %s with their ledger rows at plan time: %w", jobID, err)
 	}

@@ -58,7 +58,7 @@ func (s *Store) JobsSetRunState(ctx context.Context, jobID string, state json.Ra
 	if len(state) > 0 {
 		value = string(state)
 	}
-	tag, err := s.Pool.Exec(ctx, jobsSetRunState, jobID, value)
+	tag, err := s.pool.Exec(ctx, jobsSetRunState, jobID, value)
 	if err != nil {
 		return fmt.Errorf("store the run state of job %s: %w", jobID, err)
 	}
@@ -90,7 +90,7 @@ func JobsActiveForConsumer(ctx context.Context, q Querier, consumer, exceptJobID
 
 // JobsActiveForConsumer is JobsActiveForConsumer on the store's pool.
 func (s *Store) JobsActiveForConsumer(ctx context.Context, consumer, exceptJobID string) ([]Job, error) {
-	return JobsActiveForConsumer(ctx, s.Pool, consumer, exceptJobID)
+	return JobsActiveForConsumer(ctx, s.pool, consumer, exceptJobID)
 }
 
 const lockConsumerExecutions = `select pg_advisory_xact_lock(hashtextextended(current_schema() || ':replayctl.execute.consumer:' || $1, 0))`
@@ -143,7 +143,7 @@ select greatest(
 // jobID and its effects rows under version with job_id = jobID. 0 when there is none.
 func (s *Store) EffectVersionsHighestOutsideJob(ctx context.Context, consumer string, version int, jobID string) (int, error) {
 	var v int
-	if err := s.Pool.QueryRow(ctx, effectVersionsHighestOutsideJob, consumer, version, jobID).Scan(&v); err != nil {
+	if err := s.pool.QueryRow(ctx, effectVersionsHighestOutsideJob, consumer, version, jobID).Scan(&v); err != nil {
 		return 0, fmt.Errorf("read the highest effect version of consumer %s outside job %s: %w", consumer, jobID, err)
 	}
 	return v, nil

@@ -58,7 +58,7 @@ type ExecuteStart struct {
 // *ConsumerBusyError (ErrConsumerBusy); a job no longer in one of Transition.From matches ErrJobStatus; a
 // version registered since matches ErrVersionTaken. Nothing is changed then.
 func (s *Store) ExecuteStart(ctx context.Context, st ExecuteStart) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := LockConsumerExecutions(ctx, tx, st.Consumer); err != nil {
 			return err
 		}

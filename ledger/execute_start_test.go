@@ -41,7 +41,7 @@ func TestExecuteStartIsAllOrNothing(t *testing.T) {
 	}
 	unchanged("status moved")
 
-	if err := ledger.EffectVersionsRegister(ctx, store.Pool, "billing", 2, ledger.EffectVersionExecuting, "job-b", "bob"); err != nil {
+	if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", 2, ledger.EffectVersionExecuting, "job-b", "bob"); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.ExecuteStart(ctx, executeStart("job-a")); !errors.Is(err, ledger.ErrVersionTaken) || !errors.Is(err, ledger.ErrConflict) {

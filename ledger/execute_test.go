@@ -34,7 +34,7 @@ func execImport(t *testing.T, store *ledger.Store, rows ...ledger.Effect) {
 
 func execSQL(t *testing.T, store *ledger.Store, sql string, args ...any) {
 	t.Helper()
-	if _, err := store.Pool.Exec(t.Context(), sql, args...); err != nil {
+	if _, err := store.Pool().Exec(t.Context(), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
@@ -43,7 +43,7 @@ func execSQL(t *testing.T, store *ledger.Store, sql string, args ...any) {
 // pending, with payload hash "sha256:<eventID>".
 func execTargets(t *testing.T, store *ledger.Store, id string, eventIDs ...string) {
 	t.Helper()
-	if err := ledger.JobsInsert(t.Context(), store.Pool, sampleJob(id)); err != nil {
+	if err := ledger.JobsInsert(t.Context(), store.Pool(), sampleJob(id)); err != nil {
 		t.Fatal(err)
 	}
 	targets := make([]ledger.JobTarget, len(eventIDs))
@@ -51,7 +51,7 @@ func execTargets(t *testing.T, store *ledger.Store, id string, eventIDs ...strin
 		targets[i] = ledger.JobTarget{JobID: id, EventID: e, StreamSeq: int64(10 * (i + 1)),
 			OriginalSubject: "billing." + e, FailureReason: "timeout"}
 	}
-	if _, err := ledger.JobTargetsInsert(t.Context(), store.Pool, targets); err != nil {
+	if _, err := ledger.JobTargetsInsert(t.Context(), store.Pool(), targets); err != nil {
 		t.Fatal(err)
 	}
 	execSQL(t, store, `update job_targets set payload_hash = 'sha256:' || event_id where job_id = $1`, id)
@@ -65,7 +65,7 @@ func execSetStatus(t *testing.T, store *ledger.Store, jobID, status string, even
 // execTargetStates reads the targets of jobID as "event status detail".
 func execTargetStates(t *testing.T, store *ledger.Store, jobID string) []string {
 	t.Helper()
-	rows, err := store.Pool.Query(t.Context(), `
+	rows, err := store.Pool().Query(t.Context(), `
 		select event_id || ' ' || status || coalesce(' ' || outcome_detail, '') from job_targets
 		 where job_id = $1 order by event_id`, jobID)
 	if err != nil {
@@ -149,7 +149,7 @@ func TestJobTargetsMarkPublishedKeepsTheFirstPublish(t *testing.T) {
 	if n, err := store.JobTargetsMarkPublished(ctx, "job-p", []string{"a", "b"}, later.Add(time.Hour)); err != nil || n != 0 {
 		t.Fatalf("second MarkPublished = %d, %v; want nothing changed", n, err)
 	}
-	rows, err := store.Pool.Query(ctx, `
+	rows, err := store.Pool().Query(ctx, `
 		select job_id || '/' || event_id || ' ' || status || ' ' || coalesce(to_char(published_at at time zone 'UTC', 'HH24:MI'), '-')
 		  from job_targets order by job_id, event_id`)
 	if err != nil {
@@ -208,7 +208,7 @@ func TestJobTargetsDriftReportsEachKind(t *testing.T) {
 	planJob(t, store, "job-d", events)
 
 	var planned []string
-	rows, err := store.Pool.Query(ctx, `select event_id || '=' || coalesce(planned_states, 'NULL') from job_targets
+	rows, err := store.Pool().Query(ctx, `select event_id || '=' || coalesce(planned_states, 'NULL') from job_targets
 		where job_id = 'job-d' and event_id in ('unchanged', 'completed-since') order by event_id`)
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +293,7 @@ func TestJobTargetsDriftReportsEachKind(t *testing.T) {
 		t.Fatalf("kinds by target\n got %v\nwant %v", kinds, wantByTarget)
 	}
 
-	n, err := ledger.JobTargetsSkipDrifted(ctx, store.Pool, "job-d", "billing", 2, execAlg)
+	n, err := ledger.JobTargetsSkipDrifted(ctx, store.Pool(), "job-d", "billing", 2, execAlg)
 	if err != nil || n != 10 {
 		t.Fatalf("SkipDrifted = %d, %v; want the 10 drifted targets", n, err)
 	}
@@ -440,7 +440,7 @@ func TestJobTargetsSettleCopiesTheLedgersOutcome(t *testing.T) {
 	execSetStatus(t, store, "job-c", "skipped", "skipped")
 	execImport(t, store, execEffect("skipped", 2, "completed", "job-c"))
 
-	n, err := ledger.JobTargetsSettle(ctx, store.Pool, "job-c", "billing", 2)
+	n, err := ledger.JobTargetsSettle(ctx, store.Pool(), "job-c", "billing", 2)
 	if err != nil || n != 4 {
 		t.Fatalf("Settle = %d, %v; want 4 targets settled", n, err)
 	}
@@ -451,7 +451,7 @@ func TestJobTargetsSettleCopiesTheLedgersOutcome(t *testing.T) {
 	if got := execTargetStates(t, store, "job-c"); !slices.Equal(got, want) {
 		t.Fatalf("targets\n got %q\nwant %q", got, want)
 	}
-	if n, err := ledger.JobTargetsSettle(ctx, store.Pool, "job-c", "billing", 2); err != nil || n != 0 {
+	if n, err := ledger.JobTargetsSettle(ctx, store.Pool(), "job-c", "billing", 2); err != nil || n != 0 {
 		t.Fatalf("second Settle = %d, %v; want nothing left to settle", n, err)
 	}
 }
@@ -459,7 +459,7 @@ func TestJobTargetsSettleCopiesTheLedgersOutcome(t *testing.T) {
 func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-t")); err != nil {
+	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-t")); err != nil {
 		t.Fatal(err)
 	}
 	before, err := store.JobsGet(ctx, "job-t")
@@ -469,7 +469,7 @@ func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
 	if before.StatusReason != "" || before.StatusBy != "" || !before.StatusAt.IsZero() || before.RunState != nil || !before.RunStateAt.IsZero() {
 		t.Fatalf("a new job reads %+v, want no transition and no run state", before)
 	}
-	err = ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"planned", "shadowed"},
+	err = ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"planned", "shadowed"},
 		To: "paused", Reason: "error rate 12% above 5%", By: "guard"})
 	if err != nil {
 		t.Fatal(err)
@@ -483,18 +483,18 @@ func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
 		t.Fatalf("after the transition: %+v", job)
 	}
 
-	err = ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"executing"}, To: "completed", Reason: "done", By: "bob"})
+	err = ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"executing"}, To: "completed", Reason: "done", By: "bob"})
 	if !errors.Is(err, ledger.ErrJobStatus) || !strings.Contains(err.Error(), "job job-t is paused") {
 		t.Fatalf("err = %v, want ErrJobStatus naming the status", err)
 	}
 	if job, _ := store.JobsGet(ctx, "job-t"); job.StatusReason != "error rate 12% above 5%" || job.StatusBy != "guard" {
 		t.Fatalf("a refused transition rewrote the record: %+v", job)
 	}
-	err = ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-none", From: []ledger.JobStatus{"paused"}, To: "executing"})
+	err = ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-none", From: []ledger.JobStatus{"paused"}, To: "executing"})
 	if !errors.Is(err, ledger.ErrJobNotFound) {
 		t.Fatalf("err = %v, want ErrJobNotFound", err)
 	}
-	if err := ledger.JobsTransition(ctx, store.Pool, ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"paused"}, To: "executing", By: "bob"}); err != nil {
+	if err := ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"paused"}, To: "executing", By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	if job, _ := store.JobsGet(ctx, "job-t"); job.StatusReason != "" || job.StatusBy != "bob" {
@@ -505,7 +505,7 @@ func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
 func TestJobsSetRunStateIsReadBack(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-r")); err != nil {
+	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-r")); err != nil {
 		t.Fatal(err)
 	}
 	if err := store.JobsSetRunState(ctx, "job-r", json.RawMessage(`{"rate": 50, "throttled": "max in flight"}`)); err != nil {
@@ -538,11 +538,11 @@ func TestJobsActiveForConsumerListsOtherRunningJobsOldestFirst(t *testing.T) {
 	} {
 		job := sampleJob(j.id)
 		job.Consumer, job.Status, job.CreatedAt = j.consumer, j.status, base.Add(-time.Duration(i)*time.Hour)
-		if err := ledger.JobsInsert(ctx, store.Pool, job); err != nil {
+		if err := ledger.JobsInsert(ctx, store.Pool(), job); err != nil {
 			t.Fatal(err)
 		}
 	}
-	jobs, err := ledger.JobsActiveForConsumer(ctx, store.Pool, "billing", "job-self")
+	jobs, err := ledger.JobsActiveForConsumer(ctx, store.Pool(), "billing", "job-self")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -561,7 +561,7 @@ func TestJobsActiveForConsumerListsOtherRunningJobsOldestFirst(t *testing.T) {
 func TestLockConsumerExecutionsSerialisesTransactions(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	first, err := store.Pool.Begin(ctx)
+	first, err := store.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -573,7 +573,7 @@ func TestLockConsumerExecutionsSerialisesTransactions(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
-		tx, err := store.Pool.Begin(ctx)
+		tx, err := store.Pool().Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -597,12 +597,12 @@ func TestLockConsumerExecutionsSerialisesTransactions(t *testing.T) {
 func TestEffectVersionsSetStateMovesOnlyTheJobsVersion(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	if err := ledger.EffectVersionsRegister(ctx, store.Pool, "billing", 2, ledger.EffectVersionExecuting, "job-1", "alice"); err != nil {
+	if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", 2, ledger.EffectVersionExecuting, "job-1", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	set := func(jobID string, from []string, to string) bool {
 		t.Helper()
-		ok, err := ledger.EffectVersionsSetState(ctx, store.Pool, "billing", 2, jobID, from, to)
+		ok, err := ledger.EffectVersionsSetState(ctx, store.Pool(), "billing", 2, jobID, from, to)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -617,7 +617,7 @@ func TestEffectVersionsSetStateMovesOnlyTheJobsVersion(t *testing.T) {
 	if !set("job-1", []string{"executing", "live"}, "completed") {
 		t.Fatal("job-1 could not complete its version")
 	}
-	if r, _ := ledger.EffectVersionsIsExecuting(ctx, store.Pool, "billing", 2, "job-1"); r.Executing {
+	if r, _ := ledger.EffectVersionsIsExecuting(ctx, store.Pool(), "billing", 2, "job-1"); r.Executing {
 		t.Fatal("the completed version still reads executing")
 	}
 }
@@ -636,7 +636,7 @@ func TestEffectVersionsHighestOutsideJobIgnoresOnlyTheJobsOwn(t *testing.T) {
 	if v := highest(); v != 0 {
 		t.Fatalf("empty ledger: %d", v)
 	}
-	if err := ledger.EffectVersionsRegister(ctx, store.Pool, "billing", 3, ledger.EffectVersionExecuting, "job-h", "alice"); err != nil {
+	if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", 3, ledger.EffectVersionExecuting, "job-h", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	execImport(t, store, execEffect("a", 1, "completed", ""), execEffect("a", 3, "completed", "job-h"),
@@ -645,7 +645,7 @@ func TestEffectVersionsHighestOutsideJobIgnoresOnlyTheJobsOwn(t *testing.T) {
 	if v := highest(); v != 1 {
 		t.Fatalf("with the job's own registration and rows: %d, want 1", v)
 	}
-	if err := ledger.EffectVersionsRegister(ctx, store.Pool, "billing", 2, ledger.EffectVersionLive, "", "alice"); err != nil {
+	if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", 2, ledger.EffectVersionLive, "", "alice"); err != nil {
 		t.Fatal(err)
 	}
 	if v := highest(); v != 2 {
@@ -668,7 +668,7 @@ func TestEffectVersionsHighestOutsideJobIgnoresOnlyTheJobsOwn(t *testing.T) {
 	if v := highest(); v != 3 {
 		t.Fatalf("a live row under version 3: %d, want 3", v)
 	}
-	if err := ledger.EffectVersionsRegister(ctx, store.Pool, "billing", 4, ledger.EffectVersionExecuting, "job-other", "bob"); err != nil {
+	if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", 4, ledger.EffectVersionExecuting, "job-other", "bob"); err != nil {
 		t.Fatal(err)
 	}
 	if v := highest(); v != 4 {

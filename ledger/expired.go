@@ -90,7 +90,7 @@ func (s *Store) EffectsApplyExpiredVerdicts(ctx context.Context, verdicts []Expi
 	for _, v := range verdicts {
 		batch.Queue(effectsApplyExpiredVerdict, v.args()...)
 	}
-	results := s.Pool.SendBatch(ctx, batch)
+	results := s.pool.SendBatch(ctx, batch)
 	defer results.Close()
 	written = make([]bool, len(verdicts))
 	for i, v := range verdicts {

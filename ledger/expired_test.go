@@ -19,7 +19,7 @@ func TestAnExpiredVerdictOnlyReplacesATombstoneOrNothing(t *testing.T) {
 	}
 	verdict := func(eventID, v string) bool {
 		t.Helper()
-		ok, err := ledger.EffectsApplyExpiredVerdict(t.Context(), store.Pool, ledger.ExpiredVerdict{
+		ok, err := ledger.EffectsApplyExpiredVerdict(t.Context(), store.Pool(), ledger.ExpiredVerdict{
 			Key: ledger.EffectKey{Consumer: "billing", EventID: eventID, EffectVersion: 1}, RequestHash: "sha256:x",
 			RequestHashAlg: "canonical-json-v1", Verdict: v, Note: "provider says " + v, Actor: "instance-a"})
 		if err != nil {

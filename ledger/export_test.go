@@ -1,6 +1,13 @@
 package ledger
 
-import "github.com/jackc/pgx/v5"
+import (
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // Tx is the session's transaction, for tests that lay out its temporary tables by hand.
 func (p *PlanSession) Tx() pgx.Tx { return p.tx }
+
+// Pool is the store's own pool, for this package's tests of what the store does with its
+// connections (a killed session, a statement sent again) and of its tables.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }

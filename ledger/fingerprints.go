@@ -35,7 +35,7 @@ on conflict (consumer, algorithm) do update set last_registered_at = now()
 // options, and makes it the consumer's current algorithm. It fails with ErrFingerprintOptionsClash
 // when the name is already registered with other options.
 func (s *Store) FingerprintAlgorithmRegister(ctx context.Context, consumer, algorithm, options string) error {
-	tag, err := s.Pool.Exec(ctx, fingerprintAlgorithmsRegister, consumer, algorithm, options)
+	tag, err := s.pool.Exec(ctx, fingerprintAlgorithmsRegister, consumer, algorithm, options)
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == pgUndefinedTable {
 		return fmt.Errorf("%w: register fingerprint algorithm %s of consumer %s: the ledger has no fingerprint_algorithms table (migration 0008): run `replayctl migrate`",
 			ErrSchemaOutdated, algorithm, consumer)
@@ -59,7 +59,7 @@ select algorithm, options, first_registered_at, last_registered_at
 // FingerprintAlgorithms returns the algorithms consumer registered, the current one (registered
 // last) first; none for a consumer whose SDK predates the registry (it writes canonical-json-v1).
 func (s *Store) FingerprintAlgorithms(ctx context.Context, consumer string) ([]FingerprintAlgorithm, error) {
-	rows, err := s.Pool.Query(ctx, fingerprintAlgorithmsOfConsumer, consumer)
+	rows, err := s.pool.Query(ctx, fingerprintAlgorithmsOfConsumer, consumer)
 	if err != nil {
 		return nil, fmt.Errorf("read the fingerprint algorithms of consumer %s: %w", consumer, err)
 	}

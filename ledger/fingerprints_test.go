@@ -47,7 +47,7 @@ func TestFingerprintAlgorithmsListTheCurrentFirstAndRefuseAClash(t *testing.T) {
 
 func TestFingerprintAlgorithmRegisterOnAnOldSchemaSaysToMigrate(t *testing.T) {
 	store := pgtest.Ledger(t)
-	if _, err := store.Pool.Exec(t.Context(), "drop table fingerprint_algorithms"); err != nil {
+	if _, err := store.Pool().Exec(t.Context(), "drop table fingerprint_algorithms"); err != nil {
 		t.Fatal(err)
 	}
 	err := store.FingerprintAlgorithmRegister(t.Context(), "billing", "sha256-canon-v2+aaaaaaaa", `{"exclude":[],"sets":[]}`)

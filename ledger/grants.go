@@ -111,7 +111,7 @@ func GrantStatements(schema string, r Roles) ([]string, error) {
 // search_path that exists.
 func (s *Store) CurrentSchema(ctx context.Context) (string, error) {
 	var schema *string
-	if err := s.Pool.QueryRow(ctx, `select current_schema()`).Scan(&schema); err != nil {
+	if err := s.pool.QueryRow(ctx, `select current_schema()`).Scan(&schema); err != nil {
 		return "", fmt.Errorf("read the ledger's schema: %w", err)
 	}
 	if schema == nil {

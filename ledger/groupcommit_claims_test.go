@@ -78,7 +78,7 @@ func TestGroupCommitClaimBatchTakesOverWhatASingleClaimWould(t *testing.T) {
 	}
 	for _, c := range cases {
 		if c.setup != "" {
-			if _, err := store.Pool.Exec(t.Context(), c.setup); err != nil {
+			if _, err := store.Pool().Exec(t.Context(), c.setup); err != nil {
 				t.Fatalf("%s: %v", c.event, err)
 			}
 		}

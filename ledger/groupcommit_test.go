@@ -20,7 +20,7 @@ func claimed(t *testing.T, store *ledger.Store, n int, owner string) []ledger.Ef
 	keys := make([]ledger.EffectKey, n)
 	for i := range keys {
 		keys[i] = ledger.EffectKey{Consumer: "billing", EventID: fmt.Sprintf("evt-%03d", i), EffectVersion: 1}
-		ok, err := ledger.EffectsClaim(t.Context(), store.Pool, ledger.EffectClaim{Key: keys[i], RequestHash: "sha256:x",
+		ok, err := ledger.EffectsClaim(t.Context(), store.Pool(), ledger.EffectClaim{Key: keys[i], RequestHash: "sha256:x",
 			RequestHashAlg: "canonical-json-v1", Owner: owner, Lease: time.Minute})
 		if err != nil || !ok {
 			t.Fatalf("claim %s: %v %v", keys[i], ok, err)
@@ -97,7 +97,7 @@ func TestGroupCommitSendsConcurrentCallStartedMarksAsOneStatement(t *testing.T) 
 	const n = 32
 	keys := claimed(t, store, n, "i-1")
 	// One row's lease was taken over: only its caller may hear false.
-	if _, err := store.Pool.Exec(t.Context(), `update effects set lease_owner = 'i-2' where event_id = $1`, keys[7].EventID); err != nil {
+	if _, err := store.Pool().Exec(t.Context(), `update effects set lease_owner = 'i-2' where event_id = $1`, keys[7].EventID); err != nil {
 		t.Fatal(err)
 	}
 	before := store.GroupCommitStats()
@@ -165,7 +165,7 @@ func TestGroupCommitBatchesCompletionsAndHeartbeatsPerRow(t *testing.T) {
 	store := pgtest.Ledger(t)
 	const n = 8
 	keys := claimed(t, store, n, "i-1")
-	if _, err := store.Pool.Exec(t.Context(), `update effects set lease_owner = 'i-2' where event_id = $1`, keys[3].EventID); err != nil {
+	if _, err := store.Pool().Exec(t.Context(), `update effects set lease_owner = 'i-2' where event_id = $1`, keys[3].EventID); err != nil {
 		t.Fatal(err)
 	}
 

@@ -21,7 +21,7 @@ func openStore(t *testing.T, url string) *ledger.Store {
 func queryInt(t *testing.T, store *ledger.Store, sql string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := store.Pool.QueryRow(t.Context(), sql, args...).Scan(&n); err != nil {
+	if err := store.Pool().QueryRow(t.Context(), sql, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n

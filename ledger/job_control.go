@@ -24,7 +24,7 @@ type JobControl struct {
 // targets, and the audit entry. A job not in one of c.Transition.From matches ErrJobStatus and
 // nothing is changed; a missing job matches ErrJobNotFound.
 func (s *Store) JobControl(ctx context.Context, c JobControl) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := JobsTransition(ctx, tx, c.Transition); err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ const jobTargetsAnySubject = `select original_subject from job_targets where job
 func (s *Store) JobTargetsAnySubject(ctx context.Context, jobID string) (string, error) {
 	var subject string
 	_, err := retryLostConnection(ctx, func() error {
-		return s.Pool.QueryRow(ctx, jobTargetsAnySubject, jobID).Scan(&subject)
+		return s.pool.QueryRow(ctx, jobTargetsAnySubject, jobID).Scan(&subject)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", nil

@@ -69,7 +69,7 @@ func (s *Store) JobsList(ctx context.Context, f JobsFilter) ([]JobListed, error)
 	}
 	var jobs []JobListed
 	_, err := retryLostConnection(ctx, func() error {
-		rows, err := s.Pool.Query(ctx, jobsList, nullable(f.Consumer), nullable(f.Status), nullableTime(f.Since), limit)
+		rows, err := s.pool.Query(ctx, jobsList, nullable(f.Consumer), nullable(f.Status), nullableTime(f.Since), limit)
 		if err != nil {
 			return err
 		}

@@ -19,11 +19,11 @@ func TestJobsListCountsEachJobInOneQuery(t *testing.T) {
 		if j.ID == "job-old" {
 			j.Consumer = "shipping"
 		}
-		if err := ledger.JobsInsert(ctx, store.Pool, j); err != nil {
+		if err := ledger.JobsInsert(ctx, store.Pool(), j); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := ledger.JobTargetsInsert(ctx, store.Pool, []ledger.JobTarget{
+	if _, err := ledger.JobTargetsInsert(ctx, store.Pool(), []ledger.JobTarget{
 		{JobID: "job-c", EventID: "ok", StreamSeq: 1, OriginalSubject: "billing.charge", FailureReason: "timeout", Status: "published"},
 		{JobID: "job-c", EventID: "gone", StreamSeq: 2, OriginalSubject: "billing.charge", FailureReason: "timeout", Status: "failed"},
 	}); err != nil {
@@ -80,7 +80,7 @@ func TestJobsListCountsEachJobInOneQuery(t *testing.T) {
 func TestJobsSetPaceAuditsBeforeAndAfterAndRefusesFinishedJobs(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-p")); err != nil {
+	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-p")); err != nil {
 		t.Fatal(err)
 	}
 	rate, inFlight := 5.0, 7
@@ -107,7 +107,7 @@ func TestJobsSetPaceAuditsBeforeAndAfterAndRefusesFinishedJobs(t *testing.T) {
 		t.Fatalf("audit %+v, %v", entries, err)
 	}
 
-	if _, err := store.Pool.Exec(ctx, `update jobs set status = 'completed' where id = 'job-p'`); err != nil {
+	if _, err := store.Pool().Exec(ctx, `update jobs set status = 'completed' where id = 'job-p'`); err != nil {
 		t.Fatal(err)
 	}
 	_, err = store.JobsSetPace(ctx, ledger.PaceChange{JobID: "job-p", Pace: ledger.JobPace{Rate: &rate}, From: ledger.UnfinishedJobStatuses, Actor: "erin"})

@@ -66,7 +66,7 @@ func (s *Store) sessionLock(ctx context.Context, key, action string, held error)
 
 // acquire takes the lock on a new pooled connection, returned held.
 func (l *SessionLock) acquire(ctx context.Context) (*pgxpool.Conn, error) {
-	conn, err := l.store.Pool.Acquire(ctx)
+	conn, err := l.store.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: acquire a ledger connection: %w", l.action, err)
 	}

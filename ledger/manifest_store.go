@@ -44,7 +44,7 @@ func (s *Store) JobManifestsGet(ctx context.Context, jobID string) ([]byte, erro
 	var sum *string
 	var body []byte
 	_, err := retryLostConnection(ctx, func() error {
-		return s.Pool.QueryRow(ctx, jobManifestsGet, jobID).Scan(&sum, &body)
+		return s.pool.QueryRow(ctx, jobManifestsGet, jobID).Scan(&sum, &body)
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):

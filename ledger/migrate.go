@@ -120,7 +120,7 @@ func (s *Store) Migrate(ctx context.Context) (MigrateResult, error) {
 	if err != nil {
 		return res, err
 	}
-	conn, err := s.Pool.Acquire(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return res, fmt.Errorf("%w: migrate: acquire a connection: %w", ErrUnavailable, err)
 	}
@@ -209,7 +209,7 @@ func (s *Store) SchemaVersion(ctx context.Context) (current, wanted int, err err
 	if err != nil {
 		return 0, 0, err
 	}
-	err = s.Pool.QueryRow(ctx, migrationsMaxVersion).Scan(&current)
+	err = s.pool.QueryRow(ctx, migrationsMaxVersion).Scan(&current)
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == pgUndefinedTable {
 		return 0, wanted, nil
 	}
@@ -256,7 +256,7 @@ func (s *Store) missingMigrations(ctx context.Context) ([]string, error) {
 		versions[i] = m.version
 		names[m.version] = m.name
 	}
-	rows, err := s.Pool.Query(ctx, migrationsMissing, versions)
+	rows, err := s.pool.Query(ctx, migrationsMissing, versions)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger's applied migrations: %w", err)
 	}

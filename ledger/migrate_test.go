@@ -52,7 +52,7 @@ func TestMigrateTwice(t *testing.T) {
 	}
 	var version int
 	var name string
-	if err := store.Pool.QueryRow(t.Context(), "select version, name from replayctl_migrations order by version limit 1").Scan(&version, &name); err != nil {
+	if err := store.Pool().QueryRow(t.Context(), "select version, name from replayctl_migrations order by version limit 1").Scan(&version, &name); err != nil {
 		t.Fatal(err)
 	}
 	if version != 1 || name != "0001_init" {
@@ -111,7 +111,7 @@ func TestMigrateWaitsOnlyForItsOwnSchema(t *testing.T) {
 	other := openStore(t, pgtest.URL(t))
 
 	// Hold busy's migration lock the way a second replayctl migrate would.
-	holder, err := busy.Pool.Acquire(t.Context())
+	holder, err := busy.Pool().Acquire(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestCheckSchema(t *testing.T) {
 		t.Fatalf("CheckSchema after migrate = %v", err)
 	}
 
-	if _, err := store.Pool.Exec(t.Context(), "insert into replayctl_migrations (version, name) values (9999, '9999_future')"); err != nil {
+	if _, err := store.Pool().Exec(t.Context(), "insert into replayctl_migrations (version, name) values (9999, '9999_future')"); err != nil {
 		t.Fatal(err)
 	}
 	err = store.CheckSchema(t.Context())
@@ -188,7 +188,7 @@ func TestCheckSchemaNamesAMissingEarlierMigration(t *testing.T) {
 	if _, err := store.Migrate(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Pool.Exec(t.Context(), "delete from replayctl_migrations where version = 1"); err != nil {
+	if _, err := store.Pool().Exec(t.Context(), "delete from replayctl_migrations where version = 1"); err != nil {
 		t.Fatal(err)
 	}
 	err := store.CheckSchema(t.Context())

@@ -44,7 +44,7 @@ select coalesce(lease_owner, completed_by, '') collate "C" as owner,
 func (s *Store) EffectsJobOwners(ctx context.Context, consumer string, version int, jobID string) ([]OwnerShare, error) {
 	out := []OwnerShare{}
 	_, err := retryLostConnection(ctx, func() error {
-		rows, err := s.Pool.Query(ctx, effectsJobOwners, consumer, version, jobID)
+		rows, err := s.pool.Query(ctx, effectsJobOwners, consumer, version, jobID)
 		if err != nil {
 			return err
 		}

@@ -16,7 +16,7 @@ func TestEffectsJobOwnersGivesEachInstanceItsShare(t *testing.T) {
 	lease := func(id, owner string, d time.Duration) ledger.EffectKey {
 		t.Helper()
 		key := ledger.EffectKey{Consumer: "billing", EventID: id, EffectVersion: 2}
-		ok, err := ledger.EffectsClaim(ctx, store.Pool, ledger.EffectClaim{Key: key, RequestHash: "sha256:" + id,
+		ok, err := ledger.EffectsClaim(ctx, store.Pool(), ledger.EffectClaim{Key: key, RequestHash: "sha256:" + id,
 			RequestHashAlg: "canonical-json-v1", Owner: owner, Lease: d, JobID: "job-o"})
 		if err != nil || !ok {
 			t.Fatalf("claim %s for %s: %t %v", id, owner, ok, err)
@@ -25,7 +25,7 @@ func TestEffectsJobOwnersGivesEachInstanceItsShare(t *testing.T) {
 	}
 	complete := func(key ledger.EffectKey, owner, kind string) {
 		t.Helper()
-		ok, err := ledger.EffectsComplete(ctx, store.Pool, ledger.EffectCompletion{Key: key, Owner: owner, ResultHash: "sha256:r",
+		ok, err := ledger.EffectsComplete(ctx, store.Pool(), ledger.EffectCompletion{Key: key, Owner: owner, ResultHash: "sha256:r",
 			ResultBody: []byte(`{}`), OutcomeKind: kind, ExternalRefs: []byte(`[]`), ResultRetention: time.Hour, EvidenceRetention: time.Hour})
 		if err != nil || !ok {
 			t.Fatalf("complete %s for %s: %t %v", key.EventID, owner, ok, err)
@@ -37,11 +37,11 @@ func TestEffectsJobOwnersGivesEachInstanceItsShare(t *testing.T) {
 	complete(lease("b1", "host-b", time.Minute), "host-b", "")
 	lease("b2", "host-b", time.Millisecond) // lapses: host-b died holding it
 	uncertain := lease("b3", "host-b", time.Minute)
-	if ok, err := ledger.EffectsMarkUncertain(ctx, store.Pool, ledger.EffectUncertainty{Key: uncertain, Owner: "host-b", ExternalRefs: []byte(`[]`), LastError: "timeout"}); err != nil || !ok {
+	if ok, err := ledger.EffectsMarkUncertain(ctx, store.Pool(), ledger.EffectUncertainty{Key: uncertain, Owner: "host-b", ExternalRefs: []byte(`[]`), LastError: "timeout"}); err != nil || !ok {
 		t.Fatalf("mark uncertain: %t %v", ok, err)
 	}
 	released := lease("c1", "host-c", time.Minute)
-	if ok, err := ledger.EffectsRelease(ctx, store.Pool, released, "host-c", "broker unavailable"); err != nil || !ok {
+	if ok, err := ledger.EffectsRelease(ctx, store.Pool(), released, "host-c", "broker unavailable"); err != nil || !ok {
 		t.Fatalf("release: %t %v", ok, err)
 	}
 	// Another job's row and a row completed before migration 0022 (no completed_by).

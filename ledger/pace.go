@@ -40,7 +40,7 @@ returning pace_rate, pace_max_in_flight`
 // missing job matches ErrJobNotFound, one in a status not in c.From ErrJobStatus (nothing changed).
 func (s *Store) JobsSetPace(ctx context.Context, c PaceChange) (PaceChanged, error) {
 	var res PaceChanged
-	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, jobsPaceLock, c.JobID).Scan(&res.Status, &res.ManifestDigest, &res.Before.Rate, &res.Before.MaxInFlight)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w: the ledger has no job %q; plan and record it with `replayctl plan`", ErrJobNotFound, c.JobID)

@@ -314,7 +314,7 @@ type PlanExclusion struct {
 
 // PlanBegin opens a plan session and creates its scan table.
 func (s *Store) PlanBegin(ctx context.Context) (*PlanSession, error) {
-	conn, err := s.Pool.Acquire(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("plan: acquire a ledger connection: %w", err)
 	}

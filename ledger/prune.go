@@ -191,7 +191,7 @@ func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport
 		return nil, err
 	}
 	consumer := nullable(opts.Consumer)
-	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "set local statement_timeout = 0"); err != nil {
 			return err
 		}
@@ -250,7 +250,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (*PruneReport, err
 		// The audit entry must be written even when ctx ended the run, so it gets its own deadline.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 		defer cancel()
-		if aerr := AuditInsert(actx, s.Pool, AuditEntry{Actor: opts.Actor, Action: "ledger.prune", Details: r.auditDetails()}); aerr != nil {
+		if aerr := AuditInsert(actx, s.pool, AuditEntry{Actor: opts.Actor, Action: "ledger.prune", Details: r.auditDetails()}); aerr != nil {
 			err = errors.Join(err, fmt.Errorf("ledger prune of %s: %w", r.scope(), aerr))
 		}
 	}
@@ -278,7 +278,7 @@ func (s *Store) pruneStart(ctx context.Context, opts *PruneOptions, dryRun bool)
 		}
 	}
 	var asOf, now time.Time
-	if err := s.Pool.QueryRow(ctx, pruneResolveAsOf, nullableTime(opts.AsOf)).Scan(&asOf, &now); err != nil {
+	if err := s.pool.QueryRow(ctx, pruneResolveAsOf, nullableTime(opts.AsOf)).Scan(&asOf, &now); err != nil {
 		return nil, fmt.Errorf("ledger prune: read the database clock: %w", err)
 	}
 	if !dryRun && asOf.After(now) {
@@ -354,7 +354,7 @@ func (p *pruner) effects(ctx context.Context, consumer, query string, horizon ti
 		var changed, read int64
 		var event *string
 		var version *int
-		err := pgx.BeginFunc(ctx, p.store.Pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, p.store.pool, func(tx pgx.Tx) error {
 			if err := LockConsumerExecutions(ctx, tx, consumer); err != nil {
 				return err
 			}
@@ -382,7 +382,7 @@ func (p *pruner) incidents(ctx context.Context) error {
 			return err
 		}
 		var changed int64
-		if err := p.store.Pool.QueryRow(ctx, pruneIncidentsBatch, consumer, p.report.IncidentsBefore, p.opts.BatchSize).Scan(&changed); err != nil {
+		if err := p.store.pool.QueryRow(ctx, pruneIncidentsBatch, consumer, p.report.IncidentsBefore, p.opts.BatchSize).Scan(&changed); err != nil {
 			return fmt.Errorf("prune the incidents of %s: %w", p.report.scope(), err)
 		}
 		if changed == 0 {

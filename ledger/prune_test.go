@@ -51,7 +51,7 @@ func seedRows(t *testing.T, store *ledger.Store, rows ...lifecycleRows) {
 // of them still have a result body and a result hash.
 func countRows(t *testing.T, store *ledger.Store, consumer, prefix string) (rows, bodies, hashes int) {
 	t.Helper()
-	err := store.Pool.QueryRow(t.Context(), `
+	err := store.Pool().QueryRow(t.Context(), `
 select count(*), count(result_body), count(result_hash) from effects
  where consumer = $1 and starts_with(event_id, $2)`, consumer, prefix).Scan(&rows, &bodies, &hashes)
 	if err != nil {
@@ -65,7 +65,7 @@ select count(*), count(result_body), count(result_hash) from effects
 func ledgerSnapshot(t *testing.T, store *ledger.Store) string {
 	t.Helper()
 	var s string
-	err := store.Pool.QueryRow(t.Context(), `
+	err := store.Pool().QueryRow(t.Context(), `
 select md5(coalesce((select string_agg(e::text, ',' order by consumer, event_id, effect_version) from effects e), '') ||
            coalesce((select string_agg(i::text, ',' order by id) from effect_incidents i), '') ||
            coalesce((select string_agg(a::text, ',' order by id) from audit a), ''))`).Scan(&s)
@@ -80,7 +80,7 @@ select md5(coalesce((select string_agg(e::text, ',' order by consumer, event_id,
 func ledgerOutcome(t *testing.T, store *ledger.Store) string {
 	t.Helper()
 	var s string
-	err := store.Pool.QueryRow(t.Context(), `
+	err := store.Pool().QueryRow(t.Context(), `
 select coalesce(string_agg(concat_ws('|', consumer, event_id, effect_version, state, result_hash, result_body is null),
                            ',' order by consumer, event_id, effect_version), '')
   from effects`).Scan(&s)
@@ -180,7 +180,7 @@ func TestPruneDryRunCountsWhatTheRunThenDoes(t *testing.T) {
 	}
 
 	var actor, details string
-	if err := store.Pool.QueryRow(t.Context(), `select actor, details::text from audit where action = 'ledger.prune'`).Scan(&actor, &details); err != nil {
+	if err := store.Pool().QueryRow(t.Context(), `select actor, details::text from audit where action = 'ledger.prune'`).Scan(&actor, &details); err != nil {
 		t.Fatalf("one audit entry of the prune: %v", err)
 	}
 	for _, want := range []string{`"tombstoned": 8`, `"rows": 0`, `"bodies": 7`, `"scope": "consumer billing"`, `"interrupted": false`,
@@ -225,7 +225,7 @@ func TestPruneInterruptedAfterOneBatchThenRerunEndsInTheSameState(t *testing.T) 
 		t.Fatalf("%d old rows not yet tombstones after one committed batch of 3, want 7", n)
 	}
 	var details string
-	if err := interrupted.Pool.QueryRow(t.Context(), `select details::text from audit where action = 'ledger.prune'`).Scan(&details); err != nil ||
+	if err := interrupted.Pool().QueryRow(t.Context(), `select details::text from audit where action = 'ledger.prune'`).Scan(&details); err != nil ||
 		!strings.Contains(details, `"interrupted": true`) || !strings.Contains(details, `"tombstoned": 3`) {
 		t.Fatalf("audit of the interrupted prune: %q, %v", details, err)
 	}
@@ -269,7 +269,7 @@ select now(), 'billing', 'evt-' || i, 1, 'payload_conflict', 'k' || i from gener
 
 	ahead := opts
 	var now time.Time
-	if err := store.Pool.QueryRow(t.Context(), "select now()").Scan(&now); err != nil {
+	if err := store.Pool().QueryRow(t.Context(), "select now()").Scan(&now); err != nil {
 		t.Fatal(err)
 	}
 	ahead.AsOf = now.Add(3 * 24 * time.Hour)
@@ -369,10 +369,10 @@ func BenchmarkLifecycleMillionRows(b *testing.B) {
 	}
 	store := pgtest.Ledger(b)
 	ctx := b.Context()
-	if _, err := store.Pool.Exec(ctx, `set statement_timeout = 0`); err != nil {
+	if _, err := store.Pool().Exec(ctx, `set statement_timeout = 0`); err != nil {
 		b.Fatal(err)
 	}
-	_, err := store.Pool.Exec(ctx, `
+	_, err := store.Pool().Exec(ctx, `
 insert into effects (consumer, event_id, effect_version, state, request_hash, result_hash, result_body,
                      replay_until, evidence_until, created_at)
 select 'billing', 'evt-' || lpad(i::text, 8, '0'), 1, 'completed', 'sha256:' || i, 'sha256:r' || i,
@@ -384,7 +384,7 @@ select 'billing', 'evt-' || lpad(i::text, 8, '0'), 1, 'completed', 'sha256:' || 
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := store.Pool.Exec(ctx, `analyze effects`); err != nil {
+	if _, err := store.Pool().Exec(ctx, `analyze effects`); err != nil {
 		b.Fatal(err)
 	}
 	opts := ledger.PruneOptions{Consumer: "billing", Actor: "bench"}

@@ -37,7 +37,7 @@ select greatest((select max(effect_version) from effects where consumer = $1),
 // its effects and from the version registry (a registered version may have no effects yet), or 0.
 func (s *Store) EffectVersionsMaxKnown(ctx context.Context, consumer string) (int, error) {
 	var v int
-	if err := s.Pool.QueryRow(ctx, effectVersionsMaxKnown, consumer).Scan(&v); err != nil {
+	if err := s.pool.QueryRow(ctx, effectVersionsMaxKnown, consumer).Scan(&v); err != nil {
 		return 0, fmt.Errorf("read the highest effect version of consumer %q: %w", consumer, err)
 	}
 	return v, nil
@@ -118,7 +118,7 @@ const jobsGet = `select ` + jobColumns + ` from jobs where id = $1`
 func (s *Store) JobsGet(ctx context.Context, id string) (Job, error) {
 	var j Job
 	_, err := retryLostConnection(ctx, func() (err error) {
-		j, err = jobScan(s.Pool.QueryRow(ctx, jobsGet, id))
+		j, err = jobScan(s.pool.QueryRow(ctx, jobsGet, id))
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -195,7 +195,7 @@ select id, at, actor, coalesce(job_id, ''), coalesce(manifest_digest, ''), actio
 
 // AuditList returns the audit entries of jobID, oldest first.
 func (s *Store) AuditList(ctx context.Context, jobID string) ([]AuditEntry, error) {
-	rows, err := s.Pool.Query(ctx, auditList, jobID)
+	rows, err := s.pool.Query(ctx, auditList, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("read the audit log of job %s: %w", jobID, err)
 	}
@@ -248,7 +248,7 @@ const jobTargetsCount = `select status, count(*) from job_targets where job_id =
 func (s *Store) JobTargetsCount(ctx context.Context, jobID string) (map[string]int64, error) {
 	var counts map[string]int64
 	_, err := retryLostConnection(ctx, func() error {
-		rows, err := s.Pool.Query(ctx, jobTargetsCount, jobID)
+		rows, err := s.pool.Query(ctx, jobTargetsCount, jobID)
 		if err != nil {
 			return err
 		}

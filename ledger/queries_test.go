@@ -41,7 +41,7 @@ func TestEffectVersionsMaxKnown(t *testing.T) {
 	}
 
 	// A registered version may have no effects yet; it still counts.
-	if _, err := store.Pool.Exec(ctx, `insert into effect_versions (consumer, effect_version, state, registered_by)
+	if _, err := store.Pool().Exec(ctx, `insert into effect_versions (consumer, effect_version, state, registered_by)
 		values ('billing', 5, 'executing', 'alice'), ('billing', 4, 'completed', 'alice'), ('audit', 2, 'live', 'bob')`); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestJobsInsertAndGet(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	want := sampleJob("job-1")
-	if err := ledger.JobsInsert(ctx, store.Pool, want); err != nil {
+	if err := ledger.JobsInsert(ctx, store.Pool(), want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := store.JobsGet(ctx, "job-1")
@@ -88,7 +88,7 @@ func TestJobsInsertAndGet(t *testing.T) {
 		t.Errorf("JobsGet\n got %+v\nwant %+v", got, want)
 	}
 
-	err = ledger.JobsInsert(ctx, store.Pool, sampleJob("job-1"))
+	err = ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-1"))
 	if !errors.Is(err, ledger.ErrConflict) {
 		t.Fatalf("duplicate id: %v, want ErrConflict", err)
 	}
@@ -102,7 +102,7 @@ func TestJobsInsertDefaults(t *testing.T) {
 	ctx := t.Context()
 	j := sampleJob("job-2")
 	j.Ticket, j.CreatedAt = "", time.Time{}
-	if err := ledger.JobsInsert(ctx, store.Pool, j); err != nil {
+	if err := ledger.JobsInsert(ctx, store.Pool(), j); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, store, "select count(*) from jobs where ticket is null and created_at > now() - interval '1 minute'"); n != 1 {
@@ -117,7 +117,7 @@ func TestJobsInsertDefaults(t *testing.T) {
 func TestJobsInsertInACallersTransaction(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	tx, err := store.Pool.Begin(ctx)
+	tx, err := store.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestAudit(t *testing.T) {
 		{At: at, Actor: "carol", JobID: "job-1", Action: "cancel"},
 	}
 	for _, e := range entries {
-		if err := ledger.AuditInsert(ctx, store.Pool, e); err != nil {
+		if err := ledger.AuditInsert(ctx, store.Pool(), e); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -185,7 +185,7 @@ func TestAudit(t *testing.T) {
 func TestJobTargets(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-1")); err != nil {
+	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-1")); err != nil {
 		t.Fatal(err)
 	}
 	targets := []ledger.JobTarget{
@@ -193,7 +193,7 @@ func TestJobTargets(t *testing.T) {
 		{JobID: "job-1", EventID: "e2", StreamSeq: 11, OriginalSubject: "billing.charge", FailureReason: "timeout"},
 		{JobID: "job-1", EventID: "e3", StreamSeq: 12, OriginalSubject: "billing.refund", FailureReason: "5xx", Status: "published"},
 	}
-	if n, err := ledger.JobTargetsInsert(ctx, store.Pool, targets); err != nil || n != 3 {
+	if n, err := ledger.JobTargetsInsert(ctx, store.Pool(), targets); err != nil || n != 3 {
 		t.Fatalf("JobTargetsInsert = %d, %v", n, err)
 	}
 	counts, err := store.JobTargetsCount(ctx, "job-1")
@@ -204,7 +204,7 @@ func TestJobTargets(t *testing.T) {
 		t.Errorf("counts %v, want %v", counts, want)
 	}
 
-	_, err = ledger.JobTargetsInsert(ctx, store.Pool, targets[2:])
+	_, err = ledger.JobTargetsInsert(ctx, store.Pool(), targets[2:])
 	if !errors.Is(err, ledger.ErrConflict) || !strings.Contains(err.Error(), "record 1 job targets") {
 		t.Errorf("duplicate target: %v, want ErrConflict", err)
 	}

@@ -149,7 +149,7 @@ func (s *Store) EffectsUncertainPage(ctx context.Context, f UncertainFilter, aft
 	if f.Stuck {
 		query, args, what = effectsStuckPage, append(args, StuckLeaseAfter.Milliseconds()), "stuck leases"
 	}
-	rows, err := s.Pool.Query(ctx, query, args...)
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list the %s of consumer %s: %w", what, f.Consumer, err)
 	}
@@ -184,7 +184,7 @@ const effectsOfEventForReview = uncertainRowFrom + `
 // columns reconcile reads (Age counts from updated_at whatever the state): what a person resolving
 // it is shown, and the version for the compare-and-set.
 func (s *Store) EffectsOfEventForReview(ctx context.Context, consumer, eventID string) ([]UncertainRow, error) {
-	rows, err := s.Pool.Query(ctx, effectsOfEventForReview, consumer, eventID)
+	rows, err := s.pool.Query(ctx, effectsOfEventForReview, consumer, eventID)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
 	}
@@ -352,7 +352,7 @@ func (s *Store) EffectsReconcileApply(ctx context.Context, b ReconcileBatch) ([]
 		refs[i], notes[i] = effectsRefs(v.FoundRefs), v.Note
 		seenUpdated[i], seenReviewed[i], stuck[i], resolved[i] = v.SeenUpdatedAt, v.SeenReviewedAt, v.Stuck, v.Resolved
 	}
-	rows, err := s.Pool.Query(ctx, effectsReconcileApply, b.Consumer, ids, versions, verdicts, refs, notes,
+	rows, err := s.pool.Query(ctx, effectsReconcileApply, b.Consumer, ids, versions, verdicts, refs, notes,
 		seenUpdated, seenReviewed, b.Actor, b.RunID, stuck, StuckLeaseAfter.Milliseconds(), resolved)
 	if err != nil {
 		return nil, fmt.Errorf("apply %d look-up verdicts to the uncertain rows of consumer %s: %w", n, b.Consumer, err)

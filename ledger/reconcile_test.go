@@ -75,7 +75,7 @@ func TestEffectsUncertainPageListsOneConsumersUncertainRowsInKeysetPages(t *test
 		t.Errorf("--job job-1 listed %v", got)
 	}
 
-	if _, err := store.Pool.Exec(t.Context(), `update effects set updated_at = now() - interval '2 hours'
+	if _, err := store.Pool().Exec(t.Context(), `update effects set updated_at = now() - interval '2 hours'
 		where consumer = 'billing' and event_id in ('u-3', 'u-4')`); err != nil {
 		t.Fatal(err)
 	}
@@ -92,17 +92,17 @@ func TestEffectsReconcileApplySettlesRowsTargetsAndAuditTogether(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	seedReconcileRows(t, store, 4)
-	if _, err := store.Pool.Exec(ctx, `update effects set calls_started = 2, effect_count = 1,
+	if _, err := store.Pool().Exec(ctx, `update effects set calls_started = 2, effect_count = 1,
 		external_refs = '[{"kind":"payments.charge","target":"payments-api","ref":"ch_1"}]', job_id = 'job-1'
 		where consumer = 'billing' and event_id = 'u-0'`); err != nil {
 		t.Fatal(err)
 	}
-	if err := ledger.JobsInsert(ctx, store.Pool, ledger.Job{ID: "job-1", Consumer: "billing", Status: ledger.JobCompleted,
+	if err := ledger.JobsInsert(ctx, store.Pool(), ledger.Job{ID: "job-1", Consumer: "billing", Status: ledger.JobCompleted,
 		ManifestDigest: "sha256:dd", EffectVersionFrom: 0, EffectVersionTo: 1, Reason: "test", Stream: "DLQ",
 		LedgerStateDigest: "sha256:ee", CreatedBy: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ledger.JobTargetsInsert(ctx, store.Pool, []ledger.JobTarget{
+	if _, err := ledger.JobTargetsInsert(ctx, store.Pool(), []ledger.JobTarget{
 		{JobID: "job-1", EventID: "u-0", StreamSeq: 1, OriginalSubject: "billing.x", FailureReason: "timeout", Status: ledger.TargetUncertain},
 	}); err != nil {
 		t.Fatal(err)
@@ -113,7 +113,7 @@ func TestEffectsReconcileApplySettlesRowsTargetsAndAuditTogether(t *testing.T) {
 			FoundRefs: json.RawMessage(found), SeenUpdatedAt: r.UpdatedAt, SeenReviewedAt: r.ReviewedAt}
 	}
 	// u-3 stops being uncertain between list and apply: the compare-and-set must leave it alone.
-	if _, err := store.Pool.Exec(ctx, `update effects set state = 'completed', updated_at = now() where consumer = 'billing' and event_id = 'u-3'`); err != nil {
+	if _, err := store.Pool().Exec(ctx, `update effects set state = 'completed', updated_at = now() where consumer = 'billing' and event_id = 'u-3'`); err != nil {
 		t.Fatal(err)
 	}
 	batch := ledger.ReconcileBatch{Consumer: "billing", Actor: "alice", RunID: "run-1", Verdicts: []ledger.ReconcileVerdict{
@@ -138,7 +138,7 @@ func TestEffectsReconcileApplySettlesRowsTargetsAndAuditTogether(t *testing.T) {
 	var state, refs string
 	var effectCount int
 	var reviewState, verdictCol, by *string
-	if err := store.Pool.QueryRow(ctx, `select state, external_refs::text, effect_count, review_state, review_verdict, reviewed_by
+	if err := store.Pool().QueryRow(ctx, `select state, external_refs::text, effect_count, review_state, review_verdict, reviewed_by
 		from effects where consumer = 'billing' and event_id = 'u-0'`).Scan(&state, &refs, &effectCount, &reviewState, &verdictCol, &by); err != nil {
 		t.Fatal(err)
 	}

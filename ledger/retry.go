@@ -98,7 +98,7 @@ func (s *Store) inTx(ctx context.Context, applied func(context.Context) (bool, e
 			}
 		}
 		attempted = true
-		return pgx.BeginFunc(ctx, s.Pool, fn)
+		return pgx.BeginFunc(ctx, s.pool, fn)
 	})
 	return err
 }

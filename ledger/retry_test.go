@@ -19,10 +19,10 @@ import (
 // pg_terminate_backend or a server restart.
 func killIdleSession(t *testing.T, admin, worker *ledger.Store) {
 	t.Helper()
-	if n := worker.Pool.Stat().TotalConns(); n != 1 {
+	if n := worker.Pool().Stat().TotalConns(); n != 1 {
 		t.Fatalf("the worker pool holds %d connections, want 1 so the dead one is the one it hands out", n)
 	}
-	conn, err := worker.Pool.Acquire(t.Context())
+	conn, err := worker.Pool().Acquire(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestEffectsCompleteIsSentAgainAfterItsSessionWasKilled(t *testing.T) {
 	claim(t, admin, claimFor("a", "sha256:1"))
 
 	killIdleSession(t, admin, worker)
-	ok, err := ledger.EffectsComplete(t.Context(), worker.Pool, completion("a", "sha256:r"))
+	ok, err := ledger.EffectsComplete(t.Context(), worker.Pool(), completion("a", "sha256:r"))
 	if err != nil || !ok {
 		t.Fatalf("complete after a killed session: recorded %v, %v; want it sent again and recorded", ok, err)
 	}
@@ -63,17 +63,17 @@ func TestEffectsCompleteAppliedBeforeItsAnswerWasLostCountsAsRecorded(t *testing
 	admin, url := pgtest.LedgerWithURL(t)
 	worker := openStore(t, url)
 	claim(t, admin, claimFor("a", "sha256:1"))
-	if ok, err := ledger.EffectsComplete(t.Context(), admin.Pool, completion("a", "sha256:r")); err != nil || !ok {
+	if ok, err := ledger.EffectsComplete(t.Context(), admin.Pool(), completion("a", "sha256:r")); err != nil || !ok {
 		t.Fatalf("first completion: %v, %v", ok, err)
 	}
 
 	killIdleSession(t, admin, worker)
-	if ok, err := ledger.EffectsComplete(t.Context(), worker.Pool, completion("a", "sha256:r")); err != nil || !ok {
+	if ok, err := ledger.EffectsComplete(t.Context(), worker.Pool(), completion("a", "sha256:r")); err != nil || !ok {
 		t.Fatalf("the same completion sent again after a lost answer: %v, %v; want recorded", ok, err)
 	}
 	// Another outcome in the row is not ours, lost answer or not.
 	killIdleSession(t, admin, worker)
-	if ok, err := ledger.EffectsComplete(t.Context(), worker.Pool, completion("a", "sha256:other")); err != nil || ok {
+	if ok, err := ledger.EffectsComplete(t.Context(), worker.Pool(), completion("a", "sha256:other")); err != nil || ok {
 		t.Fatalf("a completion whose result the row does not hold: %v, %v; want not recorded", ok, err)
 	}
 }
@@ -83,17 +83,17 @@ func TestEffectsMarkUncertainAppliedBeforeItsAnswerWasLostCountsAsMarked(t *test
 	worker := openStore(t, url)
 	claim(t, admin, claimFor("a", "sha256:1"))
 	u := ledger.EffectUncertainty{Key: effectKey, Owner: "a", EffectCount: 1, LastError: "timeout after the charge was sent"}
-	if ok, err := ledger.EffectsMarkUncertain(t.Context(), admin.Pool, u); err != nil || !ok {
+	if ok, err := ledger.EffectsMarkUncertain(t.Context(), admin.Pool(), u); err != nil || !ok {
 		t.Fatalf("first mark: %v, %v", ok, err)
 	}
 
 	killIdleSession(t, admin, worker)
-	if ok, err := ledger.EffectsMarkUncertain(t.Context(), worker.Pool, u); err != nil || !ok {
+	if ok, err := ledger.EffectsMarkUncertain(t.Context(), worker.Pool(), u); err != nil || !ok {
 		t.Fatalf("the same mark sent again after a lost answer: %v, %v; want marked", ok, err)
 	}
 	u.Owner = "b"
 	killIdleSession(t, admin, worker)
-	if ok, err := ledger.EffectsMarkUncertain(t.Context(), worker.Pool, u); err != nil || ok {
+	if ok, err := ledger.EffectsMarkUncertain(t.Context(), worker.Pool(), u); err != nil || ok {
 		t.Fatalf("another owner's mark: %v, %v; want not marked", ok, err)
 	}
 }
@@ -162,15 +162,15 @@ func TestEffectsCallStartedIsIdempotentAndSentAgainAfterItsSessionWasKilled(t *t
 	worker := openStore(t, url)
 	hit := hitFor(t)
 	claim(t, admin, claimFor("a", "sha256:1"))
-	hit(ledger.EffectsCallStarted(t.Context(), admin.Pool, effectKey, "a", 2))
-	hit(ledger.EffectsCallStarted(t.Context(), admin.Pool, effectKey, "a", 1))
-	hit(ledger.EffectsCallStarted(t.Context(), admin.Pool, effectKey, "a", 2))
+	hit(ledger.EffectsCallStarted(t.Context(), admin.Pool(), effectKey, "a", 2))
+	hit(ledger.EffectsCallStarted(t.Context(), admin.Pool(), effectKey, "a", 1))
+	hit(ledger.EffectsCallStarted(t.Context(), admin.Pool(), effectKey, "a", 2))
 	if r := effectRow(t, admin); r.CallsStarted != 2 {
 		t.Fatalf("calls_started %d after calls 2, 1 and 2 again; want 2", r.CallsStarted)
 	}
 
 	killIdleSession(t, admin, worker)
-	if ok, err := ledger.EffectsCallStarted(t.Context(), worker.Pool, effectKey, "a", 3); err != nil || !ok {
+	if ok, err := ledger.EffectsCallStarted(t.Context(), worker.Pool(), effectKey, "a", 3); err != nil || !ok {
 		t.Fatalf("call started after a killed session: %v, %v; want it sent again", ok, err)
 	}
 	if r := effectRow(t, admin); r.CallsStarted != 3 {

@@ -70,7 +70,7 @@ func OpenFreshSchema(ctx context.Context, databaseURL, schema string, waiting fu
 		base.Close()
 	}
 	ident := pgx.Identifier{schema}.Sanitize()
-	if _, err := base.Pool.Exec(ctx, "drop schema if exists "+ident+" cascade; create schema "+ident); err != nil {
+	if _, err := base.pool.Exec(ctx, "drop schema if exists "+ident+" cascade; create schema "+ident); err != nil {
 		freeSchema()
 		return nil, nil, fmt.Errorf("recreate schema %s: %w", schema, err)
 	}
@@ -90,7 +90,7 @@ func OpenFreshSchema(ctx context.Context, databaseURL, schema string, waiting fu
 
 // lockFreshSchema takes schema's lock on a connection of base it keeps until unlock.
 func lockFreshSchema(ctx context.Context, base *Store, schema string, waiting func()) (unlock func(), err error) {
-	conn, err := base.Pool.Acquire(ctx)
+	conn, err := base.pool.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lock schema %s: acquire a connection: %w", schema, err)
 	}

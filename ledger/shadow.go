@@ -56,7 +56,7 @@ func (s *Store) JobTargetsSample(ctx context.Context, jobID, seed string, quotas
 		reasons = append(reasons, reason)
 		counts = append(counts, int32(n))
 	}
-	rows, err := s.Pool.Query(ctx, jobTargetsSample, jobID, seed, reasons, counts)
+	rows, err := s.pool.Query(ctx, jobTargetsSample, jobID, seed, reasons, counts)
 	if err != nil {
 		return nil, fmt.Errorf("choose the shadow sample of job %s: %w", jobID, err)
 	}
@@ -77,7 +77,7 @@ select ` + shadowTargetColumns + `
 // JobTargetsPageBySeq returns up to limit targets of jobID with a stream sequence above afterSeq,
 // in stream order: a keyset page, so a pass over a million targets holds one page at a time.
 func (s *Store) JobTargetsPageBySeq(ctx context.Context, jobID string, afterSeq uint64, limit int) ([]ShadowTarget, error) {
-	rows, err := s.Pool.Query(ctx, jobTargetsPageBySeq, jobID, int64(afterSeq), limit)
+	rows, err := s.pool.Query(ctx, jobTargetsPageBySeq, jobID, int64(afterSeq), limit)
 	if err != nil {
 		return nil, fmt.Errorf("read the targets of job %s after stream sequence %d: %w", jobID, afterSeq, err)
 	}
@@ -129,7 +129,7 @@ select distinct on (event_id)
 // latest completed or reconciled effect below belowVersion with a retained body or a hash. One
 // query for the whole slice.
 func (s *Store) EffectsOriginals(ctx context.Context, consumer string, eventIDs []string, belowVersion int) (map[string]Original, error) {
-	rows, err := s.Pool.Query(ctx, effectsOriginals, consumer, eventIDs, belowVersion)
+	rows, err := s.pool.Query(ctx, effectsOriginals, consumer, eventIDs, belowVersion)
 	if err != nil {
 		return nil, fmt.Errorf("read the original results of %d events of consumer %q: %w", len(eventIDs), consumer, err)
 	}
@@ -199,7 +199,7 @@ func (s *Store) JobTargetsRecordShadow(ctx context.Context, jobID string, outcom
 		ids[i], statuses[i], comparisons[i], comparedOn[i], hashes[i], errs[i] = o.EventID, o.Status, o.Comparison, o.ComparedOn, o.ResultHash, o.Error
 		counts[i], at[i] = int32(o.EffectCount), o.ShadowedAt
 	}
-	tag, err := s.Pool.Exec(ctx, jobTargetsRecordShadow, jobID, ids, statuses, comparisons, comparedOn, hashes, counts, errs, at)
+	tag, err := s.pool.Exec(ctx, jobTargetsRecordShadow, jobID, ids, statuses, comparisons, comparedOn, hashes, counts, errs, at)
 	if err != nil {
 		return fmt.Errorf("store %d shadow outcomes of job %s: %w", n, jobID, err)
 	}
@@ -278,7 +278,7 @@ select id, job_id, manifest_digest, verdict = 'pass', sample_seed, thresholds, t
 // ErrNoVerdict when the job was never shadowed to the end.
 func (s *Store) ShadowVerdictsLatest(ctx context.Context, jobID string) (ShadowVerdict, error) {
 	var v ShadowVerdict
-	err := s.Pool.QueryRow(ctx, shadowVerdictsLatest, jobID).Scan(&v.ID, &v.JobID, &v.ManifestDigest, &v.Pass, &v.Seed,
+	err := s.pool.QueryRow(ctx, shadowVerdictsLatest, jobID).Scan(&v.ID, &v.JobID, &v.ManifestDigest, &v.Pass, &v.Seed,
 		&v.Thresholds, &v.Totals, &v.Reasons, &v.ReportPath, &v.Actor, &v.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ShadowVerdict{}, fmt.Errorf("%w: job %s has no shadow verdict; run `replayctl shadow` on its manifest first", ErrNoVerdict, jobID)
@@ -308,7 +308,7 @@ type ShadowStart struct {
 // entry, in one transaction. A job in none of Transition.From matches ErrJobStatus and is left
 // unchanged.
 func (s *Store) ShadowStart(ctx context.Context, st ShadowStart) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := JobsTransition(ctx, tx, st.Transition); err != nil {
 			return err
 		}
@@ -323,7 +323,7 @@ func (s *Store) ShadowStart(ctx context.Context, st ShadowStart) error {
 // appends the audit entry, in one transaction: execute never sees a verdict whose job is still
 // shadowing, nor a shadowed job without its verdict.
 func (s *Store) ShadowRecordVerdict(ctx context.Context, v ShadowVerdict, t JobTransition, audit AuditEntry) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := ShadowVerdictsInsert(ctx, tx, v); err != nil {
 			return err
 		}

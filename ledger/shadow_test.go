@@ -19,7 +19,7 @@ import (
 // reasons cycling over reasons.
 func shadowJob(t *testing.T, store *ledger.Store, id string, n int, reasons ...string) []ledger.JobTarget {
 	t.Helper()
-	if err := ledger.JobsInsert(t.Context(), store.Pool, sampleJob(id)); err != nil {
+	if err := ledger.JobsInsert(t.Context(), store.Pool(), sampleJob(id)); err != nil {
 		t.Fatal(err)
 	}
 	targets := make([]ledger.JobTarget, n)
@@ -27,7 +27,7 @@ func shadowJob(t *testing.T, store *ledger.Store, id string, n int, reasons ...s
 		targets[i] = ledger.JobTarget{JobID: id, EventID: fmt.Sprintf("s%03d", i), StreamSeq: int64(10 * (i + 1)),
 			OriginalSubject: "billing.charge", FailureReason: reasons[i%len(reasons)]}
 	}
-	if _, err := ledger.JobTargetsInsert(t.Context(), store.Pool, targets); err != nil {
+	if _, err := ledger.JobTargetsInsert(t.Context(), store.Pool(), targets); err != nil {
 		t.Fatal(err)
 	}
 	return targets
@@ -135,7 +135,7 @@ func TestEffectsOriginalsPicksTheLatestComparableResult(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Pool.Exec(ctx, `update effects set replay_until = now() - interval '1 second' where event_id = 'c'`); err != nil {
+	if _, err := store.Pool().Exec(ctx, `update effects set replay_until = now() - interval '1 second' where event_id = 'c'`); err != nil {
 		t.Fatal(err)
 	}
 	got, err := store.EffectsOriginals(ctx, "billing", []string{"a", "b", "c", "d", "e", "nope"}, 3)
@@ -170,7 +170,7 @@ func TestJobTargetsRecordShadowStoresOutcomesInOneStatement(t *testing.T) {
 	if err := store.JobTargetsRecordShadow(ctx, "job-r", outcomes); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := store.Pool.Query(ctx, `
+	rows, err := store.Pool().Query(ctx, `
 		select event_id || ' ' || status || ' ' || shadow_status || ' ' || coalesce(shadow_comparison, '-') || ' ' ||
 		       coalesce(shadow_compared_on, '-') || ' ' || coalesce(shadow_result_hash, '-') || ' ' ||
 		       coalesce(shadow_effect_count::text, '-') || ' ' || coalesce(shadow_error, '-') || ' ' || (shadowed_at = $2)::text
@@ -195,7 +195,7 @@ func TestJobTargetsRecordShadowStoresOutcomesInOneStatement(t *testing.T) {
 		t.Fatalf("stored\n got %q\nwant %q", got, want)
 	}
 
-	if err := ledger.JobTargetsClearShadow(ctx, store.Pool, "job-r"); err != nil {
+	if err := ledger.JobTargetsClearShadow(ctx, store.Pool(), "job-r"); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, store, `select count(*) from job_targets where job_id = 'job-r' and (shadow_status is not null or status <> 'pending')`); n != 0 {
@@ -203,7 +203,7 @@ func TestJobTargetsRecordShadowStoresOutcomesInOneStatement(t *testing.T) {
 	}
 
 	// A target that moved on to execute is not overwritten, and the write says so.
-	if _, err := store.Pool.Exec(ctx, `update job_targets set status = 'published' where event_id = 's001'`); err != nil {
+	if _, err := store.Pool().Exec(ctx, `update job_targets set status = 'published' where event_id = 's001'`); err != nil {
 		t.Fatal(err)
 	}
 	err = store.JobTargetsRecordShadow(ctx, "job-r", outcomes)
@@ -218,7 +218,7 @@ func TestJobTargetsRecordShadowStoresOutcomesInOneStatement(t *testing.T) {
 func TestShadowVerdictsLatest(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	if err := ledger.JobsInsert(ctx, store.Pool, sampleJob("job-v")); err != nil {
+	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-v")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.ShadowVerdictsLatest(ctx, "job-v"); !errors.Is(err, ledger.ErrNoVerdict) {
@@ -230,7 +230,7 @@ func TestShadowVerdictsLatest(t *testing.T) {
 	second := first
 	second.Pass, second.Reasons, second.ReportPath = true, nil, "/tmp/job.shadow.json"
 	for _, v := range []ledger.ShadowVerdict{first, second} {
-		if err := ledger.ShadowVerdictsInsert(ctx, store.Pool, v); err != nil {
+		if err := ledger.ShadowVerdictsInsert(ctx, store.Pool(), v); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -246,7 +246,7 @@ func TestShadowVerdictsLatest(t *testing.T) {
 	if err := json.Unmarshal(got.Totals, &totals); err != nil || totals["targets"] != 3 {
 		t.Fatalf("totals %s (%v)", got.Totals, err)
 	}
-	if err := ledger.ShadowVerdictsInsert(ctx, store.Pool, ledger.ShadowVerdict{JobID: "job-unknown", ManifestDigest: "x", Seed: "x",
+	if err := ledger.ShadowVerdictsInsert(ctx, store.Pool(), ledger.ShadowVerdict{JobID: "job-unknown", ManifestDigest: "x", Seed: "x",
 		Thresholds: json.RawMessage(`{}`), Totals: json.RawMessage(`{}`), Actor: "bob"}); err == nil {
 		t.Fatal("a verdict for a job that does not exist was recorded")
 	}

@@ -203,7 +203,7 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 	st := &Stats{Consumer: opts.Consumer, Window: opts.Window.String(), WindowSeconds: opts.Window.Seconds()}
 	var mismatches, lapses int64
 	u, sl := &st.Uncertain, &st.StuckLeases
-	err := s.Pool.QueryRow(ctx, ledgerStats, opts.Consumer, opts.Window.Milliseconds(), StuckLeaseAfter.Milliseconds()).Scan(
+	err := s.pool.QueryRow(ctx, ledgerStats, opts.Consumer, opts.Window.Milliseconds(), StuckLeaseAfter.Milliseconds()).Scan(
 		&st.Since, &st.Until, &st.Replay.Since, &st.Replay.Deliveries, &st.Replay.Duplicates, &mismatches, &lapses, &u.Count, &u.P95AgeSeconds,
 		&u.MaxAgeSeconds, &sl.Count, &sl.CallsStarted, &sl.OldestLapsedSeconds)
 	if err != nil {
@@ -302,7 +302,7 @@ order by 1`
 
 // EffectsConsumers returns the consumers that have effects rows, sorted.
 func (s *Store) EffectsConsumers(ctx context.Context) ([]string, error) {
-	rows, err := s.Pool.Query(ctx, effectsConsumers)
+	rows, err := s.pool.Query(ctx, effectsConsumers)
 	if err != nil {
 		return nil, fmt.Errorf("list the consumers in the ledger: %w", err)
 	}
@@ -318,7 +318,7 @@ func (s *Store) EffectsConsumers(ctx context.Context) ([]string, error) {
 // and the nearest of them, for a misspelt --consumer.
 func (s *Store) CheckConsumer(ctx context.Context, consumer string) error {
 	var known bool
-	if err := s.Pool.QueryRow(ctx, consumerKnown, consumer).Scan(&known); err != nil {
+	if err := s.pool.QueryRow(ctx, consumerKnown, consumer).Scan(&known); err != nil {
 		return fmt.Errorf("look up consumer %s in the ledger: %w", consumer, err)
 	}
 	if known {

@@ -213,13 +213,13 @@ func TestEffectIncidentsInsertRecordsTheSameIncidentOnce(t *testing.T) {
 	expiry := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 	row := ledger.EffectRow{Consumer: "billing", EventID: "evt-1", EffectVersion: 2, LeaseOwner: "billing-7f", LeaseExpiresAt: &expiry}
 	for range 2 {
-		if err := ledger.EffectIncidentsInsert(t.Context(), store.Pool, ledger.LeaseLapsedIncident(row)); err != nil {
+		if err := ledger.EffectIncidentsInsert(t.Context(), store.Pool(), ledger.LeaseLapsedIncident(row)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	later := expiry.Add(time.Minute)
 	row.LeaseExpiresAt = &later
-	if err := ledger.EffectIncidentsInsert(t.Context(), store.Pool, ledger.LeaseLapsedIncident(row)); err != nil {
+	if err := ledger.EffectIncidentsInsert(t.Context(), store.Pool(), ledger.LeaseLapsedIncident(row)); err != nil {
 		t.Fatal(err)
 	}
 	if n := queryInt(t, store, `select count(*) from effect_incidents where kind = 'lease_lapsed' and lease_owner = 'billing-7f'`); n != 2 {

@@ -26,9 +26,9 @@ const urlHint = "check --database-url / REPLAYCTL_DATABASE_URL"
 
 // Store is a connection pool to the ledger database.
 type Store struct {
-	// Pool is exported for callers that run their own transactions around the package-level
-	// functions taking a Querier, and for tests that inspect tables directly.
-	Pool *pgxpool.Pool
+	// pool is the ledger's own: every transaction is a named operation of this package, and tests
+	// that inspect tables open a pool of their own (pgtest.Pool).
+	pool *pgxpool.Pool
 	// group batches the SDK's keyed row updates; nil sends each on its own.
 	group *groupCommit
 }
@@ -68,8 +68,8 @@ func open(ctx context.Context, databaseURL string) (*Store, error) {
 		}
 		return nil, fmt.Errorf("%w: connect to %s: %w; %s", ErrUnavailable, RedactURL(databaseURL), err, hint)
 	}
-	return &Store{Pool: pool, group: newGroupCommit(pool)}, nil
+	return &Store{pool: pool, group: newGroupCommit(pool)}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be released.
-func (s *Store) Close() { s.Pool.Close() }
+func (s *Store) Close() { s.pool.Close() }

@@ -22,7 +22,7 @@ func TestOpenSetsSessionDefaults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := openStore(t, base+tt.suffix)
 			var appName, timeout string
-			if err := store.Pool.QueryRow(t.Context(), "select current_setting('application_name'), current_setting('statement_timeout')").Scan(&appName, &timeout); err != nil {
+			if err := store.Pool().QueryRow(t.Context(), "select current_setting('application_name'), current_setting('statement_timeout')").Scan(&appName, &timeout); err != nil {
 				t.Fatal(err)
 			}
 			if appName != tt.appName || timeout != tt.timeout {

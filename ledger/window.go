@@ -19,7 +19,7 @@ select count(*)
 // asks again soon, and the next full poll reads the same figure.
 func (s *Store) EffectsJobSettled(ctx context.Context, consumer string, version int, jobID string) (int64, error) {
 	var n int64
-	if err := s.Pool.QueryRow(ctx, effectsJobSettled, consumer, version, jobID).Scan(&n); err != nil {
+	if err := s.pool.QueryRow(ctx, effectsJobSettled, consumer, version, jobID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count the settled ledger rows of job %s (consumer %s, version %d): %w", jobID, consumer, version, err)
 	}
 	return n, nil
