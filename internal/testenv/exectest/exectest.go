@@ -286,6 +286,27 @@ func (e *Env) RunConsumer(c *consumer.Consumer) (stop func()) {
 	return stop
 }
 
+// WaitPulling waits until the billing consumer's durable has a pull request waiting: Run has
+// created the durable and started everything it serves before its first pull (the look-up
+// responder among them), so a plan may now ask it.
+func (e *Env) WaitPulling() {
+	e.T.Helper()
+	pgtest.WaitFor(e.T, 30*time.Second, func() (bool, error) {
+		cons, err := e.NATS.JS.Consumer(e.Ctx, Stream, Consumer)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		info, err := cons.Info(e.Ctx)
+		if err != nil {
+			return false, err
+		}
+		return info.NumWaiting > 0, nil
+	})
+}
+
 // WaitIdle waits until the billing consumer's durable has nothing pending or unacknowledged: every
 // message published so far was handled (completed, refused or dead-lettered).
 func (e *Env) WaitIdle() {
