@@ -27,6 +27,8 @@ const (
 	// defaultGroupFlushers bounds the statements of one kind in flight, so batching cannot take
 	// every pooled connection from the handlers' reads and claims.
 	defaultGroupFlushers = 2
+	// groupKinds counts the queues: claims, call-started marks, completions, heartbeats.
+	groupKinds = 4
 	// groupFlushTimeout bounds a sent batch: its callers wait for its result past their own
 	// deadlines (a row that may have been written is never reported as not written).
 	groupFlushTimeout = lostConnectionBudget + 60*time.Second
@@ -152,6 +154,25 @@ func (q *groupQueue[T]) submitRequest(ctx context.Context, r *groupRequest[T]) (
 	r.done = make(chan groupResult, 1)
 	g := q.g
 	g.mu.Lock()
+	if len(q.pending) == 0 && q.flushing < g.flushers && !g.busyLocked(r) {
+		// A lone caller sends its own statement: handing it to a flusher goroutine and back
+		// cost about a millisecond per statement on a loaded machine.
+		q.flushing++
+		g.holdLocked(r, true)
+		r.taken = true
+		g.mu.Unlock()
+		q.send([]*groupRequest[T]{r})
+		g.mu.Lock()
+		q.releaseLocked([]*groupRequest[T]{r})
+		if q.sendableLocked() {
+			go q.flush() // keeps the flusher slot for those who queued meanwhile
+		} else {
+			q.flushing--
+		}
+		g.mu.Unlock()
+		res := <-r.done
+		return res.ok, res.err
+	}
 	q.pending = append(q.pending, r)
 	if len(q.pending) >= g.maxBatch && q.full != nil {
 		select {
@@ -279,16 +300,21 @@ func (q *groupQueue[T]) flush() {
 		q.send(batch)
 
 		g.mu.Lock()
-		for _, r := range batch {
-			g.holdLocked(r, false)
-		}
-		// Requests of other kinds may have waited for these keys.
-		for _, other := range g.queues {
-			if other != any(q) {
-				other.kick()
-			}
-		}
+		q.releaseLocked(batch)
 		g.mu.Unlock()
+	}
+}
+
+// releaseLocked frees a sent batch's keys; requests of other kinds may have waited for them.
+func (q *groupQueue[T]) releaseLocked(batch []*groupRequest[T]) {
+	g := q.g
+	for _, r := range batch {
+		g.holdLocked(r, false)
+	}
+	for _, other := range g.queues {
+		if other != any(q) {
+			other.kick()
+		}
 	}
 }
 
