@@ -23,3 +23,6 @@ func GroupCommitPending(s *Store, kind string) int {
 		return len(s.group.heartbeat.pending)
 	}
 }
+
+// DisableGroupCommit makes s send each SDK statement on its own, as before group commit.
+func DisableGroupCommit(s *Store) { s.group = nil }

@@ -36,18 +36,25 @@ type Store struct {
 // Open connects to the ledger at databaseURL (a postgres:// URL or a key=value DSN) and pings it
 // under ctx, so a wrong URL fails here rather than at the first query. A failed connection matches
 // ErrUnavailable. Errors show the URL with its password redacted.
-func Open(ctx context.Context, databaseURL string) (*Store, error) {
-	store, err := open(ctx, databaseURL)
+func Open(ctx context.Context, databaseURL string, opts ...Option) (*Store, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	store, err := open(ctx, databaseURL, o)
 	if err != nil {
 		return nil, scrubPasswords(err, databaseURL)
 	}
 	return store, nil
 }
 
-func open(ctx context.Context, databaseURL string) (*Store, error) {
+func open(ctx context.Context, databaseURL string, o openOptions) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w; %s", ErrInvalidURL, err, urlHint)
+	}
+	if o.handlers > 0 && !strings.Contains(databaseURL, "pool_max_conns") {
+		cfg.MaxConns = int32(SDKPoolSize(o.handlers))
 	}
 	params := cfg.ConnConfig.RuntimeParams
 	if _, ok := params["application_name"]; !ok {
@@ -73,3 +80,25 @@ func open(ctx context.Context, databaseURL string) (*Store, error) {
 
 // Close closes the pool, waiting for connections in use to be released.
 func (s *Store) Close() { s.pool.Close() }
+
+// Option adjusts how Open connects.
+type Option func(*openOptions)
+
+type openOptions struct {
+	handlers int
+}
+
+// ForHandlers sizes the pool for an SDK consumer handling that many messages at once
+// (SDKPoolSize), unless the URL sets pool_max_conns itself. Without it the pool has pgxpool's
+// default, the CPU count but at least 4, which has nothing to do with how many handlers wait.
+func ForHandlers(handlers int) Option {
+	return func(o *openOptions) { o.handlers = handlers }
+}
+
+// SDKPoolSize is the pool a consumer of handlers concurrent handlers needs: the group committer
+// holds a connection only while a batch is in flight, at most defaultGroupFlushers per kind,
+// and a handler holds one only for its reads (the rows of its event, the version registry), so
+// about one handler in two is on a connection at once, measured in docs/benchmarks.md.
+func SDKPoolSize(handlers int) int {
+	return max(4, (handlers+1)/2+groupKinds*defaultGroupFlushers)
+}

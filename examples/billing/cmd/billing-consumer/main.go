@@ -87,7 +87,7 @@ func run(o options) error {
 		}
 		defer stopMetrics()
 	}
-	store, err := ledger.Open(ctx, dbURL)
+	store, err := ledger.Open(ctx, dbURL, ledger.ForHandlers(o.handlers))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,34 @@
+package ledger_test
+
+import (
+	"testing"
+
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+func TestOpenForHandlersSizesThePoolUnlessTheURLDoes(t *testing.T) {
+	url := pgtest.URL(t)
+	for _, c := range []struct {
+		url      string
+		handlers int
+		want     int32
+	}{
+		{url, 32, int32(ledger.SDKPoolSize(32))},
+		{url, 1, 1 + 8},
+		{url + "&pool_max_conns=3", 32, 3},
+	} {
+		store, err := ledger.Open(t.Context(), c.url, ledger.ForHandlers(c.handlers))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := store.Pool().Config().MaxConns
+		store.Close()
+		if got != c.want {
+			t.Errorf("%d handlers, %s: pool of %d, want %d", c.handlers, c.url, got, c.want)
+		}
+	}
+	if got := ledger.SDKPoolSize(32); got != 16+8 {
+		t.Errorf("SDKPoolSize(32) = %d, want 24", got)
+	}
+}
