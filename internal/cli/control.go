@@ -83,14 +83,12 @@ func NewCmdControl(f *Factory, action string, runF func(*ControlOptions) error) 
 }
 
 func controlRun(ctx context.Context, opts *ControlOptions, verb controlVerb) error {
-	store, err := opts.Ledger(ctx)
+	req := opts.Request
+	store, jobID, err := ledgerAndJob(ctx, req.JobID, opts.Ledger)
 	if err != nil {
 		return err
 	}
-	req := opts.Request
-	if req.JobID, err = jobIDOf(ctx, req.JobID, opts.Ledger); err != nil {
-		return err
-	}
+	req.JobID = jobID
 	r, err := verb.run(ctx, store, req)
 	if err != nil {
 		return err

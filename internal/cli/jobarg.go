@@ -83,6 +83,20 @@ func loadJobManifest(ctx context.Context, arg string, openLedger func(context.Co
 	return &jobManifest{Manifest: sm.Manifest, stored: sm.Bytes}, nil
 }
 
+// ledgerAndJob opens the ledger and resolves arg (a job ID or its manifest file, see jobIDOf):
+// where every verb that acts on one job starts.
+func ledgerAndJob(ctx context.Context, arg string, openLedger func(context.Context) (*ledger.Store, error)) (*ledger.Store, string, error) {
+	store, err := openLedger(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	jobID, err := jobIDOf(ctx, arg, openLedger)
+	if err != nil {
+		return nil, "", err
+	}
+	return store, jobID, nil
+}
+
 // jobIDOf resolves arg to a job ID. A job ID is taken as it is (the command reads the job); a
 // manifest file is verified and must be the manifest its job was recorded with: an edited or
 // stale file is refused with exit 3, one whose job was never recorded with exit 2.

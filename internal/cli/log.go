@@ -53,11 +53,7 @@ An unknown job exits 2. It reads only.`,
 }
 
 func logRun(ctx context.Context, opts *LogOptions) error {
-	store, err := opts.Ledger(ctx)
-	if err != nil {
-		return err
-	}
-	jobID, err := jobIDOf(ctx, opts.JobID, opts.Ledger)
+	store, jobID, err := ledgerAndJob(ctx, opts.JobID, opts.Ledger)
 	if err != nil {
 		return err
 	}

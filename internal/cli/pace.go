@@ -72,14 +72,12 @@ value with exit 2.`,
 }
 
 func paceRun(ctx context.Context, opts *PaceOptions) error {
-	store, err := opts.Ledger(ctx)
+	req := opts.Request
+	store, jobID, err := ledgerAndJob(ctx, req.JobID, opts.Ledger)
 	if err != nil {
 		return err
 	}
-	req := opts.Request
-	if req.JobID, err = jobIDOf(ctx, req.JobID, opts.Ledger); err != nil {
-		return err
-	}
+	req.JobID = jobID
 	r, err := executor.Pace(ctx, store, req)
 	if err != nil {
 		return err

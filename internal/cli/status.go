@@ -83,11 +83,7 @@ func jobArg(cmd *cobra.Command, args []string) error {
 }
 
 func statusRun(ctx context.Context, opts *StatusOptions) error {
-	store, err := opts.Ledger(ctx)
-	if err != nil {
-		return err
-	}
-	jobID, err := jobIDOf(ctx, opts.JobID, opts.Ledger)
+	store, jobID, err := ledgerAndJob(ctx, opts.JobID, opts.Ledger)
 	if err != nil {
 		return err
 	}

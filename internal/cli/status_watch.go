@@ -18,11 +18,7 @@ const minWatchInterval = 100 * time.Millisecond
 const clearScreen = "\x1b[H\x1b[2J"
 
 func watchRun(ctx context.Context, opts *StatusOptions) error {
-	store, err := opts.Ledger(ctx)
-	if err != nil {
-		return err
-	}
-	jobID, err := jobIDOf(ctx, opts.JobID, opts.Ledger)
+	store, jobID, err := ledgerAndJob(ctx, opts.JobID, opts.Ledger)
 	if err != nil {
 		return err
 	}
