@@ -18,6 +18,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/health"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -129,7 +130,7 @@ values ('billing', 'evt-3', 1, 'uncertain', 'sha256:x', 1, now() - interval '20 
 	pgtest.WaitFor(t, 10*time.Second, func() (bool, error) {
 		return e.count(`select coalesce(sum(deliveries), 0) from delivery_counts where consumer = 'billing'`) == 23, nil
 	})
-	st, err := e.store.LedgerStats(e.ctx, ledger.StatsOptions{Consumer: consumerName, Window: 7 * 24 * time.Hour})
+	st, err := health.Read(e.ctx, e.store, ledger.StatsOptions{Consumer: consumerName, Window: 7 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

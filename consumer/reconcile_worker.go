@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/health"
 	"github.com/replayctl/replayctl/reconcile"
 )
 
@@ -12,7 +12,7 @@ import (
 const (
 	// defaultReconcileAfter gives a provider call time to settle before it is looked up: the
 	// uncertain age `replayctl ledger stats` and docs/alerts.yml warn at.
-	defaultReconcileAfter    = ledger.StatsMaxUncertainAge
+	defaultReconcileAfter    = health.MaxUncertainAge
 	defaultReconcileInterval = time.Minute
 	// maxReconcileWait caps the doubling wait after failed passes (no responder, the ledger down).
 	maxReconcileWait = 30 * time.Minute

@@ -69,19 +69,6 @@ func EffectIncidentsInsert(ctx context.Context, q Querier, inc EffectIncident) e
 	return nil
 }
 
-// Warning thresholds of ledger stats (docs/ledger.md, "Lifecycle").
-const (
-	// StatsMaxReplayRate: more deliveries answered from the ledger (duplicates) than this fraction
-	// of all deliveries warns.
-	StatsMaxReplayRate = 0.005
-	// StatsMaxMismatchesPerDay: this many payload conflicts a day, or more, warns.
-	StatsMaxMismatchesPerDay = 10.0
-	// StatsMaxLeaseExpiriesPerDay: this many lapsed leases a day, or more, warns.
-	StatsMaxLeaseExpiriesPerDay = 10.0
-	// StatsMaxUncertainAge: any uncertain row older than this warns.
-	StatsMaxUncertainAge = 15 * time.Minute
-)
-
 // StatsOptions selects what Stats reports on.
 type StatsOptions struct {
 	Consumer string
@@ -89,79 +76,54 @@ type StatsOptions struct {
 	Window time.Duration
 }
 
-// Stats is the health of one consumer's ledger over a window.
+// Stats are the figures of one consumer's ledger over a window; the health package judges them
+// against its thresholds and says what to do.
 type Stats struct {
-	Consumer string `json:"consumer"`
-	// Window is StatsOptions.Window as Go writes a duration ("24h0m0s"); WindowSeconds the same.
-	Window        string    `json:"window"`
-	WindowSeconds float64   `json:"windowSeconds"`
-	Since         time.Time `json:"since"`
-	Until         time.Time `json:"until"`
-
-	Replay        ReplayStat    `json:"replay"`
-	Mismatches    RateStat      `json:"payloadMismatches"`
-	LeaseExpiries RateStat      `json:"leaseExpiries"`
-	Uncertain     UncertainStat `json:"uncertain"`
-	StuckLeases   StuckStat     `json:"stuckLeases"`
-	// Warnings lists the metrics over their threshold, each with what to do; empty when none is.
-	Warnings []StatsWarning `json:"warnings"`
+	Consumer string
+	// Window is StatsOptions.Window.
+	Window        time.Duration
+	Since, Until  time.Time
+	Replay        ReplayFigures
+	Mismatches    RateFigures
+	LeaseExpiries RateFigures
+	Uncertain     UncertainFigures
+	StuckLeases   StuckFigures
 }
 
-// ReplayStat is the idempotency replay rate: the deliveries the SDK answered from the ledger
+// ReplayFigures are the idempotency replay rate: the deliveries the SDK answered from the ledger
 // without running the handler (duplicates) over all the deliveries it handled, from the daily
 // counts the SDK flushes (delivery_counts). The counts are per UTC day, so the window is
 // widened to whole days: Since is the start of the first day counted.
-type ReplayStat struct {
+type ReplayFigures struct {
 	Since      time.Time `json:"since"`
 	Deliveries int64     `json:"deliveries"`
 	Duplicates int64     `json:"duplicates"`
 	Rate       float64   `json:"rate"`
-	// MaxRate is the threshold: Warn is Rate > MaxRate.
-	MaxRate float64 `json:"maxRate"`
-	Warn    bool    `json:"warn"`
 }
 
-// RateStat counts incidents in the window and scales them to a day.
-type RateStat struct {
+// RateFigures count incidents in the window and scale them to a day.
+type RateFigures struct {
 	Count  int64   `json:"count"`
 	PerDay float64 `json:"perDay"`
-	// MaxPerDay is the threshold: Warn is PerDay >= MaxPerDay.
-	MaxPerDay float64 `json:"maxPerDay"`
-	Warn      bool    `json:"warn"`
 }
 
-// UncertainStat is every uncertain row of the consumer now, whatever the window: each is an
+// UncertainFigures are every uncertain row of the consumer now, whatever the window: each is an
 // external write nobody has reviewed yet.
-type UncertainStat struct {
+type UncertainFigures struct {
 	Count         int64   `json:"count"`
 	P95AgeSeconds float64 `json:"p95AgeSeconds"`
 	MaxAgeSeconds float64 `json:"maxAgeSeconds"`
-	// MaxAgeThresholdSeconds is the threshold: Warn is MaxAgeSeconds > it.
-	MaxAgeThresholdSeconds float64 `json:"maxAgeThresholdSeconds"`
-	Warn                   bool    `json:"warn"`
 }
 
-// StuckStat counts processing rows whose lease lapsed more than StuckLeaseAfter ago and that
-// nobody took over: a message that is never delivered again (removed from the stream, or termed by
-// an older SDK) leaves such a row, which no SDK looks at again. Those with a call started may have
-// made their external write; they are uncertain in all but name.
-type StuckStat struct {
+// StuckFigures count processing rows whose lease lapsed more than StuckLeaseAfter ago and that
+// nobody took over: a message that is never delivered again (removed from the stream, or termed
+// by an older SDK) leaves such a row, which no SDK looks at again. Those with a call started may
+// have made their external write; they are uncertain in all but name.
+type StuckFigures struct {
 	Count        int64 `json:"count"`
 	CallsStarted int64 `json:"callsStarted"`
 	// OldestLapsedSeconds is how long ago the oldest of them lapsed.
 	OldestLapsedSeconds float64 `json:"oldestLapsedSeconds"`
-	// Warn is Count > 0.
-	Warn bool `json:"warn"`
-}
-
-// StatsWarning is one metric over its threshold, said for an operator.
-type StatsWarning struct {
-	// Metric is the JSON name of the metric: replay, payloadMismatches, leaseExpiries, uncertain,
-	// stuckLeases.
-	Metric string `json:"metric"`
-	// Summary says what was found; Action what to do next.
-	Summary string `json:"summary"`
-	Action  string `json:"action"`
 }
 
 // One statement, one snapshot. The delivery counts read the consumer's days the window touches
@@ -189,10 +151,9 @@ select w.since, w.until, (date_trunc('day', w.since at time zone 'utc') at time 
                   from effects e where e.consumer = $1 and e.state = 'processing'
                    and e.lease_expires_at < w.until - $3::bigint * interval '1 millisecond') sl`
 
-// LedgerStats reports opts.Consumer's replay rate (duplicate deliveries over deliveries), payload
-// conflicts and lease expiries over
-// opts.Window, and its uncertain rows now, each against its threshold. An unknown consumer
-// matches ErrUnknownConsumer.
+// LedgerStats reads opts.Consumer's replay rate (duplicate deliveries over deliveries), payload
+// conflicts and lease expiries over opts.Window, and its uncertain and stuck rows now, in one
+// snapshot. An unknown consumer matches ErrUnknownConsumer.
 func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, error) {
 	if err := s.CheckSchema(ctx); err != nil {
 		return nil, err
@@ -200,7 +161,7 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 	if err := s.CheckConsumer(ctx, opts.Consumer); err != nil {
 		return nil, err
 	}
-	st := &Stats{Consumer: opts.Consumer, Window: opts.Window.String(), WindowSeconds: opts.Window.Seconds()}
+	st := &Stats{Consumer: opts.Consumer, Window: opts.Window}
 	var mismatches, lapses int64
 	u, sl := &st.Uncertain, &st.StuckLeases
 	err := s.pool.QueryRow(ctx, ledgerStats, opts.Consumer, opts.Window.Milliseconds(), StuckLeaseAfter.Milliseconds()).Scan(
@@ -210,69 +171,21 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 		return nil, fmt.Errorf("read the ledger stats of consumer %s: %w", opts.Consumer, err)
 	}
 	days := opts.Window.Hours() / 24
-	st.Replay.MaxRate = StatsMaxReplayRate
 	if st.Replay.Deliveries > 0 {
 		st.Replay.Rate = float64(st.Replay.Duplicates) / float64(st.Replay.Deliveries)
 	}
-	st.Replay.Warn = st.Replay.Rate > StatsMaxReplayRate
-	st.Mismatches = rateStat(mismatches, days, StatsMaxMismatchesPerDay)
-	st.LeaseExpiries = rateStat(lapses, days, StatsMaxLeaseExpiriesPerDay)
-	u.MaxAgeThresholdSeconds = StatsMaxUncertainAge.Seconds()
-	u.Warn = u.Count > 0 && u.MaxAgeSeconds > u.MaxAgeThresholdSeconds
-	sl.Warn = sl.Count > 0
-	st.Warnings = st.warnings()
+	st.Mismatches = rateFigures(mismatches, days)
+	st.LeaseExpiries = rateFigures(lapses, days)
 	return st, nil
 }
 
-func rateStat(n int64, days, maxPerDay float64) RateStat {
-	r := RateStat{Count: n, MaxPerDay: maxPerDay}
+func rateFigures(n int64, days float64) RateFigures {
+	r := RateFigures{Count: n}
 	if days > 0 {
 		r.PerDay = float64(n) / days
 	}
-	r.Warn = r.PerDay >= maxPerDay
 	return r
 }
-
-func (st *Stats) warnings() []StatsWarning {
-	w := []StatsWarning{}
-	if st.Replay.Warn {
-		w = append(w, StatsWarning{Metric: "replay",
-			Summary: fmt.Sprintf("%.2f%% of the deliveries since %s were answered from the ledger as duplicates (%d of %d), above %.1f%%",
-				100*st.Replay.Rate, st.Replay.Since.UTC().Format(time.DateOnly), st.Replay.Duplicates, st.Replay.Deliveries, 100*StatsMaxReplayRate),
-			Action: "the ledger is absorbing repeated deliveries: check for lost or late acks (handlers slower than the durable's AckWait, consumer restarts), " +
-				"producers retrying with the same Event-Id, and replays of events that were already done; nothing was charged twice, but the cause is upstream"})
-	}
-	if st.Mismatches.Warn {
-		w = append(w, StatsWarning{Metric: "payloadMismatches",
-			Summary: fmt.Sprintf("%d messages in the window reused an event ID with a different payload (%.1f a day, threshold %g)",
-				st.Mismatches.Count, st.Mismatches.PerDay, StatsMaxMismatchesPerDay),
-			Action: "a producer reuses Event-Ids for different requests: find it from the refused messages' event IDs in effect_incidents and fix its ID scheme; refused messages were not processed"})
-	}
-	if st.LeaseExpiries.Warn {
-		w = append(w, StatsWarning{Metric: "leaseExpiries",
-			Summary: fmt.Sprintf("%d leases lapsed in the window (%.1f a day, threshold %g)",
-				st.LeaseExpiries.Count, st.LeaseExpiries.PerDay, StatsMaxLeaseExpiriesPerDay),
-			Action: "handlers crash or outlive their lease: check the consumer's restarts and handler latency, and raise its Lease if calls are slow; lapses after a call started end uncertain"})
-	}
-	if st.Uncertain.Warn {
-		w = append(w, StatsWarning{Metric: "uncertain",
-			Summary: fmt.Sprintf("%d uncertain rows, the oldest uncertain for %s (p95 %s), over %s",
-				st.Uncertain.Count, seconds(st.Uncertain.MaxAgeSeconds), seconds(st.Uncertain.P95AgeSeconds), StatsMaxUncertainAge),
-			Action: "an external write may or may not have happened for each: check the provider and reconcile them by hand; they are never retried or replayed automatically"})
-	}
-	if st.StuckLeases.Warn {
-		w = append(w, StatsWarning{Metric: "stuckLeases",
-			Summary: fmt.Sprintf("%d rows are processing under a lease that lapsed over %s ago and nobody took over (%d with an external call started; the oldest lapsed %s ago)",
-				st.StuckLeases.Count, StuckLeaseAfter, st.StuckLeases.CallsStarted, seconds(st.StuckLeases.OldestLapsedSeconds)),
-			Action: "if the consumer has been running meanwhile, their messages are not being delivered again; those with a call started may have made their external write: " +
-				"`replayctl reconcile --consumer " + st.Consumer + "` asks the consumer's look-up about them and settles them as uncertain rows; " +
-				"find the others with `select event_id, effect_version from effects where state = 'processing' and calls_started = 0 and lease_expires_at < now()`"})
-	}
-	return w
-}
-
-// seconds renders an age in whole seconds, the precision an operator reads.
-func seconds(s float64) time.Duration { return time.Duration(s) * time.Second }
 
 const consumerKnown = `
 select exists (select 1 from effects where consumer = $1)

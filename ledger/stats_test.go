@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/health"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -46,16 +47,17 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
-func stats(t *testing.T, store *ledger.Store, window time.Duration) *ledger.Stats {
+// stats are the ledger's figures as `replayctl ledger stats` judges them (package health).
+func stats(t *testing.T, store *ledger.Store, window time.Duration) *health.Report {
 	t.Helper()
-	st, err := store.LedgerStats(t.Context(), ledger.StatsOptions{Consumer: "billing", Window: window})
+	st, err := health.Read(t.Context(), store, ledger.StatsOptions{Consumer: "billing", Window: window})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-func warned(st *ledger.Stats, metric string) bool {
+func warned(st *health.Report, metric string) bool {
 	for _, w := range st.Warnings {
 		if w.Metric == metric {
 			return w.Summary != "" && w.Action != ""
@@ -114,10 +116,10 @@ func TestLedgerStatsReplayRateWarnsAboveHalfAPercent(t *testing.T) {
 func TestLedgerStatsIncidentsWarnAtTenADay(t *testing.T) {
 	for _, tc := range []struct {
 		kind, metric string
-		pick         func(*ledger.Stats) ledger.RateStat
+		pick         func(*health.Report) health.RateStat
 	}{
-		{ledger.IncidentPayloadConflict, "payloadMismatches", func(s *ledger.Stats) ledger.RateStat { return s.Mismatches }},
-		{ledger.IncidentLeaseLapsed, "leaseExpiries", func(s *ledger.Stats) ledger.RateStat { return s.LeaseExpiries }},
+		{ledger.IncidentPayloadConflict, "payloadMismatches", func(s *health.Report) health.RateStat { return s.Mismatches }},
+		{ledger.IncidentLeaseLapsed, "leaseExpiries", func(s *health.Report) health.RateStat { return s.LeaseExpiries }},
 	} {
 		store := pgtest.Ledger(t)
 		seedEffects(t, store, "live-", 1, "1 hour", "")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/health"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
@@ -57,8 +58,8 @@ and window) for node_exporter's textfile collector; docs/alerts.yml has rules fo
 
 It reads only. It exits 0 even with warnings (it is a report; alert on the JSON instead:
 jq -e '.warnings | length == 0'), 2 on bad flags or a consumer the ledger does not know.`,
-			100*ledger.StatsMaxReplayRate, ledger.StatsMaxMismatchesPerDay, ledger.StatsMaxLeaseExpiriesPerDay,
-			spanString(ledger.StatsMaxUncertainAge)),
+			100*health.MaxReplayRate, health.MaxMismatchesPerDay, health.MaxLeaseExpiriesPerDay,
+			spanString(health.MaxUncertainAge)),
 		Example: `  replayctl ledger stats --consumer billing
   replayctl ledger stats --consumer billing --window 7d
 
@@ -107,7 +108,7 @@ func ledgerStatsRun(ctx context.Context, opts *LedgerStatsOptions) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.LedgerStats(ctx, req)
+	st, err := health.Read(ctx, store, req)
 	if err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func ledgerStatsRun(ctx context.Context, opts *LedgerStatsOptions) error {
 	return printStats(opts.IO, st)
 }
 
-func printStats(ios *iostreams.IOStreams, st *ledger.Stats) error {
+func printStats(ios *iostreams.IOStreams, st *health.Report) error {
 	out := ios.Out
 	fmt.Fprintf(out, "ledger stats of consumer %s, last %s (%s to %s)\n", clip.Line(st.Consumer), spanString(time.Duration(st.WindowSeconds*float64(time.Second))),
 		st.Since.UTC().Format(time.RFC3339), st.Until.UTC().Format(time.RFC3339))
@@ -168,7 +169,7 @@ func warnMark(warn bool) string {
 	return "ok"
 }
 
-func rateString(r ledger.RateStat) string {
+func rateString(r health.RateStat) string {
 	return fmt.Sprintf("%d (%.1f a day)", r.Count, r.PerDay)
 }
 

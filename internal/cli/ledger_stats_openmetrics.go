@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/health"
 )
 
 // statsGauge is one figure of ledger stats as a textfile-collector gauge.
@@ -19,7 +19,7 @@ type statsGauge struct {
 // printStatsOpenMetrics writes st as OpenMetrics gauges labelled consumer and window (as typed),
 // ending with "# EOF". They are window figures read from the ledger, not the SDK's live counters,
 // hence their own prefix: a rule never mixes the two by accident.
-func printStatsOpenMetrics(w io.Writer, st *ledger.Stats, window string) error {
+func printStatsOpenMetrics(w io.Writer, st *health.Report, window string) error {
 	warn := func(b bool) float64 {
 		if b {
 			return 1

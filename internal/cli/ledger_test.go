@@ -12,6 +12,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/health"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
@@ -364,7 +365,7 @@ values ('billing', 'evt-b', 1, 'processing', $1, 'billing-dead', now() - interva
 	})
 
 	stdout, stderr, code := w.replayctl(t, "ledger stats --consumer billing --json")
-	var st ledger.Stats
+	var st health.Report
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != ExitOK {
 		t.Fatalf("stats --json: exit %d, %v:\n%s\n%s", code, err, stdout, stderr)
 	}
