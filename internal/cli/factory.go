@@ -158,7 +158,7 @@ func (f *Factory) connectJetStream(ctx context.Context) (jetstream.JetStream, fu
 		timeout = min(timeout, time.Until(deadline))
 	}
 	// natsconn's errors name the redacted servers and where each credential came from.
-	nc, err := natsconn.Connect(settings, "replayctl", timeout)
+	nc, err := natsconn.Connect(settings, "replayctl", timeout, connectionEvents(f.IOStreams, settings)...)
 	if err != nil {
 		return nil, nil, err
 	}

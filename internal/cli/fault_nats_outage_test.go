@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -54,6 +55,12 @@ func TestFaultNATSOutageLongerThanTheAckTimeoutRecoversInSeconds(t *testing.T) {
 		t.Errorf("execute took %s from the restart to its exit, want under %s:\n%s", recovery.Round(time.Second), bound, p.outputOf())
 	}
 	w.assertReconnected(t)
+	// The outage and its end are in the log as they happened, not only in the final report.
+	stderr := p.stderr.String()
+	if !regexp.MustCompile(`Z NATS connection to nats://127\.0\.0\.1:\d+ lost: .+; reconnecting\n`).MatchString(stderr) ||
+		!regexp.MustCompile(`Z NATS reconnected to nats://127\.0\.0\.1:\d+ after \d+(\.\d)?s\n`).MatchString(stderr) {
+		t.Errorf("stderr does not log the lost connection and the reconnect as they happened:\n%s", stderr)
+	}
 	w.assertChargedOnce(t, n)
 	if s := w.JobStatus(m.ID); s != "completed" {
 		t.Errorf("job %s, want completed", s)
