@@ -13,6 +13,7 @@ import (
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/shadow"
+	"github.com/replayctl/replayctl/shadow/htmlreport"
 )
 
 // ShadowOptions are the inputs of replayctl shadow.
@@ -28,7 +29,9 @@ type ShadowOptions struct {
 	// ReportPath is --report; empty means next to the manifest (job.json -> job.shadow.json), or
 	// JOB.shadow.json in the current directory for a job ID.
 	ReportPath string
-	Request    shadow.Options
+	// HTMLReportPath is --report-html: also write the report as one self-contained HTML page.
+	HTMLReportPath string
+	Request        shadow.Options
 }
 
 // NewCmdShadow returns the shadow command. runF, when not nil, replaces the run function (tests).
@@ -64,6 +67,7 @@ manifest unless --report says where.
 Exits 0 on a passing verdict, 4 on a failing one, 3 when the manifest is not the recorded job or the
 job already ran, 2 on bad input. Shadowing again replaces the stored outcomes and adds a verdict.`,
 		Example: `  replayctl shadow job.json
+  replayctl shadow job.json --report-html job.shadow.html
   replayctl shadow job.json --concurrency 32 --timeout 10s --ignore-field processedAt
   # CI: the report as JSON on stdout, exit 4 when the verdict fails
   replayctl shadow job.json --json --max-changed-ratio 0.5`,
@@ -84,6 +88,7 @@ job already ran, 2 on bad input. Shadowing again replaces the stored outcomes an
 	fl.Var(newDurationValue(&req.Timeout, 5*time.Second), "timeout", "how long to wait for each shadow reply")
 	fl.StringArrayVar(&req.IgnoreFields, "ignore-field", nil, "result field to leave out of the comparison, e.g. processedAt or lines[*].sku (repeatable)")
 	fl.StringVar(&opts.ReportPath, "report", "", "where to write the report (default: next to the manifest, <name>.shadow.json)")
+	fl.StringVar(&opts.HTMLReportPath, "report-html", "", "also write the report as one self-contained HTML page (side-by-side diffs, changed-field histogram) to this file")
 	fl.Float64Var(&req.Thresholds.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "fail when more than this fraction of targets fail in shadow or are missing from the DLQ (0: none may)")
 	fl.Float64Var(&req.Thresholds.MaxUnansweredRatio, "max-unanswered-ratio", defaults.MaxUnansweredRatio, "fail when more than this fraction of requests time out or find no responder (0: none may)")
 	fl.Float64Var(&req.Thresholds.MaxFailureRatio, "max-failure-ratio", defaults.MaxFailureRatio, "fail when more than this fraction of targets end in a terminal business failure, which execute counts as failed (0: none may)")
@@ -134,6 +139,11 @@ func shadowRun(ctx context.Context, opts *ShadowOptions) error {
 	}
 	if err := shadow.WriteReport(req.ReportPath, report); err != nil {
 		return fmt.Errorf("the verdict is recorded, but the report could not be written: %w", err)
+	}
+	if opts.HTMLReportPath != "" {
+		if err := htmlreport.WriteFile(opts.HTMLReportPath, report); err != nil {
+			return fmt.Errorf("the verdict is recorded, but the HTML report could not be written: %w", err)
+		}
 	}
 	if opts.JSON {
 		if err := printJSON(opts.IO.Out, report); err != nil {

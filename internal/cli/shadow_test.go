@@ -264,3 +264,35 @@ func TestShadowOfAWriteForbiddenJobSaysExecuteWillSuppressTheCalls(t *testing.T)
 		t.Errorf("the provider received %d calls, want 0", n)
 	}
 }
+
+// The HTML page shows the same totals as the JSON report of the same run.
+func TestShadowReportHTMLMatchesTheJSONReport(t *testing.T) {
+	e := newShadowEnv(t)
+	htmlPath := filepath.Join(t.TempDir(), "report.html")
+	stdout, stderr, code := runCommand(t, false, "shadow --json "+e.flags+" --report-html "+htmlPath+" "+e.manifest)
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	var report shadow.Report
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(data)
+	for name, v := range map[string]int64{"targets": report.Totals.Targets, "sampled": int64(len(report.Sample.Items)),
+		"matched": report.Totals.Identical, "changed": report.Totals.Changed, "failed": report.Totals.Failed,
+		"calls": report.Totals.ShadowExternalCalls} {
+		if want := fmt.Sprintf(`data-total="%s">%d<`, name, v); !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	if report.Totals.Changed == 0 || !strings.Contains(page, "<code>feeCents</code>") || !strings.Contains(page, `<tr class="noise"><td><code>processedAt</code>`) {
+		t.Errorf("page lacks the changed feeCents diff or the greyed processedAt noise row:\n%s", page)
+	}
+	if info, err := os.Stat(htmlPath); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("page mode %v, %v; want 0600", info.Mode().Perm(), err)
+	}
+}
