@@ -156,8 +156,9 @@ func printStats(ios *iostreams.IOStreams, st *health.Report) error {
 		fmt.Fprintln(out, "\nno warnings")
 		return nil
 	}
+	pal := ios.Palette()
 	for _, w := range st.Warnings {
-		fmt.Fprintf(out, "\nWARN %s: %s\n  what to do: %s\n", clip.Line(w.Metric), clip.Line(w.Summary), clip.Line(w.Action))
+		fmt.Fprintf(out, "\n%s %s: %s\n  what to do: %s\n", pal.Warn("WARN"), clip.Line(w.Metric), clip.Line(w.Summary), clip.Line(w.Action))
 	}
 	return nil
 }

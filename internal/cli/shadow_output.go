@@ -81,10 +81,11 @@ func printShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 	fmt.Fprintf(out, "compared against: %s\n", clip.Line(joinCounts(baselines)))
 
 	fmt.Fprintln(out)
+	pal := ios.Palette()
 	if r.Verdict.Pass {
-		fmt.Fprintf(out, "verdict: PASS, recorded for %s\n", r.ManifestDigest)
+		fmt.Fprintf(out, "verdict: %s, recorded for %s\n", pal.Pass("PASS"), r.ManifestDigest)
 	} else {
-		fmt.Fprintln(out, "verdict: FAIL")
+		fmt.Fprintf(out, "verdict: %s\n", pal.Fail("FAIL"))
 		for _, reason := range r.Verdict.Reasons {
 			fmt.Fprintf(out, "  - %s\n", clip.Line(reason))
 		}
