@@ -80,6 +80,8 @@ type Options struct {
 	Progress func(Progress)
 	// Stage, when set, is told in one line each step before publishing.
 	Stage func(description string)
+	// Notice, when set, is told when a stall or a stuck lease begins and when it ends.
+	Notice func(Notice)
 	// Warn, when set, is told each of Preflight.Warnings once the gates passed, before the
 	// confirmation and before anything is published.
 	Warn func(warning string)

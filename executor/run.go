@@ -127,8 +127,10 @@ type watcher struct {
 	// lastSettled and lastChange are the stall clock (stall.go).
 	lastSettled int64
 	lastChange  time.Time
-	failingFor  time.Time
-	durable     jetstream.Consumer
+	// stallNoticed says the stall under way was reported (Options.Notice).
+	stallNoticed bool
+	failingFor   time.Time
+	durable      jetstream.Consumer
 }
 
 // poll reads the ledger once. done means every target settled.
@@ -214,6 +216,7 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 		w.openCanary(ctx, p)
 	}
 	if finished {
+		w.endStall("outcomes land again", e.Settled())
 		return nil, true, nil
 	}
 	if stop := w.stalled(ctx, rec, p, e); stop != nil {

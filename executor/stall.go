@@ -26,10 +26,24 @@ func (w *watcher) stalled(ctx context.Context, rec ledger.Job, p Progress, e led
 	inFlight := w.st.inFlight()
 	w.st.mu.Unlock()
 	if settled := e.Settled(); settled != w.lastSettled || inFlight <= 0 || rec.Status == job.Paused {
+		switch {
+		case settled != w.lastSettled:
+			w.endStall("outcomes land again", settled)
+		case rec.Status == job.Paused:
+			w.endStall("the job is paused", settled)
+		default:
+			w.endStall("nothing is in flight", settled)
+		}
 		w.lastSettled, w.lastChange = settled, time.Now()
 		return nil
 	}
-	if time.Since(w.lastChange) <= s.opts.SettleTimeout {
+	quiet := time.Since(w.lastChange)
+	if !w.stallNoticed && quiet > stallNoticeAfter(s.opts) {
+		w.stallNoticed = true
+		s.opts.notice(NoticeStall, "stalled: %d published targets, no outcome for %s; the run stops at --settle-timeout %s. %s",
+			inFlight, quiet.Round(time.Second), s.opts.SettleTimeout, w.durableSays(ctx))
+	}
+	if quiet <= s.opts.SettleTimeout {
 		return nil
 	}
 	stuck := ""
@@ -43,6 +57,15 @@ func (w *watcher) stalled(ctx context.Context, rec ledger.Job, p Progress, e led
 		"%d published targets, no outcome for %s: is any consumer instance running? %s; or did it dead-letter them?%s "+
 			"The job stays executing: run execute again to keep waiting, or see `replayctl status %s`",
 		inFlight, s.opts.SettleTimeout, w.durableSays(ctx), stuck, rec.ID)}
+}
+
+// endStall reports the end of a stall that was reported, once.
+func (w *watcher) endStall(why string, settled int64) {
+	if !w.stallNoticed {
+		return
+	}
+	w.stallNoticed = false
+	w.s.opts.notice(NoticeStallOver, "stall over after %s: %s (%d targets settled)", time.Since(w.lastChange).Round(time.Second), why, settled)
 }
 
 // durableSays reads the durable's state from JetStream for the stall message: how many pull

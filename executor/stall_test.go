@@ -3,7 +3,9 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,5 +70,59 @@ func TestAPublishingRunWithNoConsumerStopsOnTheSettleTimeout(t *testing.T) {
 	}
 	if !strings.Contains(stop.Stop.Message, "durable billing does not exist on stream BILLING") {
 		t.Errorf("the stall message does not say the durable is missing: %s", stop.Stop.Message)
+	}
+}
+
+// TestAStallIsNoticedOnceWhenItBeginsAndOnceWhenItEnds: issue 18. A run with nobody consuming
+// said nothing until --settle-timeout stopped it; the stall is reported once, well before the
+// timeout, and its end once when a consumer starts and outcomes land, not at every poll.
+func TestAStallIsNoticedOnceWhenItBeginsAndOnceWhenItEnds(t *testing.T) {
+	e := exectest.New(t, exectest.Options{})
+	m := e.Shadowed(20, "job-exec-stall-notice")
+	var mu sync.Mutex
+	var notices []executor.Notice
+	began := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := execute(e, options(m, func(o *executor.Options) {
+			o.Canary, o.SettleTimeout, o.PollInterval = executor.NoCanary, 20*time.Second, 100*time.Millisecond
+			o.Notice = func(n executor.Notice) {
+				mu.Lock()
+				defer mu.Unlock()
+				notices = append(notices, n)
+				if n.Kind == executor.NoticeStall {
+					close(began)
+				}
+			}
+		}))
+		done <- err
+	}()
+	select {
+	case <-began:
+	case err := <-done:
+		t.Fatalf("the run ended before any stall was noticed: %v", err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("no stall noticed within 15s of a run nobody consumes (settle timeout 20s)")
+	}
+	e.RunConsumer(e.NewConsumer(nil, nil))
+	if err := <-done; err != nil {
+		t.Fatalf("execute once a consumer started: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var kinds []executor.NoticeKind
+	for _, n := range notices {
+		kinds = append(kinds, n.Kind)
+	}
+	if !slices.Equal(kinds, []executor.NoticeKind{executor.NoticeStall, executor.NoticeStallOver}) {
+		t.Fatalf("notices %v, want one stall and one stall-over: %+v", kinds, notices)
+	}
+	for _, want := range []string{"stalled: 20 published targets, no outcome for ", "--settle-timeout 20s", "durable billing"} {
+		if !strings.Contains(notices[0].Message, want) {
+			t.Errorf("the stall notice lacks %q: %s", want, notices[0].Message)
+		}
+	}
+	if !strings.Contains(notices[1].Message, "outcomes land again") {
+		t.Errorf("the stall-over notice does not say outcomes land: %s", notices[1].Message)
 	}
 }

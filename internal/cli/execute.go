@@ -138,6 +138,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 	bar := &executeProgress{ios: opts.IO}
 	req.Progress = bar.update
 	req.Stage = bar.stage
+	req.Notice = bar.notice
 	req.Warn = func(w string) { fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", clip.Line(w)) }
 	store, err := opts.Ledger(ctx)
 	if err != nil {

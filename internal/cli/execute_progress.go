@@ -65,3 +65,15 @@ func (p *executeProgress) finish() {
 		p.bar = nil
 	}
 }
+
+// notice logs a stall or a stuck lease as it begins and ends, whatever --progress-interval says:
+// they are what an operator reading the log afterwards looks for.
+func (p *executeProgress) notice(n executor.Notice) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.bar != nil && p.ios.ShowsProgress() {
+		// The bar's line is drawn over; the notice starts one of its own.
+		fmt.Fprintln(p.ios.ErrOut)
+	}
+	logLine(p.ios, "execute: %s", clip.Line(n.Message))
+}
