@@ -209,9 +209,17 @@ func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanS
 		return scanCounts{}, err
 	}
 	defer s.stop()
-	if _, err := session.ScanCopy(ctx, s); err != nil {
-		if s.err != nil {
-			return s.counts, fmt.Errorf("plan of stream %s: %w", opts.Stream, s.err)
+	pipe := newScanPipe(s)
+	_, err = session.ScanCopy(ctx, pipe)
+	pipe.close()
+	if err != nil {
+		// A cancelled plan reports where its scan stopped, whether COPY or the scan noticed first.
+		scanErr := pipe.srcErr
+		if scanErr == nil && ctx.Err() != nil {
+			scanErr = s.err
+		}
+		if scanErr != nil {
+			return s.counts, fmt.Errorf("plan of stream %s: %w", opts.Stream, scanErr)
 		}
 		return s.counts, err
 	}

@@ -38,8 +38,8 @@ type scanCounts struct {
 	ReplaySubject string
 }
 
-// scanner walks the DLQ stream with an ordered consumer and hands each usable message to COPY as a
-// row (it implements pgx.CopyFromSource), so the scan never holds more than one batch.
+// scanner walks the DLQ stream with an ordered consumer and turns each usable message into a row
+// for COPY (through scanPipe), so the scan never holds more than a bounded number of messages.
 type scanner struct {
 	ctx       context.Context
 	iter      jetstream.MessagesContext
@@ -54,7 +54,9 @@ type scanner struct {
 	total     int64
 	progress  func(scanned, total int64)
 	counts    scanCounts
+	// row is the current usable message's row, data its payload, until fill fingerprints it.
 	row       []any
+	data      []byte
 	err       error
 	done      bool
 	remaining uint64
@@ -188,7 +190,7 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool
 	if s.overMaxPayload(msg, d.EventID, seq) {
 		return false
 	}
-	s.row = s.rowOf(msg, seq, d.EventID, d.Reason, d.OriginalSubject, storedAt)
+	s.row, s.data = s.rowOf(seq, d.EventID, d.Reason, d.OriginalSubject, storedAt), msg.Data()
 	return true
 }
 
@@ -210,17 +212,23 @@ func (s *scanner) acceptOriginal(msg jetstream.Msg, seq uint64, storedAt time.Ti
 	if s.overMaxPayload(msg, id, seq) {
 		return false
 	}
-	s.row = s.rowOf(msg, seq, id, "", msg.Subject(), storedAt)
+	s.row, s.data = s.rowOf(seq, id, "", msg.Subject(), storedAt), msg.Data()
 	return true
 }
 
-// rowOf is msg's row of ledger.PlanScanColumns.
-func (s *scanner) rowOf(msg jetstream.Msg, seq uint64, eventID, reason, subject string, storedAt time.Time) []any {
+// rowOf is a message's row of ledger.PlanScanColumns without its fingerprints, which fingerprint
+// fills in off the scan's goroutine.
+func (s *scanner) rowOf(seq uint64, eventID, reason, subject string, storedAt time.Time) []any {
 	if s.counts.ReplaySubject == "" {
 		s.counts.ReplaySubject = subject
 	}
-	v1Hash := fingerprint.Payload(msg.Data())
-	return []any{int64(seq), eventID, v1Hash, s.hashers.fingerprints(msg.Data(), v1Hash), reason, subject, storedAt}
+	return []any{int64(seq), eventID, nil, nil, reason, subject, storedAt}
+}
+
+// fill sets row's payload_hash and fingerprints from the message's payload.
+func (p planHashers) fill(row []any, data []byte) {
+	v1Hash := fingerprint.Payload(data)
+	row[2], row[3] = v1Hash, p.fingerprints(data, v1Hash)
 }
 
 // overMaxPayload counts and lists a message whose replay the server refuses to carry: it would
@@ -258,9 +266,3 @@ func (s *scanner) stop() {
 		s.iter.Stop()
 	}
 }
-
-// Values returns the current row.
-func (s *scanner) Values() ([]any, error) { return s.row, nil }
-
-// Err returns why the scan ended early, if it did.
-func (s *scanner) Err() error { return s.err }
