@@ -24,7 +24,26 @@ const (
 	EventGuard Event = "guard"
 	// EventComplete is every target settled, the last poll possibly after a pause.
 	EventComplete Event = "complete"
+	// EventShadowStopped and EventShadowStoppedShadowed return a shadow run that stopped before
+	// its verdict (interrupted, NATS or the ledger lost) to the status it started from, planned or
+	// shadowed with its earlier verdict: otherwise the job would read "shadowing" with nothing
+	// running. ShadowStoppedEvent picks one.
+	EventShadowStopped         Event = "shadow-stopped"
+	EventShadowStoppedShadowed Event = "shadow-stopped-shadowed"
 )
+
+// ShadowStoppedEvent is the event that returns a stopped shadow run's job to prev, the status it
+// had before the run; false when there is none (prev was shadowing already: a run before this one
+// stopped without a word, and nothing tells what came before it).
+func ShadowStoppedEvent(prev Status) (Event, bool) {
+	switch prev {
+	case Planned:
+		return EventShadowStopped, true
+	case Shadowed:
+		return EventShadowStoppedShadowed, true
+	}
+	return "", false
+}
 
 type transition struct {
 	from []Status
@@ -45,6 +64,9 @@ var transitions = map[Event]transition{
 	EventCancel:   {from: []Status{Planned, Shadowing, Shadowed, Executing, Paused}, to: Cancelled},
 	EventGuard:    {from: []Status{Executing, Paused}, to: Paused},
 	EventComplete: {from: []Status{Executing, Paused}, to: Completed},
+
+	EventShadowStopped:         {from: []Status{Shadowing}, to: Planned},
+	EventShadowStoppedShadowed: {from: []Status{Shadowing}, to: Shadowed},
 }
 
 // From returns the statuses e starts from, for the ledger's conditional update

@@ -16,6 +16,7 @@ func TestCanTransitionEveryPair(t *testing.T) {
 		{job.Shadowing, job.Shadowing}: true,
 		{job.Shadowed, job.Shadowing}:  true,
 		{job.Shadowing, job.Shadowed}:  true,
+		{job.Shadowing, job.Planned}:   true,
 		{job.Shadowed, job.Executing}:  true,
 		{job.Executing, job.Executing}: true,
 		{job.Paused, job.Executing}:    true,
@@ -53,6 +54,8 @@ func TestEventsStartFromAndLeadTo(t *testing.T) {
 		{job.EventCancel, []job.Status{job.Planned, job.Shadowing, job.Shadowed, job.Executing, job.Paused}, job.Cancelled},
 		{job.EventGuard, []job.Status{job.Executing, job.Paused}, job.Paused},
 		{job.EventComplete, []job.Status{job.Executing, job.Paused}, job.Completed},
+		{job.EventShadowStopped, []job.Status{job.Shadowing}, job.Planned},
+		{job.EventShadowStoppedShadowed, []job.Status{job.Shadowing}, job.Shadowed},
 	} {
 		if got := job.From(tc.event); !slices.Equal(got, tc.from) {
 			t.Errorf("From(%s) = %v, want %v", tc.event, got, tc.from)
@@ -113,6 +116,20 @@ func TestTransitionFromNarrowsToTheStatusSeen(t *testing.T) {
 		}
 		if !slices.Equal(tr.From, want) || tr.To != job.Executing || tr.ID != "job-1" || tr.By != "alice" {
 			t.Errorf("TransitionFrom(execute, %s) = %+v, want from %v", s, tr, want)
+		}
+	}
+}
+
+func TestShadowStoppedEventReturnsToThePriorStatus(t *testing.T) {
+	for prev, want := range map[job.Status]job.Status{job.Planned: job.Planned, job.Shadowed: job.Shadowed} {
+		e, ok := job.ShadowStoppedEvent(prev)
+		if !ok || job.To(e) != want || !slices.Equal(job.From(e), []job.Status{job.Shadowing}) {
+			t.Errorf("prev %s: event %q %v leads to %s", prev, e, ok, job.To(e))
+		}
+	}
+	for _, prev := range []job.Status{job.Shadowing, job.Executing, job.Completed} {
+		if e, ok := job.ShadowStoppedEvent(prev); ok {
+			t.Errorf("prev %s: event %q, want none", prev, e)
 		}
 	}
 }

@@ -333,3 +333,16 @@ func (s *Store) ShadowRecordVerdict(ctx context.Context, v ShadowVerdict, t JobT
 		return AuditInsert(ctx, tx, audit)
 	})
 }
+
+// ShadowStopped moves the job of a shadow run that stopped before its verdict back with t (from
+// shadowing to the status the run started from) and appends the audit entry, in one transaction.
+// The run's outcomes so far stay; the next run clears them. A job no longer shadowing matches
+// ErrJobStatus and is left unchanged.
+func (s *Store) ShadowStopped(ctx context.Context, t JobTransition, audit AuditEntry) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := JobsTransition(ctx, tx, t); err != nil {
+			return err
+		}
+		return AuditInsert(ctx, tx, audit)
+	})
+}

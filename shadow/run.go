@@ -23,8 +23,8 @@ import (
 // Run shadows the job of opts.Manifest: it checks the job, shadows the sample twice, then every
 // target, and records the verdict with the job's status (shadowed) and an audit entry in one
 // transaction. A failing verdict is not an error: Report.Verdict says so. When ctx ends, Run
-// returns its error; the outcomes stored so far stay, the job stays "shadowing" and no verdict is
-// recorded.
+// returns its error; the outcomes stored so far stay, no verdict is recorded, and the job returns
+// to the status it had before the run (planned, or shadowed with its earlier verdict).
 func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledger.Store, opts Options) (*Report, error) {
 	if err := opts.Normalise(); err != nil {
 		return nil, err
@@ -43,7 +43,8 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 	ctx, stopHolding := lock.Hold(ctx, lockCheckInterval, nil)
 	defer stopHolding()
 	opts.stage("checking job %s against the manifest", m.ID)
-	if _, err := job.CheckRecorded(ctx, store, m); err != nil {
+	rec, err := job.CheckRecorded(ctx, store, m)
+	if err != nil {
 		if errors.Is(err, job.ErrNotRecorded) {
 			err = fmt.Errorf("%w: %w", ErrJobMismatch, err)
 		}
@@ -62,16 +63,16 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 	sh := &runner{store: store, js: js, m: m, opts: &opts, req: req, totals: &r.Totals,
 		cmp: &comparer{ignore: newPathSet(opts.IgnoreFields)}}
 	if err := sh.sample(ctx, r); err != nil {
-		return nil, stopped(ctx, m.ID, err)
+		return nil, stoppedAndReturned(ctx, store, &opts, r, rec.Status, err)
 	}
 	if !r.Totals.Aborted {
 		opts.stage("shadowing all %s targets under effect version %d on %s", count(r.Totals.Targets), m.EffectVersion.To, r.Subject)
 		if err := sh.fullPass(ctx); err != nil {
-			return nil, stopped(ctx, m.ID, err)
+			return nil, stoppedAndReturned(ctx, store, &opts, r, rec.Status, err)
 		}
 	}
 	if err := sh.storeUncountedSample(ctx); err != nil {
-		return nil, stopped(ctx, m.ID, err)
+		return nil, stoppedAndReturned(ctx, store, &opts, r, rec.Status, err)
 	}
 	r.FinishedAt = opts.Now().UTC()
 	r.Verdict = judgeVerdict(r.Totals, opts.Thresholds)

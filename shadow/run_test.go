@@ -475,11 +475,54 @@ func TestShadowCancelledStopsPromptlyAndKeepsOutcomes(t *testing.T) {
 	if ok < 5 || ok >= cancelAt {
 		t.Fatalf("%d outcomes stored, want those completed before the cancel", ok)
 	}
-	if s := f.jobStatus(m.ID); s != "shadowing" {
-		t.Fatalf("job status %s, want shadowing: the run did not finish", s)
+	// The run did not finish: no verdict, and the job is planned again rather than "shadowing"
+	// with nothing running (issue 18).
+	if s := f.jobStatus(m.ID); s != "planned" {
+		t.Fatalf("job status %s, want planned: the interrupted run must return the job to its prior status", s)
 	}
 	if _, err := f.store.ShadowVerdictsLatest(f.ctx, m.ID); !errors.Is(err, ledger.ErrNoVerdict) {
 		t.Fatalf("a cancelled run recorded a verdict: %v", err)
+	}
+	if !strings.Contains(err.Error(), "job "+m.ID+" is planned again") {
+		t.Errorf("err %q does not say where the job went", err)
+	}
+	var returnedTo string
+	if err := f.db.QueryRow(f.ctx, `select details->>'returnedTo' from audit where job_id = $1 and action = 'shadow.stopped'`, m.ID).Scan(&returnedTo); err != nil || returnedTo != "planned" {
+		t.Fatalf("audit of the return: %q, %v", returnedTo, err)
+	}
+}
+
+// A shadowed job interrupted while shadowing again is shadowed again, its earlier verdict the
+// latest: execute may go on under the verdict it had.
+func TestShadowInterruptedRerunReturnsToShadowed(t *testing.T) {
+	f, m := standardJob(t)
+	first, err := f.run(f.options(m, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	defer cancel()
+	// Cancelled as the sample is shadowed: after the job was marked shadowing.
+	interrupt := func(o *shadow.Options) {
+		o.Stage = func(s string) {
+			if strings.HasPrefix(s, "shadowing the sample") {
+				cancel()
+			}
+		}
+	}
+	if _, err := shadow.Run(ctx, f.env.Conn, f.env.JS, f.store, f.options(m, interrupt)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if s := f.jobStatus(m.ID); s != "shadowed" {
+		t.Fatalf("job status %s, want shadowed: its status before the interrupted run", s)
+	}
+	var stops int
+	if err := f.db.QueryRow(f.ctx, `select count(*) from audit where job_id = $1 and action = 'shadow.stopped' and details->>'returnedTo' = 'shadowed'`, m.ID).Scan(&stops); err != nil || stops != 1 {
+		t.Fatalf("audit of the return: %d, %v", stops, err)
+	}
+	v, err := f.store.ShadowVerdictsLatest(f.ctx, m.ID)
+	if err != nil || v.Pass != first.Verdict.Pass {
+		t.Fatalf("latest verdict %+v, %v; want the first run's", v, err)
 	}
 }
 
