@@ -129,6 +129,7 @@ type watcher struct {
 	lastChange  time.Time
 	// stallNoticed says the stall under way was reported (Options.Notice).
 	stallNoticed bool
+	leases       leaseWatch
 	failingFor   time.Time
 	durable      jetstream.Consumer
 }
@@ -217,8 +218,10 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	}
 	if finished {
 		w.endStall("outcomes land again", e.Settled())
+		w.leasesFreed("every target settled")
 		return nil, true, nil
 	}
+	w.watchLeases(ctx, e)
 	if stop := w.stalled(ctx, rec, p, e); stop != nil {
 		return stop, false, nil
 	}
