@@ -71,9 +71,5 @@ func (p *executeProgress) finish() {
 func (p *executeProgress) notice(n executor.Notice) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.bar != nil && p.ios.ShowsProgress() {
-		// The bar's line is drawn over; the notice starts one of its own.
-		fmt.Fprintln(p.ios.ErrOut)
-	}
-	logLine(p.ios, "execute: %s", clip.Line(n.Message))
+	logLineOverBar(p.ios, "execute: %s", clip.Line(n.Message))
 }

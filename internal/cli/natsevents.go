@@ -27,7 +27,7 @@ func connectionEvents(ios *iostreams.IOStreams, settings natsconn.Settings) []na
 			if where == "" {
 				where = natsurl.Redact(settings.Servers())
 			}
-			logLine(ios, "NATS connection to %s lost: %s; reconnecting", where,
+			logLineOverBar(ios, "NATS connection to %s lost: %s; reconnecting", where,
 				settings.Scrub(natsurl.ScrubError(err, settings.Servers()).Error()))
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
@@ -35,7 +35,7 @@ func connectionEvents(ios *iostreams.IOStreams, settings natsconn.Settings) []na
 			if at := lostAt.Swap(0); at != 0 {
 				after = " after " + time.Since(time.Unix(0, at)).Round(100*time.Millisecond).String()
 			}
-			logLine(ios, "NATS reconnected to %s%s", nc.ConnectedUrlRedacted(), after)
+			logLineOverBar(ios, "NATS reconnected to %s%s", nc.ConnectedUrlRedacted(), after)
 		}),
 	}
 }

@@ -58,3 +58,13 @@ func printStage(ios *iostreams.IOStreams, description string) {
 func logLine(ios *iostreams.IOStreams, format string, args ...any) {
 	fmt.Fprintf(ios.ErrOut, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 }
+
+// logLineOverBar is logLine for what happens while a bar may be drawn on a terminal: the bar's
+// line does not end until it finishes, so the line starts one of its own instead of being
+// appended to the bar and drawn over at its next redraw.
+func logLineOverBar(ios *iostreams.IOStreams, format string, args ...any) {
+	if ios.ShowsProgress() {
+		fmt.Fprintln(ios.ErrOut)
+	}
+	logLine(ios, format, args...)
+}

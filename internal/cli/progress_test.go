@@ -62,3 +62,20 @@ func TestProgressIntervalMustNotBeNegative(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 2 naming the flag", code, stderr)
 	}
 }
+
+// TestANoticeOnATTYGetsALineOfItsOwn: a stall, a stuck lease or a NATS reconnect printed while the
+// bar is drawn ended up appended to the bar's line and was drawn over at its next redraw.
+func TestANoticeOnATTYGetsALineOfItsOwn(t *testing.T) {
+	ios, _, _, stderr := iostreams.Test()
+	ios.SetStderrTTY(true)
+	p := &executeProgress{ios: ios}
+	p.update(executor.Progress{Targets: 100, Remaining: 60, Rate: 4, State: "publishing"})
+	p.notice(executor.Notice{Kind: executor.NoticeStall, Message: "stalled: 40 published targets, no outcome for 1m0s"})
+	p.update(executor.Progress{Targets: 100, Remaining: 50, Rate: 4, State: "publishing"})
+	p.finish()
+	out := stderr.String()
+	notice := regexp.MustCompile(`ETA 15s\x1b\[K\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ execute: stalled: 40 published targets, no outcome for 1m0s\n\r`)
+	if !notice.MatchString(out) {
+		t.Errorf("the notice does not stand on a line of its own between the bar's draws: %q", out)
+	}
+}
