@@ -2,6 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -131,4 +134,36 @@ func TestFaultNATSDownAtExecuteStart(t *testing.T) {
 		t.Errorf("stderr lacks %q:\n%s", want, stderr)
 	}
 	w.assertNothingStarted(t, m)
+}
+
+// TestReconnectIsLoggedOnceDuringExecute: issue 18. A short restart under execute is one
+// timestamped line when the connection is lost and one when it is back, with how long it was
+// down; nats.go's reconnect attempts in between add none.
+func TestReconnectIsLoggedOnceDuringExecute(t *testing.T) {
+	const n = 200
+	w := newFaultWorld(t)
+	m := w.Shadowed(n, "job-nats-reconnect-log")
+	w.RunConsumer(w.NewConsumer(nil, nil))
+
+	p := startReplayctl(t, w.executeArgs("--rate", "50")...)
+	w.waitCompleted(t, p, m, 20)
+	w.NATS.Restart(t, natsDown)
+	waitUntil(t, 30*time.Second, "the reconnect to be logged", func() bool {
+		return strings.Contains(p.stderr.String(), "NATS reconnected to")
+	})
+	p.wait(t, 60*time.Second)
+	w.assertReconnected(t)
+	stderr := p.stderr.String()
+	lost := regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ NATS connection to nats://127\.0\.0\.1:\d+ lost: .+; reconnecting$`)
+	back := regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ NATS reconnected to nats://127\.0\.0\.1:\d+ after (\d+(\.\d)?)s$`)
+	if got := len(lost.FindAllString(stderr, -1)); got != 1 {
+		t.Errorf("the lost connection is logged %d times, want once:\n%s", got, stderr)
+	}
+	matches := back.FindAllStringSubmatch(stderr, -1)
+	if len(matches) != 1 {
+		t.Fatalf("the reconnect is logged %d times, want once:\n%s", len(matches), stderr)
+	}
+	if down, _ := strconv.ParseFloat(matches[0][1], 64); down < natsDown.Seconds() {
+		t.Errorf("reconnected after %ss, want at least the %s the server was down", matches[0][1], natsDown)
+	}
 }
