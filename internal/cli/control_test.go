@@ -77,7 +77,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 
 	stdout, _, code = w.replayctl(t, "status "+m.ID)
 	for _, want := range []string{"job " + m.ID + " of consumer billing: paused by alice", "because: provider latency",
-		"executor: none attached", "run `replayctl execute "+m.ID+"` to continue publishing", "targets\t6", "remaining\t6"} {
+		"executor: none attached", "run `replayctl execute " + m.ID + "` to continue publishing", "targets\t6", "remaining\t6"} {
 		if code != ExitOK || !strings.Contains(stdout, want) {
 			t.Errorf("status of the paused job: exit %d, lacks %q:\n%s", code, want, stdout)
 		}
