@@ -41,19 +41,19 @@ type scanCounts struct {
 // scanner walks the DLQ stream with an ordered consumer and turns each usable message into a row
 // for COPY (through scanPipe), so the scan never holds more than a bounded number of messages.
 type scanner struct {
-	ctx       context.Context
-	iter      jetstream.MessagesContext
-	unwatch   func() bool
-	headers   manifest.Headers
-	backfill  bool
-	replay    dlq.Replay
-	hashers   planHashers
-	failure   *regexp.Regexp
-	until     *time.Time
-	lastSeq   uint64
-	total     int64
-	progress  func(scanned, total int64)
-	counts    scanCounts
+	ctx      context.Context
+	iter     jetstream.MessagesContext
+	unwatch  func() bool
+	headers  manifest.Headers
+	backfill bool
+	replay   dlq.Replay
+	hashers  planHashers
+	failure  *regexp.Regexp
+	until    *time.Time
+	lastSeq  uint64
+	total    int64
+	progress func(scanned, total int64)
+	counts   scanCounts
 	// row is the current usable message's row, data its payload, until fill fingerprints it.
 	row       []any
 	data      []byte
