@@ -524,7 +524,7 @@ func (p *PlanSession) EffectCountMean(ctx context.Context, consumer string) (int
 // Record stores the job, its targets and the audit entry inside the session's transaction.
 func (p *PlanSession) Record(ctx context.Context, job Job, entry AuditEntry) error {
 	if err := JobsInsert(ctx, p.tx, job); err != nil {
-		return fmt.Errorf("plan: record job %s: %w", job.ID, err)
+		return fmt.Errorf("plan: %w", err) // JobsInsert names the job
 	}
 	tag, err := p.tx.Exec(ctx, jobTargetsInsertFromPlan, job.ID)
 	if err != nil {
