@@ -46,14 +46,7 @@ func TestNATSPermissionsOfTheDocsRunAReplayAndRefuseTheRest(t *testing.T) {
 	adminJS, _ := jetstream.New(admin)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	for _, cfg := range []jetstream.StreamConfig{
-		{Name: exectest.DLQStream, Subjects: []string{"dlq.billing.>"}},
-		{Name: exectest.Stream, Subjects: []string{"billing.>"}},
-	} {
-		if _, err := adminJS.CreateStream(ctx, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exectest.CreateStreams(ctx, t, adminJS, 1)
 	store, dbURL := pgtest.LedgerWithURL(t)
 	e := &exectest.Env{T: t, Ctx: ctx, NATS: &natstest.Env{Conn: admin, JS: adminJS}, Store: store, DatabaseURL: dbURL,
 		Dir: t.TempDir(), Provider: billing.NewProvider(), Seqs: map[string]uint64{}}

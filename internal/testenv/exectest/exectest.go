@@ -94,16 +94,22 @@ func New(t testing.TB, o Options) *Env {
 	} else {
 		env = natstest.Start(t, o.Listen)
 	}
+	CreateStreams(ctx, t, env.JS, replicas)
+	return &Env{T: t, Ctx: ctx, NATS: env, Store: store, DB: pgtest.Pool(t, store), DatabaseURL: url, Dir: t.TempDir(),
+		Provider: billing.NewProvider(), Seqs: map[string]uint64{}, Cluster: cluster}
+}
+
+// CreateStreams creates the billing DLQ stream and the billing stream through js, with replicas.
+func CreateStreams(ctx context.Context, t testing.TB, js jetstream.JetStream, replicas int) {
+	t.Helper()
 	for _, cfg := range []jetstream.StreamConfig{
 		{Name: DLQStream, Subjects: []string{"dlq.billing.>"}, Replicas: replicas},
 		{Name: Stream, Subjects: []string{"billing.>"}, Replicas: replicas},
 	} {
-		if _, err := env.JS.CreateStream(ctx, cfg); err != nil {
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &Env{T: t, Ctx: ctx, NATS: env, Store: store, DB: pgtest.Pool(t, store), DatabaseURL: url, Dir: t.TempDir(),
-		Provider: billing.NewProvider(), Seqs: map[string]uint64{}, Cluster: cluster}
 }
 
 // EventID names seeded event i.
@@ -291,25 +297,18 @@ func (e *Env) RunConsumer(c *consumer.Consumer) (stop func()) {
 // responder among them), so a plan may now ask it.
 func (e *Env) WaitPulling() {
 	e.T.Helper()
-	pgtest.WaitFor(e.T, 30*time.Second, func() (bool, error) {
-		cons, err := e.NATS.JS.Consumer(e.Ctx, Stream, Consumer)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		info, err := cons.Info(e.Ctx)
-		if err != nil {
-			return false, err
-		}
-		return info.NumWaiting > 0, nil
-	})
+	e.waitDurable(func(info *jetstream.ConsumerInfo) bool { return info.NumWaiting > 0 })
 }
 
 // WaitIdle waits until the billing consumer's durable has nothing pending or unacknowledged: every
 // message published so far was handled (completed, refused or dead-lettered).
 func (e *Env) WaitIdle() {
+	e.T.Helper()
+	e.waitDurable(func(info *jetstream.ConsumerInfo) bool { return info.NumAckPending == 0 && info.NumPending == 0 })
+}
+
+// waitDurable polls the billing consumer's durable until its info satisfies cond.
+func (e *Env) waitDurable(cond func(*jetstream.ConsumerInfo) bool) {
 	e.T.Helper()
 	pgtest.WaitFor(e.T, 30*time.Second, func() (bool, error) {
 		cons, err := e.NATS.JS.Consumer(e.Ctx, Stream, Consumer)
@@ -323,7 +322,7 @@ func (e *Env) WaitIdle() {
 		if err != nil {
 			return false, err
 		}
-		return info.NumAckPending == 0 && info.NumPending == 0, nil
+		return cond(info), nil
 	})
 }
 

@@ -67,16 +67,23 @@ func connect() {
 	}
 }
 
+// shared returns the one pool a test binary shares for set-up, connecting on first use.
+func shared(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	once.Do(connect)
+	if openErr != nil {
+		t.Fatalf("pgtest: %v", openErr)
+	}
+	return pool
+}
+
 // URL creates a fresh schema for t, dropped with everything in it at cleanup, and returns the
 // base database URL with search_path set to it. The base URL comes from
 // REPLAYCTL_TEST_DATABASE_URL, else DATABASE_URL, else defaultURL; it may be a postgres:// URL or a
 // key=value DSN.
 func URL(t testing.TB) string {
 	t.Helper()
-	once.Do(connect)
-	if openErr != nil {
-		t.Fatalf("pgtest: %v", openErr)
-	}
+	pool := shared(t)
 	schema := schemaName(t.Name())
 	ident := pgx.Identifier{schema}.Sanitize()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)

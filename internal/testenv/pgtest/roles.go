@@ -16,10 +16,7 @@ import (
 // without a password.
 func Role(t testing.TB, databaseURL, kind string) (name, roleURL string) {
 	t.Helper()
-	once.Do(connect)
-	if openErr != nil {
-		t.Fatalf("pgtest: %v", openErr)
-	}
+	pool := shared(t)
 	name = fmt.Sprintf("r_%s_%08x", kind, rand.Uint32())
 	ident := pgx.Identifier{name}.Sanitize()
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
@@ -46,10 +43,7 @@ func Role(t testing.TB, databaseURL, kind string) (name, roleURL string) {
 // set-up a test's own roles may not do.
 func Exec(t testing.TB, sql string) {
 	t.Helper()
-	once.Do(connect)
-	if openErr != nil {
-		t.Fatalf("pgtest: %v", openErr)
-	}
+	pool := shared(t)
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	if _, err := pool.Exec(ctx, sql); err != nil {
