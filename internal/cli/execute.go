@@ -71,7 +71,8 @@ was already replayed. After a crash or Ctrl-C, run the same execute again: it co
 stopped, and the ledger keeps any event from producing its external effect twice.
 
 Exits 0 when every target settled, 5 when some are uncertain (listed for manual review), 4 when a
-guard stopped the run, 3 when a gate refused, 2 on bad input.`,
+guard stopped the run, 3 when a gate refused, 2 on bad input or when the NATS server does not
+permit this user to publish the replays (nothing is delivered; docs/nats/permissions.conf).`,
 		Example: `  # CI: every gate, what would be published, nothing published (exit 0 or 3)
   replayctl execute job.json --dry-run
 

@@ -47,7 +47,8 @@ Exit codes:
   0  done
   1  runtime failure (database or NATS unreachable, interrupted); retrying may succeed
   2  usage or bad input (flags, arguments, an invalid manifest, NATS credentials or TLS
-     the server refused, a NATS context that cannot be read)
+     the server refused, a NATS context that cannot be read, a NATS user not permitted to
+     publish the replays, a database role that lacks a privilege: see ledger grants)
   3  a gate refused (no passing shadow, stale or tampered manifest, version not bumped)
   4  a guard stopped the run (budget, error rate, no progress), the job was cancelled,
      or the shadow verdict failed
