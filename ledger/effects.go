@@ -56,13 +56,16 @@ type EffectRow struct {
 	UpdatedAt      time.Time
 }
 
-const effectsForEvent = `
-select consumer, event_id, effect_version, state, request_hash, request_hash_alg,
+// effectRowColumns are the columns scanEffectRow reads, in its order.
+const effectRowColumns = `consumer, event_id, effect_version, state, request_hash, request_hash_alg,
        coalesce(result_hash, ''), result_body, coalesce(outcome_kind, ''), effect_count, external_refs,
        coalesce(lease_owner, ''), lease_expires_at, coalesce(lease_expires_at > now(), false),
        greatest(coalesce(extract(epoch from lease_expires_at - now()) * 1000, 0), 0)::bigint,
        heartbeat_at, replay_until, evidence_until, coalesce(job_id, ''), attempts, calls_started,
-       coalesce(last_error, ''), write_forbidden, created_at, updated_at
+       coalesce(last_error, ''), write_forbidden, created_at, updated_at`
+
+const effectsForEvent = `
+select ` + effectRowColumns + `
   from effects
  where consumer = $1 and event_id = $2
  order by effect_version`
@@ -75,25 +78,28 @@ func EffectsForEvent(ctx context.Context, q Querier, consumer, eventID string) (
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (EffectRow, error) {
-		var r EffectRow
-		var body, refs []byte
-		var remainingMS int64
-		err := row.Scan(&r.Consumer, &r.EventID, &r.EffectVersion, &r.State, &r.RequestHash, &r.RequestHashAlg,
-			&r.ResultHash, &body, &r.OutcomeKind, &r.EffectCount, &refs, &r.LeaseOwner, &r.LeaseExpiresAt,
-			&r.LeaseLive, &remainingMS, &r.HeartbeatAt, &r.ReplayUntil, &r.EvidenceUntil, &r.JobID,
-			&r.Attempts, &r.CallsStarted, &r.LastError, &r.WriteForbidden, &r.CreatedAt, &r.UpdatedAt)
-		if body != nil {
-			r.ResultBody = json.RawMessage(body)
-		}
-		r.ExternalRefs = json.RawMessage(refs)
-		r.LeaseRemaining = time.Duration(remainingMS) * time.Millisecond
-		return r, err
-	})
+	out, err := pgx.CollectRows(rows, scanEffectRow)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
 	}
 	return out, nil
+}
+
+// scanEffectRow reads the columns of effectsForEvent, in its order.
+func scanEffectRow(row pgx.CollectableRow) (EffectRow, error) {
+	var r EffectRow
+	var body, refs []byte
+	var remainingMS int64
+	err := row.Scan(&r.Consumer, &r.EventID, &r.EffectVersion, &r.State, &r.RequestHash, &r.RequestHashAlg,
+		&r.ResultHash, &body, &r.OutcomeKind, &r.EffectCount, &refs, &r.LeaseOwner, &r.LeaseExpiresAt,
+		&r.LeaseLive, &remainingMS, &r.HeartbeatAt, &r.ReplayUntil, &r.EvidenceUntil, &r.JobID,
+		&r.Attempts, &r.CallsStarted, &r.LastError, &r.WriteForbidden, &r.CreatedAt, &r.UpdatedAt)
+	if body != nil {
+		r.ResultBody = json.RawMessage(body)
+	}
+	r.ExternalRefs = json.RawMessage(refs)
+	r.LeaseRemaining = time.Duration(remainingMS) * time.Millisecond
+	return r, err
 }
 
 // EffectClaim asks for the lease on one row.

@@ -42,6 +42,9 @@ type GroupCommitStats struct {
 	// Batches counts multi-row statements; Fallbacks the batches re-run one row at a time after
 	// failing as a whole.
 	Batches, Fallbacks int64
+	// ReadStatements counts the queries that read events' rows (EffectsForEvent), ReadEvents the
+	// events they read.
+	ReadStatements, ReadEvents int64
 }
 
 type groupResult struct {

@@ -25,4 +25,14 @@ func GroupCommitPending(s *Store, kind string) int {
 }
 
 // DisableGroupCommit makes s send each SDK statement on its own, as before group commit.
-func DisableGroupCommit(s *Store) { s.group = nil }
+func DisableGroupCommit(s *Store) { s.group, s.reads = nil, nil }
+
+// HoldEventReads makes s send one read of events' rows at a time and runs f before each.
+func HoldEventReads(s *Store, f func(n int)) { s.reads.flushers, s.reads.beforeSend = 1, f }
+
+// EventReadsPending counts the reads waiting to be taken into a query.
+func EventReadsPending(s *Store) int {
+	s.reads.mu.Lock()
+	defer s.reads.mu.Unlock()
+	return len(s.reads.pending)
+}

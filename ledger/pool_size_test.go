@@ -15,7 +15,7 @@ func TestOpenForHandlersSizesThePoolUnlessTheURLDoes(t *testing.T) {
 		want     int32
 	}{
 		{url, 32, int32(ledger.SDKPoolSize(32))},
-		{url, 1, 1 + 8},
+		{url, 1, 1 + 8 + 2},
 		{url + "&pool_max_conns=3", 32, 3},
 	} {
 		store, err := ledger.Open(t.Context(), c.url, ledger.ForHandlers(c.handlers))
@@ -28,7 +28,11 @@ func TestOpenForHandlersSizesThePoolUnlessTheURLDoes(t *testing.T) {
 			t.Errorf("%d handlers, %s: pool of %d, want %d", c.handlers, c.url, got, c.want)
 		}
 	}
-	if got := ledger.SDKPoolSize(32); got != 16+8 {
-		t.Errorf("SDKPoolSize(32) = %d, want 24", got)
+	// The batching's connections plus a few spare, however many handlers: a pool that grew with
+	// them would run PostgreSQL out of connections (max_connections 100) at 256 handlers.
+	for handlers, want := range map[int]int{1: 1 + 8 + 2, 32: 8 + 8 + 2, 1024: 8 + 8 + 2} {
+		if got := ledger.SDKPoolSize(handlers); got != want {
+			t.Errorf("SDKPoolSize(%d) = %d, want %d", handlers, got, want)
+		}
 	}
 }

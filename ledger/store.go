@@ -29,8 +29,10 @@ type Store struct {
 	// pool is the ledger's own: every transaction is a named operation of this package, and tests
 	// that inspect tables open a pool of their own (pgtest.Pool).
 	pool *pgxpool.Pool
-	// group batches the SDK's keyed row updates; nil sends each on its own.
+	// group batches the SDK's keyed row updates and reads batches its reads of one event's
+	// rows; nil sends each on its own.
 	group *groupCommit
+	reads *eventReads
 }
 
 // Open connects to the ledger at databaseURL (a postgres:// URL or a key=value DSN) and pings it
@@ -75,7 +77,7 @@ func open(ctx context.Context, databaseURL string, o openOptions) (*Store, error
 		}
 		return nil, fmt.Errorf("%w: connect to %s: %w; %s", ErrUnavailable, RedactURL(databaseURL), err, hint)
 	}
-	return &Store{pool: pool, group: newGroupCommit(pool)}, nil
+	return &Store{pool: pool, group: newGroupCommit(pool), reads: newEventReads(pool)}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be released.
@@ -95,10 +97,16 @@ func ForHandlers(handlers int) Option {
 	return func(o *openOptions) { o.handlers = handlers }
 }
 
-// SDKPoolSize is the pool a consumer of handlers concurrent handlers needs: the group committer
-// holds a connection only while a batch is in flight, at most defaultGroupFlushers per kind,
-// and a handler holds one only for its reads (the rows of its event, the version registry), so
-// about one handler in two is on a connection at once, measured in docs/benchmarks.md.
+// SDKPoolSize is the pool a consumer of handlers concurrent handlers needs. The group committer
+// and the batched reads hold a connection only while a statement is in flight, at most
+// defaultGroupFlushers per kind of write and defaultReadFlushers for reads, whatever the number
+// of handlers; a handler holds one of its own only for the rare statements sent alone (a
+// release, an uncertain mark, an incident, the version registry), so sdkSpareConns cover them.
+// A pool grown with the handlers gained nothing and took connections PostgreSQL counts against
+// max_connections (100 by default): 256 handlers asked for 136.
 func SDKPoolSize(handlers int) int {
-	return max(4, (handlers+1)/2+groupKinds*defaultGroupFlushers)
+	return max(4, min(handlers, sdkSpareConns)+groupKinds*defaultGroupFlushers+defaultReadFlushers)
 }
+
+// sdkSpareConns are the connections beyond the batching's for statements a handler sends alone.
+const sdkSpareConns = 8

@@ -10,9 +10,13 @@ import (
 // call take a Querier so that replayctl's own commands can run the same statements inside a
 // transaction.
 
-// EffectsForEvent runs the package-level EffectsForEvent on the pool.
+// EffectsForEvent runs the package-level EffectsForEvent on the pool, batched with other
+// handlers' reads of other events (groupread.go).
 func (s *Store) EffectsForEvent(ctx context.Context, consumer, eventID string) ([]EffectRow, error) {
-	return EffectsForEvent(ctx, s.pool, consumer, eventID)
+	if s.reads == nil {
+		return EffectsForEvent(ctx, s.pool, consumer, eventID)
+	}
+	return s.reads.read(ctx, consumer, eventID)
 }
 
 // EffectsClaim runs the package-level EffectsClaim on the pool, batched with other handlers'
@@ -94,8 +98,12 @@ func (s *Store) AuditInsert(ctx context.Context, e AuditEntry) error {
 
 // GroupCommitStats says how the SDK's call-started marks, completions and heartbeats were sent.
 func (s *Store) GroupCommitStats() GroupCommitStats {
-	if s.group == nil {
-		return GroupCommitStats{}
+	var st GroupCommitStats
+	if s.group != nil {
+		st = s.group.stats()
 	}
-	return s.group.stats()
+	if s.reads != nil {
+		st.ReadStatements, st.ReadEvents = s.reads.stats()
+	}
+	return st
 }

@@ -16,7 +16,16 @@ import (
 // handled. The tables are the example's own, created on open beside the ledger's; they are no
 // part of replayctl's ledger or its migrations.
 type Records struct {
-	pool *pgxpool.Pool
+	pool    *pgxpool.Pool
+	orders  batcher[orderRow]
+	charges batcher[chargeRow]
+}
+
+type orderRow struct{ eventID, orderID string }
+
+type chargeRow struct {
+	Charge
+	currency string
 }
 
 // Charge is one charge the provider made.
@@ -41,10 +50,14 @@ create table if not exists billing_provider_charges (
 create index if not exists billing_provider_charges_order on billing_provider_charges (order_id);`
 
 const (
-	ordersInsert = `insert into billing_orders (event_id, order_id) values ($1, $2)
+	// ordersInsert writes the rows of concurrent callers at once (batch.go); an event ID is at
+	// most once in it (an upsert may not touch a row twice in one statement).
+	ordersInsert = `insert into billing_orders (event_id, order_id)
+select * from unnest($1::text[], $2::text[])
 on conflict (event_id) do update set order_id = excluded.order_id`
-	ordersGet      = `select order_id from billing_orders where event_id = $1`
-	chargesInsert  = `insert into billing_provider_charges (charge_id, order_id, total_cents, currency) values ($1, $2, $3, $4)`
+	ordersGet     = `select order_id from billing_orders where event_id = $1`
+	chargesInsert = `insert into billing_provider_charges (charge_id, order_id, total_cents, currency)
+select * from unnest($1::text[], $2::text[], $3::bigint[], $4::text[])`
 	chargesOfOrder = `select charge_id, order_id, total_cents from billing_provider_charges where order_id = $1 order by charged_at, charge_id`
 )
 
@@ -66,17 +79,35 @@ func OpenRecords(ctx context.Context, databaseURL string) (*Records, error) {
 		pool.Close()
 		return nil, fmt.Errorf("billing records: create the example's tables: %w", err)
 	}
-	return &Records{pool: pool}, nil
+	r := &Records{pool: pool}
+	r.orders.send, r.charges.send = r.insertOrders, r.insertCharges
+	return r, nil
 }
 
 // Close closes the connections.
 func (r *Records) Close() { r.pool.Close() }
 
 func (r *Records) recordOrder(ctx context.Context, eventID, orderID string) error {
-	if _, err := r.pool.Exec(ctx, ordersInsert, eventID, orderID); err != nil {
+	if err := r.orders.write(ctx, orderRow{eventID, orderID}); err != nil {
 		return fmt.Errorf("record the order of event %s: %w", eventID, err)
 	}
 	return nil
+}
+
+func (r *Records) insertOrders(ctx context.Context, rows []orderRow) error {
+	// The last order recorded for an event wins, as it would one statement at a time.
+	last := make(map[string]int, len(rows))
+	for i, o := range rows {
+		last[o.eventID] = i
+	}
+	events, orders := make([]string, 0, len(last)), make([]string, 0, len(last))
+	for i, o := range rows {
+		if last[o.eventID] == i {
+			events, orders = append(events, o.eventID), append(orders, o.orderID)
+		}
+	}
+	_, err := r.pool.Exec(ctx, ordersInsert, events, orders)
+	return err
 }
 
 func (r *Records) orderOf(ctx context.Context, eventID string) (string, bool, error) {
@@ -92,10 +123,19 @@ func (r *Records) orderOf(ctx context.Context, eventID string) (string, bool, er
 }
 
 func (r *Records) recordCharge(ctx context.Context, c Charge, currency string) error {
-	if _, err := r.pool.Exec(ctx, chargesInsert, c.ID, c.OrderID, c.TotalCents, currency); err != nil {
+	if err := r.charges.write(ctx, chargeRow{c, currency}); err != nil {
 		return fmt.Errorf("payment provider: record charge %s of order %s: %w", c.ID, c.OrderID, err)
 	}
 	return nil
+}
+
+func (r *Records) insertCharges(ctx context.Context, rows []chargeRow) error {
+	ids, orders, totals, currencies := make([]string, len(rows)), make([]string, len(rows)), make([]int64, len(rows)), make([]string, len(rows))
+	for i, c := range rows {
+		ids[i], orders[i], totals[i], currencies[i] = c.ID, c.OrderID, c.TotalCents, c.currency
+	}
+	_, err := r.pool.Exec(ctx, chargesInsert, ids, orders, totals, currencies)
+	return err
 }
 
 // ChargesOf lists the provider's charges of orderID, oldest first.
