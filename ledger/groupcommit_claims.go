@@ -24,7 +24,11 @@ select count(*) from (
 // an insert, both from one snapshot: a row that exists is only ever updated, and a key with no
 // row only inserted. The update re-checks its conditions on the latest row version as the
 // conflict arm did. A batch holds at most one claim per event (groupCommit ensures it), so the
-// not-exists over other versions cannot miss a claim of its own batch.
+// not-exists over other versions cannot miss a claim of its own batch. "effect_version + 0" keeps
+// the insert's look-up on the primary key, as leasedRow explains: with a generic plan the planner
+// chose (consumer, effect_version, job_id) and walked every row of the version for each claim, so
+// claims slowed as the replay went (live runs of 10,000 events: 0.1-0.75 s a batch, the whole
+// consumer at ~330 events/s whatever the handlers; docs/benchmarks.md).
 const effectsClaimBatch = `
 with r as (
   select * from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::bigint[],
@@ -56,7 +60,7 @@ with r as (
          now() + r.lease_ms * interval '1 millisecond', now(), r.job_id, 1, 0
     from r
    where not exists (select 1 from effects x
-                      where x.consumer = r.consumer and x.event_id = r.event_id and x.effect_version = r.effect_version)
+                      where x.consumer = r.consumer and x.event_id = r.event_id and x.effect_version + 0 = r.effect_version)
   on conflict (consumer, event_id, effect_version) do nothing
   returning consumer, event_id
 )

@@ -183,7 +183,9 @@ func asyncPublishTo(ctx context.Context, nc *nats.Conn, feed func(publish func(*
 	}
 	start := time.Now()
 	n, err := feed(func(m *nats.Msg) error {
-		_, err := js.PublishMsgAsync(m)
+		// The default stall wait (200 ms) failed runs on a loaded machine; waiting for room is
+		// part of the rate measured.
+		_, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second))
 		return err
 	})
 	if err != nil {

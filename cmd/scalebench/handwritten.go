@@ -21,6 +21,7 @@ import (
 const (
 	handStream, handSubject = "BENCH_HAND_CONSUMER", "benchhand.billing.charge"
 	handTable               = "bench_hand_effects"
+	handMaxConns            = 40
 )
 
 // handWrittenConsumer is a baseline, not replayctl code: the smallest idempotent consumer a
@@ -53,8 +54,9 @@ func handWrittenConsumer(ctx context.Context, js jetstream.JetStream, nc *nats.C
 	if err != nil {
 		return phase{}, err
 	}
-	// One connection per handler: the pool never makes a handler wait for another.
-	cfg.MaxConns = int32(handlers)
+	// One connection per handler, up to handMaxConns: beyond that PostgreSQL (max_connections
+	// 100 by default, shared with the rest of the run) refuses them, and so would it a script.
+	cfg.MaxConns = int32(min(handlers, handMaxConns))
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return phase{}, fmt.Errorf("hand-written consumer: connect to PostgreSQL: %w", err)

@@ -193,6 +193,9 @@ func seedLedger(ctx context.Context, store *ledger.Store, sc Scenario, truth *Tr
 	return totals, nil
 }
 
+// seedStallWait is how long a seed publish waits for room among the unacknowledged ones.
+const seedStallWait = 30 * time.Second
+
 func seedStream(ctx context.Context, js jetstream.JetStream, sc Scenario, truth *Truth) error {
 	var acks []jetstream.PubAckFuture
 	pub := func(eventID *string, i, variant int, seq int) error {
@@ -205,7 +208,8 @@ func seedStream(ctx context.Context, js jetstream.JetStream, sc Scenario, truth 
 		msg.Header.Set(dlq.DefaultHeaders.OriginalSubject, "billing.charge.requested")
 		msg.Header.Set(dlq.DefaultHeaders.Attempts, "5")
 		msg.Header.Set(dlq.DefaultHeaders.FailedAt, sc.Now.Add(-time.Duration(sc.Events-seq)*time.Second).UTC().Format(time.RFC3339))
-		ack, err := js.PublishMsgAsync(msg)
+		// The default stall wait (200 ms) fails a seed on a busy machine while the server catches up.
+		ack, err := js.PublishMsgAsync(msg, jetstream.WithStallWait(seedStallWait))
 		if err != nil {
 			return fmt.Errorf("seed DLQ message %d: %w", seq, err)
 		}
