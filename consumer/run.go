@@ -79,19 +79,26 @@ func (c *Consumer) Run(ctx context.Context) error {
 	}
 	defer func() { pull.iter.Stop() }()
 
+	// Concurrency handlers live as long as Run, each taking the next message when it is free: a
+	// goroutine started per message grew a fresh stack every time, which with hundreds of
+	// handlers was a tenth of the consumer's CPU (docs/benchmarks.md).
 	work := context.WithoutCancel(ctx)
-	slots := make(chan struct{}, c.cfg.Concurrency)
+	msgs := make(chan jetstream.Msg)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer close(msgs)
+	for range c.cfg.Concurrency {
+		wg.Go(func() {
+			for msg := range msgs {
+				c.Process(work, msg)
+			}
+		})
+	}
 	for {
 		msg, err := pull.next(ctx)
 		if err != nil || msg == nil {
 			return err
 		}
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			c.Process(work, msg)
-		})
+		msgs <- msg
 	}
 }
