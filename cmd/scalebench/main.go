@@ -43,7 +43,7 @@ func main() {
 	flag.StringVar(&cfg.databaseURL, "database-url", "postgres:///test?host=/var/run/postgresql", "PostgreSQL database; the run uses a fresh schema in it and drops it")
 	flag.StringVar(&cfg.natsURL, "nats-url", "", "NATS server with JetStream (default: an in-process server in a temp dir)")
 	flag.IntVar(&cfg.shadowConcurrency, "shadow-concurrency", 64, "replayctl shadow --concurrency, and the responder's")
-	flag.IntVar(&cfg.consumerHandlers, "handlers", 16, "billing consumer messages handled at once during execute")
+	flag.IntVar(&cfg.consumerHandlers, "handlers", 256, "billing consumer messages handled at once during execute (and the hand-written consumer's)")
 	// Off by default: the end-to-end rate is from the first publish to the last outcome with the
 	// consumer running, as an operator runs it. On, execute runs without a canary (--canary 0),
 	// because a canary waits for outcomes that a consumer not yet started never writes.

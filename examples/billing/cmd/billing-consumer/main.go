@@ -64,7 +64,7 @@ func main() {
 	flag.IntVar(&o.liveVersion, "live-version", 1, "effect version of live messages (2 has the fee fix)")
 	flag.BoolVar(&o.shadowOnly, "shadow-only", false, "answer shadow requests only; do not consume the stream")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "shadow requests handled at once")
-	flag.IntVar(&o.handlers, "handlers", 8, "stream messages handled at once")
+	flag.IntVar(&o.handlers, "handlers", 256, "stream messages handled at once; each waits on the ledger's batched statements, and the pool does not grow with them (docs/ledger.md)")
 	flag.BoolVar(&o.createStream, "create-stream", false, "create -stream on billing.> if it does not exist")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://<addr>/metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	flag.DurationVar(&o.failChargesUntil, "fail-charges-until", 0, "simulate a payment provider outage: every charge fails (connection refused) for this long after start, e.g. 20s (0: none)")
