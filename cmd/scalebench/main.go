@@ -9,6 +9,7 @@
 //
 //	go run ./cmd/scalebench -n 100000
 //	go run ./cmd/scalebench -n 1000000 -json > bench-1m.json
+//	go run ./cmd/scalebench -n 20000 -consumer-sweep 16,64,256,1024
 package main
 
 import (
@@ -31,9 +32,11 @@ type config struct {
 	shadowConcurrency int
 	consumerHandlers  int
 	consumerAfter     bool
-	skipExecute       bool
-	keep              bool
-	jsonOut           bool
+	// sweep, when set, runs only the billing consumer alone at each of these handler counts.
+	sweep       []int
+	skipExecute bool
+	keep        bool
+	jsonOut     bool
 }
 
 func main() {
@@ -50,9 +53,17 @@ func main() {
 	flag.BoolVar(&cfg.consumerAfter, "consumer-after-publish", false,
 		"start the billing consumer only once execute has published every target (and run execute with --canary 0), so the publish rate is execute's own and not shared with the consumer")
 	flag.BoolVar(&cfg.skipExecute, "skip-execute", false, "stop after shadow")
+	sweep := flag.String("consumer-sweep", "", "measure only the billing consumer alone, once per handler count (e.g. 16,64,256,1024), on -n live orders each, beside raw async publish")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the schema, streams and temp dir for a look afterwards")
 	flag.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout")
 	flag.Parse()
+	if *sweep != "" {
+		var err error
+		if cfg.sweep, err = parseHandlers(*sweep); err != nil {
+			fmt.Fprintln(os.Stderr, "scalebench:", err)
+			os.Exit(2)
+		}
+	}
 	if cfg.events < 200 || cfg.naiveEvents < 1 {
 		fmt.Fprintln(os.Stderr, "scalebench: -n must be at least 200 and -naive at least 1")
 		os.Exit(2)

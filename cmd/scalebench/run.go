@@ -108,6 +108,9 @@ func run(ctx context.Context, cfg config) (*results, error) {
 	}
 	cleanups = append(cleanups, b.deleteStreams)
 
+	if len(cfg.sweep) > 0 {
+		return b.res, b.consumerSweep(ctx, cfg.sweep)
+	}
 	err = b.steps(ctx)
 	return b.res, err
 }
