@@ -45,6 +45,9 @@ type GroupCommitStats struct {
 	// ReadStatements counts the queries that read events' rows (EffectsForEvent), ReadEvents the
 	// events they read.
 	ReadStatements, ReadEvents int64
+	// StatementTime and ReadTime add up how long the statements and the reads took, from send to
+	// answer: over Statements, the wait a handler's write pays once its statement is sent.
+	StatementTime, ReadTime time.Duration
 }
 
 type groupResult struct {
@@ -83,6 +86,8 @@ type groupCommit struct {
 	heartbeat   *groupQueue[heartbeatArg]
 
 	statements, rows, batches, fallbacks atomic.Int64
+	// sending adds up the nanoseconds statements took (GroupCommitStats.StatementTime).
+	sending atomic.Int64
 	// beforeSend, for tests, runs before a batch of n requests of kind is sent.
 	beforeSend func(kind string, n int)
 }
@@ -126,7 +131,7 @@ func newGroupCommit(pool *pgxpool.Pool) *groupCommit {
 
 func (g *groupCommit) stats() GroupCommitStats {
 	return GroupCommitStats{Statements: g.statements.Load(), Rows: g.rows.Load(),
-		Batches: g.batches.Load(), Fallbacks: g.fallbacks.Load()}
+		Batches: g.batches.Load(), Fallbacks: g.fallbacks.Load(), StatementTime: time.Duration(g.sending.Load())}
 }
 
 // groupQueue is one kind's pending requests and its flushers.
@@ -324,6 +329,8 @@ func (q *groupQueue[T]) releaseLocked(batch []*groupRequest[T]) {
 // send runs batch and answers every request in it.
 func (q *groupQueue[T]) send(batch []*groupRequest[T]) {
 	g := q.g
+	began := time.Now()
+	defer func() { g.sending.Add(int64(time.Since(began))) }()
 	ctx, cancel := context.WithTimeout(context.Background(), groupFlushTimeout)
 	defer cancel()
 	if g.beforeSend != nil {

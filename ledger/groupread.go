@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -34,8 +35,9 @@ type eventReads struct {
 	mu       sync.Mutex
 	pending  []*eventRead
 	flushing int
-	// statements and events count what was sent (GroupCommitStats).
+	// statements and events count what was sent, reading the time it took (GroupCommitStats).
 	statements, events int64
+	reading            time.Duration
 	// beforeSend, for tests, runs before a read of n events is sent.
 	beforeSend func(n int)
 }
@@ -69,8 +71,10 @@ func (g *eventReads) read(ctx context.Context, consumer, eventID string) ([]Effe
 		if g.beforeSend != nil {
 			g.beforeSend(1)
 		}
+		began := time.Now()
 		rows, err := EffectsForEvent(ctx, g.pool, consumer, eventID)
 		g.mu.Lock()
+		g.reading += time.Since(began)
 		g.flushing--
 		g.startLocked()
 		g.mu.Unlock()
@@ -130,6 +134,12 @@ func (g *eventReads) send(batch []*eventRead) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), groupFlushTimeout)
 	defer cancel()
+	began := time.Now()
+	defer func() {
+		g.mu.Lock()
+		g.reading += time.Since(began)
+		g.mu.Unlock()
+	}()
 	byEvent := make([][]EffectRow, len(consumers))
 	err := func() error {
 		rows, err := g.pool.Query(ctx, effectsForEvents, consumers, ids)
@@ -161,8 +171,8 @@ func (g *eventReads) send(batch []*eventRead) {
 	}
 }
 
-func (g *eventReads) stats() (statements, events int64) {
+func (g *eventReads) stats() (statements, events int64, took time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.statements, g.events
+	return g.statements, g.events, g.reading
 }

@@ -103,7 +103,7 @@ func (s *Store) GroupCommitStats() GroupCommitStats {
 		st = s.group.stats()
 	}
 	if s.reads != nil {
-		st.ReadStatements, st.ReadEvents = s.reads.stats()
+		st.ReadStatements, st.ReadEvents, st.ReadTime = s.reads.stats()
 	}
 	return st
 }

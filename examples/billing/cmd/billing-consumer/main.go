@@ -153,8 +153,8 @@ func run(o options) error {
 	// How well the ledger's writes and reads were batched: rows per statement is what the
 	// consumer's rate rests on (docs/benchmarks.md).
 	gc := store.GroupCommitStats()
-	fmt.Fprintf(os.Stderr, "billing-consumer: stopped; the payment provider received %d calls; the ledger's writes went out as %d statements for %d rows, its reads as %d queries for %d events\n",
-		provider.Calls(""), gc.Statements, gc.Rows, gc.ReadStatements, gc.ReadEvents)
+	fmt.Fprintf(os.Stderr, "billing-consumer: stopped; the payment provider received %d calls; the ledger's writes went out as %d statements for %d rows (%s each on average), its reads as %d queries for %d events (%s each)\n",
+		provider.Calls(""), gc.Statements, gc.Rows, perStatement(gc.StatementTime, gc.Statements), gc.ReadStatements, gc.ReadEvents, perStatement(gc.ReadTime, gc.ReadStatements))
 	return nil
 }
 
@@ -183,6 +183,14 @@ func serveMetrics(addr string, reg *prometheus.Registry) (stop func(), err error
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	}, nil
+}
+
+// perStatement is the average time of n statements that took total.
+func perStatement(total time.Duration, n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return (total / time.Duration(n)).Round(10 * time.Microsecond).String()
 }
 
 func firstNonEmpty(values ...string) string {
