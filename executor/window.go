@@ -19,6 +19,10 @@ import (
 // as the last one took, so a large job's re-counts take at most a third of a backend.
 const windowRecountMin = 25 * time.Millisecond
 
+// windowDrainedMin is the shortest gap between re-counts once every target is published; each
+// then waits at least four times as long as the last one took (a fifth of a backend at most).
+const windowDrainedMin = 100 * time.Millisecond
+
 // windowIdleMax is the longest gap between re-counts that keep finding nothing new.
 const windowIdleMax = time.Second
 
@@ -105,6 +109,12 @@ func (w *window) watch(ctx context.Context) {
 		if kind == recountNone {
 			idle = windowRecountMin
 		}
-		t.Reset(max(idle, 2*time.Since(began)))
+		gap := max(idle, 2*time.Since(began))
+		if kind == recountLedger && st.drained.Load() {
+			// Everything is published: the re-count only ends the run sooner, and every count
+			// is PostgreSQL time taken from the consumers still settling the last targets.
+			gap = max(gap, windowDrainedMin, 4*time.Since(began))
+		}
+		t.Reset(gap)
 	}
 }
