@@ -22,8 +22,9 @@ import (
 const (
 	billingStream   = "BILLING"
 	billingSubjects = "billing.>"
-	// billingConcurrency is how many messages the demo's billing consumer handles at once.
-	billingConcurrency = 8
+	// billingConcurrency is how many messages the demo's billing consumer handles at once: handlers
+	// wait on the ledger's batched statements, so more of them share each commit (docs/ledger.md).
+	billingConcurrency = 256
 	// executeMaxInFlight bounds the published targets without an outcome in the ledger: a few
 	// seconds of the consumer's work, so publishing never runs far ahead of it.
 	executeMaxInFlight = 1000
