@@ -357,13 +357,10 @@ func (p *PlanSession) Classify(ctx context.Context, consumer, sourceKind string,
 	if _, err := p.tx.Exec(ctx, planFirstCreate); err != nil {
 		return fmt.Errorf("plan: collapse the scan to one row per event ID: %w", err)
 	}
-	// Fresh statistics let PostgreSQL choose between index lookups and a hash join against effects.
-	// Only event_id is joined on; the row count is refreshed whatever the column list, and the
-	// statistics of the hash, reason and sequence-array columns were most of the analyze's time
-	// (200 ms of 20,000 rows, against 45-70 ms for event_id alone).
-	if _, err := p.tx.Exec(ctx, "analyze plan_first (event_id)"); err != nil {
-		return fmt.Errorf("plan: analyze scan: %w", err)
-	}
+	// plan_first is not analyzed: without statistics PostgreSQL takes a temporary table's row count
+	// from its size, and the classification's plan (hash joins against effects and job_targets) was
+	// the same with and without `analyze plan_first (event_id)`, which cost 36-39 ms of a
+	// 20,000-message plan (docs/benchmarks.md, issue 17).
 	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithms, evidenceWindow.Milliseconds(), sourceKind, UnfinishedJobStatuses); err != nil {
 		return fmt.Errorf("plan: join scan with the ledger of consumer %q: %w", consumer, err)
 	}
@@ -545,8 +542,8 @@ func (p *PlanSession) Commit(ctx context.Context) error {
 	if err := p.tx.Commit(ctx); err != nil {
 		return fmt.Errorf("plan: commit: %w", translate(err))
 	}
-	// Shadow and execute page the new targets next; the job is recorded whether or not this works.
-	_ = JobTargetsAnalyze(ctx, p.conn)
+	// The new targets' statistics are refreshed by shadow and execute, which page them, when they
+	// start: plan's analyze of job_targets (30 ms at 18,000 targets) is off its own path.
 	return nil
 }
 
