@@ -73,21 +73,34 @@ create temp table plan_scan (
 
 // planFirstCreate keeps each event ID's first message by stream sequence, with how many messages
 // carried the ID, whether their payloads disagree and, when there were several, all their stream
-// sequences (drain deletes every one), in a single sort of the scan. Payloads are compared under
-// the consumer's current algorithm (fingerprints[1]), so copies that differ only in the fields it
-// leaves out, or in the order of its set arrays, are one intent.
+// sequences (drain deletes every one). Payloads are compared under the consumer's current
+// algorithm (fingerprints[1]), so copies that differ only in the fields it leaves out, or in the
+// order of its set arrays, are one intent.
+//
+// Only the IDs the scan repeats go through the window sort: a DLQ's IDs are nearly all unique,
+// and a hash aggregate of the ID column finds the few that are not for half the cost of sorting
+// and windowing every wide row (51-108 ms against 105-254 ms at 20,000 messages in psql).
 const planFirstCreate = `
 create temp table plan_first on commit drop as
+with repeated as materialized (
+    select event_id from plan_scan group by event_id having count(*) > 1
+)
+select event_id, seq, payload_hash, fingerprints, failure_reason, original_subject, stored_at,
+       1::bigint as messages, 1 as hashes, null::bigint[] as seqs
+  from plan_scan s
+ where not exists (select from repeated r where r.event_id = s.event_id)
+union all
 select event_id, seq, payload_hash, fingerprints, failure_reason, original_subject, stored_at, messages,
        case when min_hash <> max_hash then 2 else 1 end as hashes,
-       case when messages > 1 then seqs end as seqs
+       seqs
   from (select *,
                row_number() over w         as rn,
                count(*) over w             as messages,
                min(fingerprints[1]) over w as min_hash,
                max(fingerprints[1]) over w as max_hash,
                array_agg(seq) over w       as seqs
-          from plan_scan
+          from plan_scan s
+         where exists (select from repeated r where r.event_id = s.event_id)
         window w as (partition by event_id order by seq rows between unbounded preceding and unbounded following)) s
  where rn = 1`
 
