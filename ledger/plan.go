@@ -44,7 +44,8 @@ const (
 
 // PlanScanColumns are the columns, in order, of each row a plan copies in with PlanSession.ScanCopy.
 // payload_hash is the canonical-json-v1 fingerprint, which shadow and execute check the DLQ message
-// against; fingerprints holds the payload's fingerprint under each algorithm passed to Classify, in
+// against, NULL when it is fingerprints[1] (the consumer's current algorithm is canonical-json-v1:
+// the usual case, and 71 bytes less per row for COPY to ingest); fingerprints holds the payload's fingerprint under each algorithm passed to Classify, in
 // that order, the consumer's current algorithm first. stored_at is when the stream stored the
 // message: an event without a ledger row whose message is older than the evidence window may have
 // had its row pruned.
@@ -64,7 +65,7 @@ const planScanCreate = `
 create temp table plan_scan (
     seq              bigint not null,
     event_id         text   collate "C" not null,
-    payload_hash     text   not null,
+    payload_hash     text,
     fingerprints     text[] not null,
     failure_reason   text   not null,
     original_subject text   not null,
@@ -85,12 +86,12 @@ create temp table plan_first on commit drop as
 with repeated as materialized (
     select event_id from plan_scan group by event_id having count(*) > 1
 )
-select event_id, seq, payload_hash, fingerprints, failure_reason, original_subject, stored_at,
+select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, fingerprints, failure_reason, original_subject, stored_at,
        1::bigint as messages, 1 as hashes, null::bigint[] as seqs
   from plan_scan s
  where not exists (select from repeated r where r.event_id = s.event_id)
 union all
-select event_id, seq, payload_hash, fingerprints, failure_reason, original_subject, stored_at, messages,
+select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, fingerprints, failure_reason, original_subject, stored_at, messages,
        case when min_hash <> max_hash then 2 else 1 end as hashes,
        seqs
   from (select *,
