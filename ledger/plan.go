@@ -72,25 +72,14 @@ create temp table plan_scan (
     stored_at        timestamptz not null
 ) on commit drop`
 
-// planFirstCreate keeps each event ID's first message by stream sequence, with how many messages
-// carried the ID, whether their payloads disagree and, when there were several, all their stream
-// sequences (drain deletes every one). Payloads are compared under the consumer's current
+// planRepeatedCreate collapses each event ID the scan repeats to its first message by stream
+// sequence, with how many messages carried the ID, whether their payloads disagree and all their
+// stream sequences (drain deletes every one). Payloads are compared under the consumer's current
 // algorithm (fingerprints[1]), so copies that differ only in the fields it leaves out, or in the
-// order of its set arrays, are one intent.
-//
-// Only the IDs the scan repeats go through the window sort: a DLQ's IDs are nearly all unique,
-// and a hash aggregate of the ID column finds the few that are not for half the cost of sorting
-// and windowing every wide row (51-108 ms against 105-254 ms at 20,000 messages in psql).
-const planFirstCreate = `
-create temp table plan_first on commit drop as
-with repeated as materialized (
-    select event_id from plan_scan group by event_id having count(*) > 1
-)
-select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, fingerprints, failure_reason, original_subject, stored_at,
-       1::bigint as messages, 1 as hashes, null::bigint[] as seqs
-  from plan_scan s
- where not exists (select from repeated r where r.event_id = s.event_id)
-union all
+// order of its set arrays, are one intent. A hash aggregate of the ID column finds the repeated
+// IDs, so only their rows go through the window sort.
+const planRepeatedCreate = `
+create temp table plan_repeated on commit drop as
 select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, fingerprints, failure_reason, original_subject, stored_at, messages,
        case when min_hash <> max_hash then 2 else 1 end as hashes,
        seqs
@@ -100,10 +89,23 @@ select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, f
                min(fingerprints[1]) over w as min_hash,
                max(fingerprints[1]) over w as max_hash,
                array_agg(seq) over w       as seqs
-          from plan_scan s
-         where exists (select from repeated r where r.event_id = s.event_id)
+          from plan_scan
+         where event_id in (select event_id from plan_scan group by event_id having count(*) > 1)
         window w as (partition by event_id order by seq rows between unbounded preceding and unbounded following)) s
  where rn = 1`
+
+// planFirst is one row per event ID of the scan (alias it): a unique ID's message as it is, a
+// repeated one's row of plan_repeated. It is a subquery, not a table: a DLQ's IDs are nearly
+// all unique, and writing every scan row again cost more than the anti-join its three readers
+// repeat (psql, 20,000 messages: 36-65 ms against 22-26 ms; sorting and windowing every row, as
+// before, 105-254 ms).
+const planFirst = `(
+select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, fingerprints, failure_reason, original_subject, stored_at,
+       1::bigint as messages, 1 as hashes, null::bigint[] as seqs
+  from plan_scan s
+ where not exists (select from plan_repeated r where r.event_id = s.event_id)
+union all
+select * from plan_repeated)`
 
 // ledgerStatesAgg renders an event's effects rows (alias e) as "version:state:request_hash,..." by
 // version: the plan digest, job_targets.planned_states and execute's drift check all use this one
@@ -158,7 +160,7 @@ with ledger_rows as (
                                                                                     as done_outcome,
            ` + ledgerStatesAgg + ` as ledger_states
       from effects e
-      join plan_first p on p.event_id = e.event_id
+      join ` + planFirst + ` p on p.event_id = e.event_id
      where e.consumer = $1
      group by e.event_id
 ),
@@ -166,7 +168,7 @@ other_jobs as (
     select distinct on (t.event_id) t.event_id, j.id as job_id, j.status
       from jobs j
       join job_targets t on t.job_id = j.id
-      join plan_first p on p.event_id = t.event_id
+      join ` + planFirst + ` p on p.event_id = t.event_id
      where j.consumer = $1 and j.status = any($6)
      order by t.event_id, j.created_at, j.id
 )
@@ -189,7 +191,7 @@ select p.event_id, p.seq, p.seqs, p.payload_hash, p.original_subject, p.messages
             when o.job_id is not null                           then 'other_job'
             when $5 = 'backfill' and not coalesce(l.done_older, false) then 'not_processed'
             else 'target' end as class
-  from plan_first p
+  from ` + planFirst + ` p
   left join ledger_rows l using (event_id)
   left join other_jobs o using (event_id)`
 
@@ -368,10 +370,10 @@ func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (in
 // evidence_expired and kept out of the targets (docs/ledger.md, "Expired evidence").
 func (p *PlanSession) Classify(ctx context.Context, consumer, sourceKind string, targetVersion int, hashAlgorithms []string,
 	evidenceWindow time.Duration, maxTargets int) error {
-	if _, err := p.tx.Exec(ctx, planFirstCreate); err != nil {
+	if _, err := p.tx.Exec(ctx, planRepeatedCreate); err != nil {
 		return fmt.Errorf("plan: collapse the scan to one row per event ID: %w", err)
 	}
-	// plan_first is not analyzed: without statistics PostgreSQL takes a temporary table's row count
+	// The scan is not analyzed: without statistics PostgreSQL takes a temporary table's row count
 	// from its size, and the classification's plan (hash joins against effects and job_targets) was
 	// the same with and without `analyze plan_first (event_id)`, which cost 36-39 ms of a
 	// 20,000-message plan (docs/benchmarks.md, issue 17).
