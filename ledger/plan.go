@@ -73,25 +73,32 @@ create temp table plan_scan (
 ) on commit drop`
 
 // planRepeatedCreate collapses each event ID the scan repeats to its first message by stream
-// sequence, with how many messages carried the ID, whether their payloads disagree and all their
-// stream sequences (drain deletes every one). Payloads are compared under the consumer's current
-// algorithm (fingerprints[1]), so copies that differ only in the fields it leaves out, or in the
-// order of its set arrays, are one intent. A hash aggregate of the ID column finds the repeated
-// IDs, so only their rows go through the window sort.
+// sequence, with how many messages carried the ID, whether their payloads disagree, all their
+// stream sequences (drain deletes every one) and their distinct payload hashes (a source
+// conflict lists them). Payloads are compared under the consumer's current algorithm
+// (fingerprints[1]), so copies that differ only in the fields it leaves out, or in the order of
+// its set arrays, are one intent. A hash aggregate of the ID column finds the repeated IDs, so
+// only their rows go through the window sort.
 const planRepeatedCreate = `
 create temp table plan_repeated on commit drop as
+with copies as materialized (
+    select * from plan_scan
+     where event_id in (select event_id from plan_scan group by event_id having count(*) > 1)
+)
 select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, fingerprints, failure_reason, original_subject, stored_at, messages,
        case when min_hash <> max_hash then 2 else 1 end as hashes,
-       seqs
+       seqs, source_hashes
   from (select *,
                row_number() over w         as rn,
                count(*) over w             as messages,
                min(fingerprints[1]) over w as min_hash,
                max(fingerprints[1]) over w as max_hash,
                array_agg(seq) over w       as seqs
-          from plan_scan
-         where event_id in (select event_id from plan_scan group by event_id having count(*) > 1)
+          from copies
         window w as (partition by event_id order by seq rows between unbounded preceding and unbounded following)) s
+  join (select event_id, array_agg(distinct fingerprints[1] order by fingerprints[1]) as source_hashes
+          from copies
+         group by event_id) h using (event_id)
  where rn = 1`
 
 // planFirst is one row per event ID of the scan (alias it): a unique ID's message as it is, a
@@ -101,7 +108,7 @@ select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, f
 // before, 105-254 ms).
 const planFirst = `(
 select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, fingerprints, failure_reason, original_subject, stored_at,
-       1::bigint as messages, 1 as hashes, null::bigint[] as seqs
+       1::bigint as messages, 1 as hashes, null::bigint[] as seqs, null::text[] as source_hashes
   from plan_scan s
  where not exists (select from plan_repeated r where r.event_id = s.event_id)
 union all
@@ -172,7 +179,7 @@ other_jobs as (
      where j.consumer = $1 and j.status = any($6)
      order by t.event_id, j.created_at, j.id
 )
-select p.event_id, p.seq, p.seqs, p.payload_hash, p.original_subject, p.messages, p.hashes,
+select p.event_id, p.seq, p.seqs, p.payload_hash, p.original_subject, p.messages, p.hashes, p.source_hashes,
        case when $5 = 'backfill' then coalesce('v' || l.done_version || ' ' || l.done_outcome, '')
             else p.failure_reason end                           as failure_reason,
        coalesce(l.done_older, false)                            as done_older,
@@ -243,12 +250,12 @@ select class, event_id, coalesce(done_version, 0), coalesce(done_by, ''),
  order by class, event_id collate "C"`
 
 // planEventsConflicts lists conflicts with their payload hashes: every distinct hash the scan saw
-// (under the current algorithm) for a source conflict; for a ledger conflict, the DLQ payload's
+// (under the current algorithm) for a source conflict, collected with the collapse: a look-up in
+// the scan per conflict read the whole scan each time; for a ledger conflict, the DLQ payload's
 // hash under the conflicting row's algorithm and the row's.
 const planEventsConflicts = `
 select p.event_id, p.class,
-       case when p.class = 'conflict_source'
-            then (select array_agg(distinct s.fingerprints[1] order by s.fingerprints[1]) from plan_scan s where s.event_id = p.event_id)
+       case when p.class = 'conflict_source' then p.source_hashes
             else array[p.incoming_hash, p.ledger_hash] end
   from plan_events p
  where p.class in ('conflict_source', 'conflict_ledger')
