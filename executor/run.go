@@ -35,7 +35,8 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open JetStream for publishing: %w", err)
 	}
-	// For a job planned by an older version, or whose statistics were reset; cheap either way.
+	// Plan leaves its targets' statistics to the steps that page them; shadow refreshed them, but
+	// its own outcomes changed the rows since, and the analyze is cheap.
 	_ = s.store.JobTargetsAnalyze(ctx)
 	ts, err := s.store.JobTargetsCount(ctx, s.job.ID)
 	if err != nil {

@@ -44,7 +44,8 @@ const (
 
 // PlanScanColumns are the columns, in order, of each row a plan copies in with PlanSession.ScanCopy.
 // payload_hash is the canonical-json-v1 fingerprint, which shadow and execute check the DLQ message
-// against; fingerprints holds the payload's fingerprint under each algorithm passed to Classify, in
+// against, NULL when it is fingerprints[1] (the consumer's current algorithm is canonical-json-v1:
+// the usual case, and 71 bytes less per row for COPY to ingest); fingerprints holds the payload's fingerprint under each algorithm passed to Classify, in
 // that order, the consumer's current algorithm first. stored_at is when the stream stored the
 // message: an event without a ledger row whose message is older than the evidence window may have
 // had its row pruned.
@@ -64,32 +65,54 @@ const planScanCreate = `
 create temp table plan_scan (
     seq              bigint not null,
     event_id         text   collate "C" not null,
-    payload_hash     text   not null,
+    payload_hash     text,
     fingerprints     text[] not null,
     failure_reason   text   not null,
     original_subject text   not null,
     stored_at        timestamptz not null
 ) on commit drop`
 
-// planFirstCreate keeps each event ID's first message by stream sequence, with how many messages
-// carried the ID, whether their payloads disagree and, when there were several, all their stream
-// sequences (drain deletes every one), in a single sort of the scan. Payloads are compared under
-// the consumer's current algorithm (fingerprints[1]), so copies that differ only in the fields it
-// leaves out, or in the order of its set arrays, are one intent.
-const planFirstCreate = `
-create temp table plan_first on commit drop as
-select event_id, seq, payload_hash, fingerprints, failure_reason, original_subject, stored_at, messages,
+// planRepeatedCreate collapses each event ID the scan repeats to its first message by stream
+// sequence, with how many messages carried the ID, whether their payloads disagree, all their
+// stream sequences (drain deletes every one) and their distinct payload hashes (a source
+// conflict lists them). Payloads are compared under the consumer's current algorithm
+// (fingerprints[1]), so copies that differ only in the fields it leaves out, or in the order of
+// its set arrays, are one intent. A hash aggregate of the ID column finds the repeated IDs, so
+// only their rows go through the window sort.
+const planRepeatedCreate = `
+create temp table plan_repeated on commit drop as
+with copies as materialized (
+    select * from plan_scan
+     where event_id in (select event_id from plan_scan group by event_id having count(*) > 1)
+)
+select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, fingerprints, failure_reason, original_subject, stored_at, messages,
        case when min_hash <> max_hash then 2 else 1 end as hashes,
-       case when messages > 1 then seqs end as seqs
+       seqs, source_hashes
   from (select *,
                row_number() over w         as rn,
                count(*) over w             as messages,
                min(fingerprints[1]) over w as min_hash,
                max(fingerprints[1]) over w as max_hash,
                array_agg(seq) over w       as seqs
-          from plan_scan
+          from copies
         window w as (partition by event_id order by seq rows between unbounded preceding and unbounded following)) s
+  join (select event_id, array_agg(distinct fingerprints[1] order by fingerprints[1]) as source_hashes
+          from copies
+         group by event_id) h using (event_id)
  where rn = 1`
+
+// planFirst is one row per event ID of the scan (alias it): a unique ID's message as it is, a
+// repeated one's row of plan_repeated. It is a subquery, not a table: a DLQ's IDs are nearly
+// all unique, and writing every scan row again cost more than the anti-join its three readers
+// repeat (psql, 20,000 messages: 36-65 ms against 22-26 ms; sorting and windowing every row, as
+// before, 105-254 ms).
+const planFirst = `(
+select event_id, seq, coalesce(payload_hash, fingerprints[1]) as payload_hash, fingerprints, failure_reason, original_subject, stored_at,
+       1::bigint as messages, 1 as hashes, null::bigint[] as seqs, null::text[] as source_hashes
+  from plan_scan s
+ where not exists (select from plan_repeated r where r.event_id = s.event_id)
+union all
+select * from plan_repeated)`
 
 // ledgerStatesAgg renders an event's effects rows (alias e) as "version:state:request_hash,..." by
 // version: the plan digest, job_targets.planned_states and execute's drift check all use this one
@@ -144,7 +167,7 @@ with ledger_rows as (
                                                                                     as done_outcome,
            ` + ledgerStatesAgg + ` as ledger_states
       from effects e
-      join plan_first p on p.event_id = e.event_id
+      join ` + planFirst + ` p on p.event_id = e.event_id
      where e.consumer = $1
      group by e.event_id
 ),
@@ -152,11 +175,11 @@ other_jobs as (
     select distinct on (t.event_id) t.event_id, j.id as job_id, j.status
       from jobs j
       join job_targets t on t.job_id = j.id
-      join plan_first p on p.event_id = t.event_id
+      join ` + planFirst + ` p on p.event_id = t.event_id
      where j.consumer = $1 and j.status = any($6)
      order by t.event_id, j.created_at, j.id
 )
-select p.event_id, p.seq, p.seqs, p.payload_hash, p.original_subject, p.messages, p.hashes,
+select p.event_id, p.seq, p.seqs, p.payload_hash, p.original_subject, p.messages, p.hashes, p.source_hashes,
        case when $5 = 'backfill' then coalesce('v' || l.done_version || ' ' || l.done_outcome, '')
             else p.failure_reason end                           as failure_reason,
        coalesce(l.done_older, false)                            as done_older,
@@ -175,7 +198,7 @@ select p.event_id, p.seq, p.seqs, p.payload_hash, p.original_subject, p.messages
             when o.job_id is not null                           then 'other_job'
             when $5 = 'backfill' and not coalesce(l.done_older, false) then 'not_processed'
             else 'target' end as class
-  from plan_first p
+  from ` + planFirst + ` p
   left join ledger_rows l using (event_id)
   left join other_jobs o using (event_id)`
 
@@ -227,12 +250,12 @@ select class, event_id, coalesce(done_version, 0), coalesce(done_by, ''),
  order by class, event_id collate "C"`
 
 // planEventsConflicts lists conflicts with their payload hashes: every distinct hash the scan saw
-// (under the current algorithm) for a source conflict; for a ledger conflict, the DLQ payload's
+// (under the current algorithm) for a source conflict, collected with the collapse: a look-up in
+// the scan per conflict read the whole scan each time; for a ledger conflict, the DLQ payload's
 // hash under the conflicting row's algorithm and the row's.
 const planEventsConflicts = `
 select p.event_id, p.class,
-       case when p.class = 'conflict_source'
-            then (select array_agg(distinct s.fingerprints[1] order by s.fingerprints[1]) from plan_scan s where s.event_id = p.event_id)
+       case when p.class = 'conflict_source' then p.source_hashes
             else array[p.incoming_hash, p.ledger_hash] end
   from plan_events p
  where p.class in ('conflict_source', 'conflict_ledger')
@@ -354,16 +377,13 @@ func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (in
 // evidence_expired and kept out of the targets (docs/ledger.md, "Expired evidence").
 func (p *PlanSession) Classify(ctx context.Context, consumer, sourceKind string, targetVersion int, hashAlgorithms []string,
 	evidenceWindow time.Duration, maxTargets int) error {
-	if _, err := p.tx.Exec(ctx, planFirstCreate); err != nil {
+	if _, err := p.tx.Exec(ctx, planRepeatedCreate); err != nil {
 		return fmt.Errorf("plan: collapse the scan to one row per event ID: %w", err)
 	}
-	// Fresh statistics let PostgreSQL choose between index lookups and a hash join against effects.
-	// Only event_id is joined on; the row count is refreshed whatever the column list, and the
-	// statistics of the hash, reason and sequence-array columns were most of the analyze's time
-	// (200 ms of 20,000 rows, against 45-70 ms for event_id alone).
-	if _, err := p.tx.Exec(ctx, "analyze plan_first (event_id)"); err != nil {
-		return fmt.Errorf("plan: analyze scan: %w", err)
-	}
+	// The scan is not analyzed: without statistics PostgreSQL takes a temporary table's row count
+	// from its size, and the classification's plan (hash joins against effects and job_targets) was
+	// the same with and without `analyze plan_first (event_id)`, which cost 36-39 ms of a
+	// 20,000-message plan (docs/benchmarks.md, issue 17).
 	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithms, evidenceWindow.Milliseconds(), sourceKind, UnfinishedJobStatuses); err != nil {
 		return fmt.Errorf("plan: join scan with the ledger of consumer %q: %w", consumer, err)
 	}
@@ -545,8 +565,8 @@ func (p *PlanSession) Commit(ctx context.Context) error {
 	if err := p.tx.Commit(ctx); err != nil {
 		return fmt.Errorf("plan: commit: %w", translate(err))
 	}
-	// Shadow and execute page the new targets next; the job is recorded whether or not this works.
-	_ = JobTargetsAnalyze(ctx, p.conn)
+	// The new targets' statistics are refreshed by shadow and execute, which page them, when they
+	// start: plan's analyze of job_targets (30 ms at 18,000 targets) is off its own path.
 	return nil
 }
 

@@ -34,7 +34,7 @@ select p.event_id, count(e.event_id) > 0, coalesce(max(e.effect_version) filter 
        coalesce((array_agg(e.external_refs order by e.effect_version desc) filter (where e.state = 'expired'))[1], '[]'::jsonb),
        coalesce(array_agg(e.effect_version) filter (where e.state = 'expired'), '{}')
   from plan_events p
-  join plan_first f on f.event_id = p.event_id
+  join ` + planFirst + ` f on f.event_id = p.event_id
   left join effects e on e.consumer = $1 and e.event_id = p.event_id
  where p.class = 'evidence_expired'
  group by p.event_id

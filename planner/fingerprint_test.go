@@ -83,6 +83,15 @@ func TestPlanComparesEachRowUnderItsOwnAlgorithm(t *testing.T) {
 	if !reflect.DeepEqual(m.Excluded.Conflicts, want) {
 		t.Fatalf("conflicts\n got %+v\nwant %+v", m.Excluded.Conflicts, want)
 	}
+	// The scan leaves payload_hash out when it is the current algorithm's fingerprint; here the
+	// current one is not v1, and the target still records its first message's v1 fingerprint.
+	var payloadHash string
+	if err := f.db.QueryRow(f.ctx, `select payload_hash from job_targets where job_id = $1 and event_id = 'resent'`, m.ID).Scan(&payloadHash); err != nil {
+		t.Fatal(err)
+	}
+	if want := v1([]byte(`{"n":1,"sentAt":"02:00","tags":["a","b"]}`)); payloadHash != want {
+		t.Fatalf("payload_hash of resent %s, want %s", payloadHash, want)
+	}
 }
 
 func sorted(a, b string) []string {

@@ -225,10 +225,15 @@ func (s *scanner) rowOf(seq uint64, eventID, reason, subject string, storedAt ti
 	return []any{int64(seq), eventID, nil, nil, reason, subject, storedAt}
 }
 
-// fill sets row's payload_hash and fingerprints from the message's payload.
+// fill sets row's payload_hash and fingerprints from the message's payload; payload_hash stays
+// NULL when it is the first fingerprint (ledger.PlanScanColumns).
 func (p planHashers) fill(row []any, data []byte) {
 	v1Hash := fingerprint.Payload(data)
-	row[2], row[3] = v1Hash, p.fingerprints(data, v1Hash)
+	fps := p.fingerprints(data, v1Hash)
+	row[3] = fps
+	if fps[0] != v1Hash {
+		row[2] = v1Hash
+	}
 }
 
 // overMaxPayload counts and lists a message whose replay the server refuses to carry: it would

@@ -56,6 +56,10 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 		Seed:   seedOf(m.Digest),
 		Totals: Totals{Targets: m.Stats.Targets, ExpectedExternalCalls: m.ExpectedExternalCalls, EffectKinds: map[string]int64{}},
 	}
+	// Plan leaves the analyze of its new targets to the steps that page them: without statistics
+	// PostgreSQL sorts every remaining target for each page (ledger.JobTargetsAnalyze). A failure
+	// only makes paging slower.
+	_ = store.JobTargetsAnalyze(ctx)
 	if err := start(ctx, store, &opts, r); err != nil {
 		return nil, err
 	}
