@@ -15,9 +15,6 @@ import (
 const (
 	// pageSize is how many targets are read per round trip, and the DLQ reader's batch.
 	pageSize = 1000
-	// markBatch and markEvery bound how long an acknowledged publish waits to be recorded.
-	markBatch = 2000
-	markEvery = 500 * time.Millisecond
 	// publishAckTimeout makes every async publish resolve, acknowledged or failed.
 	publishAckTimeout = 10 * time.Second
 	// writeTimeout bounds a ledger write that must outlive a cancelled run.
@@ -190,16 +187,32 @@ func (s *session) replayMsg(t ledger.ExecTarget, src dlq.Message) *nats.Msg {
 // rounds (publish_retry.go); a message NATS refused is its target's failure, recorded as failed.
 func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks <-chan pendingAck, st *runState) error {
 	marks := s.startMarking(ctx)
-	batch := make([]string, 0, markBatch)
+	var batch []string
 	var refused []ledger.TargetOutcome
-	lastMark := time.Now()
-	// flush records the refused targets and hands the acknowledged ones to the marker.
-	flush := func() error {
-		if err := s.recordSourceFailures(ctx, refused, nil); err != nil {
-			return err
+	var batchSince time.Time
+	// hand records the refused targets and gives the acknowledged ones to the marker: when a writer
+	// is idle and minMarkBatch piled up or the oldest waited a retryTick, and waiting for a writer
+	// once maxMarkBatch piled up.
+	hand := func() error {
+		if len(refused) > 0 {
+			if err := s.recordSourceFailures(ctx, refused, nil); err != nil {
+				return err
+			}
+			refused = nil
 		}
-		err := marks.send(batch)
-		batch, refused, lastMark = make([]string, 0, markBatch), nil, time.Now()
+		if len(batch) == 0 {
+			return nil
+		}
+		if batchSince.IsZero() {
+			batchSince = time.Now()
+		}
+		if len(batch) < minMarkBatch && time.Since(batchSince) < retryTick {
+			return nil
+		}
+		taken, err := marks.offer(batch, len(batch) >= maxMarkBatch)
+		if taken {
+			batch, batchSince = nil, time.Time{}
+		}
 		return err
 	}
 	stop := func(err error) error {
@@ -246,70 +259,14 @@ func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks
 		if err := s.retriesExpired(retries); err != nil {
 			return stop(err)
 		}
-		if n := len(batch) + len(refused); n >= markBatch || (n > 0 && time.Since(lastMark) >= markEvery) {
-			if err := flush(); err != nil {
-				return stop(err)
-			}
+		if err := hand(); err != nil {
+			return stop(err)
 		}
 	}
 	if err := s.recordSourceFailures(ctx, refused, nil); err != nil {
 		return errors.Join(marks.finish(batch), err)
 	}
 	return marks.finish(batch)
-}
-
-// marker records acknowledged targets as published in its own goroutine, so waiting for the
-// ledger never holds up the acknowledgements behind it. A few batches may queue; a failed write
-// stops the marking and is returned by the next send or by finish.
-type marker struct {
-	batches chan []string
-	done    chan error
-	err     error
-	ended   bool
-}
-
-func (s *session) startMarking(ctx context.Context) *marker {
-	m := &marker{batches: make(chan []string, 4), done: make(chan error, 1)}
-	go func() {
-		for batch := range m.batches {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-			_, err := s.store.JobTargetsMarkPublished(wctx, s.job.ID, batch, s.opts.Now().UTC())
-			cancel()
-			if err != nil {
-				m.done <- err
-				return
-			}
-		}
-		m.done <- nil
-	}()
-	return m
-}
-
-func (m *marker) send(batch []string) error {
-	if m.ended {
-		return m.err
-	}
-	select {
-	case m.batches <- batch:
-		return nil
-	case m.err = <-m.done:
-		m.ended = true
-		return m.err
-	}
-}
-
-// finish records the last batch and waits until every batch is recorded.
-func (m *marker) finish(batch []string) error {
-	if len(batch) > 0 {
-		if err := m.send(batch); err != nil {
-			return err
-		}
-	}
-	if !m.ended {
-		close(m.batches)
-		m.err, m.ended = <-m.done, true
-	}
-	return m.err
 }
 
 // awaitAck waits for a's acknowledgement, which the async publish timeout bounds.
