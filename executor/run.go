@@ -46,7 +46,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 		budget: budgetWindow{budget: s.budget.Budget, maxPerTarget: s.budget.MaxPerTarget}, wake: make(chan struct{}, 1)}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	acks := make(chan pendingAck, min(s.opts.MaxInFlight, 4096))
+	acks := make(chan []pendingAck, max(1, min(s.opts.MaxInFlight, 4096)/handChunk))
 	published := make(chan error, 1)
 	acked := make(chan error, 1)
 	r.PublishStartedAt = s.opts.Now().UTC()
