@@ -40,7 +40,8 @@ func (p *pacer) setRate(rate float64) {
 	}
 }
 
-func (p *pacer) wait(ctx context.Context) error {
+// wait keeps the rate, calling beforeWait before it sleeps.
+func (p *pacer) wait(ctx context.Context, beforeWait func()) error {
 	if p.interval == 0 {
 		return nil
 	}
@@ -53,6 +54,7 @@ func (p *pacer) wait(ctx context.Context) error {
 	if d <= 0 {
 		return nil
 	}
+	beforeWait()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -114,9 +116,9 @@ func (st *runState) blockedBy() string {
 	return ""
 }
 
-// waitTurn blocks while the run is paused or throttled, then keeps the rate. It returns false
-// when the run is stopping.
-func (st *runState) waitTurn(ctx context.Context, pace *pacer) (bool, error) {
+// waitTurn blocks while the run is paused or throttled, then keeps the rate, calling beforeWait
+// before it blocks. It returns false when the run is stopping.
+func (st *runState) waitTurn(ctx context.Context, pace *pacer, beforeWait func()) (bool, error) {
 	for {
 		st.mu.Lock()
 		stop, blocked, rate := st.stop, st.blockedBy(), st.rate
@@ -128,13 +130,14 @@ func (st *runState) waitTurn(ctx context.Context, pace *pacer) (bool, error) {
 		if blocked == "" {
 			break
 		}
+		beforeWait()
 		select {
 		case <-time.After(blockedPoll):
 		case <-ctx.Done():
 			return false, ctx.Err()
 		}
 	}
-	if err := pace.wait(ctx); err != nil {
+	if err := pace.wait(ctx, beforeWait); err != nil {
 		return false, err
 	}
 	return true, nil

@@ -15,9 +15,14 @@ import (
 const (
 	// pageSize is how many targets are read per round trip, and the DLQ reader's batch.
 	pageSize = 1000
-	// markBatch and markEvery bound how long an acknowledged publish waits to be recorded.
-	markBatch = 2000
-	markEvery = 500 * time.Millisecond
+	// pagesAhead is how many pages the reader may be ahead of the publisher. With two, a page
+	// read slowed by a busy ledger (8 ms became 140 ms in measured runs) left the publisher
+	// waiting for targets; eight pages are about 1 MiB.
+	pagesAhead = 8
+	// handChunk is how many targets go from one stage of the pipeline to the next at once. One
+	// at a time, each hand-off woke the next goroutine: on two cores the scheduler's own work
+	// (findRunnable, futex) was a third of the process's CPU while it published.
+	handChunk = 64
 	// publishAckTimeout makes every async publish resolve, acknowledged or failed.
 	publishAckTimeout = 10 * time.Second
 	// writeTimeout bounds a ledger write that must outlive a cancelled run.
@@ -44,14 +49,14 @@ type sourced struct {
 // the ledger's page reads, the DLQ read and the publishes overlap instead of taking turns: one
 // goroutine pages the targets, one merges them with the DLQ read forward and checks each payload
 // against the plan, and this one paces and publishes. A target whose DLQ message is gone or
-// changed is recorded as failed, not published. What is held is bounded: two pages and one page
+// changed is recorded as failed, not published. What is held is bounded: pagesAhead pages and one page
 // of checked messages.
-func (s *session) publishTargets(ctx context.Context, st *runState, pub jetstream.JetStream, acks chan<- pendingAck) error {
+func (s *session) publishTargets(ctx context.Context, st *runState, pub jetstream.JetStream, acks chan<- []pendingAck) error {
 	defer close(acks)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	pages := make(chan []ledger.ExecTarget, 2)
-	ready := make(chan sourced, pageSize)
+	pages := make(chan []ledger.ExecTarget, pagesAhead)
+	ready := make(chan []sourced, pageSize/handChunk)
 	pagesDone, sourcesDone := make(chan error, 1), make(chan error, 1)
 	go func() { pagesDone <- s.readPages(ctx, pages) }()
 	go func() { sourcesDone <- s.readSources(ctx, pages, ready) }()
@@ -95,9 +100,9 @@ func (s *session) publishPage(after uint64, limit int) ledger.PublishPage {
 		AfterSeq: after, Limit: limit, NoRowsAhead: s.noRowsAhead}
 }
 
-// readSources merges the pages with the DLQ read forward, sends each target whose message is the
-// planned one, records the others as failed a page at a time, and closes ready.
-func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTarget, ready chan<- sourced) error {
+// readSources merges the pages with the DLQ read forward, sends the targets whose message is the
+// planned one in chunks, records the others as failed a page at a time, and closes ready.
+func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTarget, ready chan<- []sourced) error {
 	defer close(ready)
 	var source *dlq.Reader
 	defer func() {
@@ -105,6 +110,19 @@ func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTar
 			source.Close()
 		}
 	}()
+	chunk := make([]sourced, 0, handChunk)
+	send := func() error {
+		if len(chunk) == 0 {
+			return nil
+		}
+		select {
+		case ready <- chunk:
+			chunk = make([]sourced, 0, handChunk)
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for page := range pages {
 		var err error
 		if source == nil {
@@ -122,11 +140,16 @@ func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTar
 				failures = append(failures, ledger.TargetOutcome{EventID: t.EventID, Detail: "not published: " + why})
 				continue
 			}
-			select {
-			case ready <- sourced{target: t, src: src}:
-			case <-ctx.Done():
-				return s.recordSourceFailures(ctx, failures, ctx.Err())
+			chunk = append(chunk, sourced{target: t, src: src})
+			if len(chunk) == handChunk {
+				if err := send(); err != nil {
+					return s.recordSourceFailures(ctx, failures, err)
+				}
 			}
+		}
+		// The page's last chunk goes now: the next page may be a ledger read away.
+		if err := send(); err != nil {
+			return s.recordSourceFailures(ctx, failures, err)
 		}
 		if err := s.recordSourceFailures(ctx, failures, nil); err != nil {
 			return err
@@ -135,34 +158,54 @@ func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTar
 	return nil
 }
 
-// publishReady paces and publishes the checked targets, handing each publish to collectAcks. It
-// returns nil when ready is closed, and context.Canceled when the run is stopping.
-func (s *session) publishReady(ctx context.Context, st *runState, pub jetstream.JetStream, ready <-chan sourced, acks chan<- pendingAck) error {
+// publishReady paces and publishes the checked targets, handing the publishes to collectAcks a
+// chunk at a time. It returns nil when ready is closed, and context.Canceled when the run is
+// stopping.
+func (s *session) publishReady(ctx context.Context, st *runState, pub jetstream.JetStream, ready <-chan []sourced, acks chan<- []pendingAck) error {
 	pace := newPacer(s.opts.Rate)
-	for r := range ready {
-		if proceed, err := st.waitTurn(ctx, pace); err != nil || !proceed {
-			if err == nil {
-				err = context.Canceled
-			}
-			return err
-		}
-		if err := s.waitConnected(ctx); err != nil {
-			return err
-		}
-		a := pendingAck{target: r.target, msg: s.replayMsg(r.target, r.src)}
-		a.future, a.err = pub.PublishMsgAsync(a.msg)
-		if a.err != nil {
-			a.refusal = publishRefusal(a.err, a.msg, s.js.Conn().MaxPayload())
-		}
-		// A refused message never reaches the consumer, so it is never in flight; one the client
-		// could not send is retried like a failed acknowledgement.
-		if a.refusal == "" {
-			st.sent.Add(1)
+	var sent []pendingAck
+	// hand runs at the end of each chunk and before any wait (a pause, the window, the pace, a
+	// lost connection), so no acknowledgement waits behind the publisher.
+	hand := func() error {
+		if len(sent) == 0 {
+			return nil
 		}
 		select {
-		case acks <- a:
+		case acks <- sent:
+			sent = nil
+			return nil
 		case <-ctx.Done():
 			return ctx.Err()
+		}
+	}
+	beforeWait := func() { _ = hand() }
+	for chunk := range ready {
+		for _, r := range chunk {
+			proceed, err := st.waitTurn(ctx, pace, beforeWait)
+			if err == nil && !proceed {
+				err = context.Canceled
+			}
+			if err == nil {
+				err = s.waitConnected(ctx, beforeWait)
+			}
+			if err != nil {
+				// What was published is acknowledged and recorded however the run stops.
+				return errors.Join(err, hand())
+			}
+			a := pendingAck{target: r.target, msg: s.replayMsg(r.target, r.src)}
+			a.future, a.err = pub.PublishMsgAsync(a.msg)
+			if a.err != nil {
+				a.refusal = publishRefusal(a.err, a.msg, s.js.Conn().MaxPayload())
+			}
+			// A refused message never reaches the consumer, so it is never in flight; one the
+			// client could not send is retried like a failed acknowledgement.
+			if a.refusal == "" {
+				st.sent.Add(1)
+			}
+			sent = append(sent, a)
+		}
+		if err := hand(); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -188,18 +231,34 @@ func (s *session) replayMsg(t ledger.ExecTarget, src dlq.Message) *nats.Msg {
 // collectAcks waits for each publish's acknowledgement in order and records the acknowledged
 // targets as published, in batches. A failed publish is queued and retried with the others in
 // rounds (publish_retry.go); a message NATS refused is its target's failure, recorded as failed.
-func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks <-chan pendingAck, st *runState) error {
+func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks <-chan []pendingAck, st *runState) error {
 	marks := s.startMarking(ctx)
-	batch := make([]string, 0, markBatch)
+	var batch []string
 	var refused []ledger.TargetOutcome
-	lastMark := time.Now()
-	// flush records the refused targets and hands the acknowledged ones to the marker.
-	flush := func() error {
-		if err := s.recordSourceFailures(ctx, refused, nil); err != nil {
-			return err
+	var batchSince time.Time
+	// hand records the refused targets and gives the acknowledged ones to the marker: when a writer
+	// is idle and minMarkBatch piled up or the oldest waited a retryTick, and waiting for a writer
+	// once maxMarkBatch piled up.
+	hand := func() error {
+		if len(refused) > 0 {
+			if err := s.recordSourceFailures(ctx, refused, nil); err != nil {
+				return err
+			}
+			refused = nil
 		}
-		err := marks.send(batch)
-		batch, refused, lastMark = make([]string, 0, markBatch), nil, time.Now()
+		if len(batch) == 0 {
+			return nil
+		}
+		if batchSince.IsZero() {
+			batchSince = time.Now()
+		}
+		if len(batch) < minMarkBatch && time.Since(batchSince) < retryTick {
+			return nil
+		}
+		taken, err := marks.offer(batch, len(batch) >= maxMarkBatch)
+		if taken {
+			batch, batchSince = nil, time.Time{}
+		}
 		return err
 	}
 	stop := func(err error) error {
@@ -210,27 +269,29 @@ func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks
 	defer tick.Stop()
 	for acks != nil || len(retries.failed) > 0 {
 		select {
-		case a, open := <-acks:
+		case chunk, open := <-acks:
 			if !open {
 				acks = nil
 				break
 			}
-			ack, err := s.awaitAck(ctx, a)
-			if ctx.Err() != nil {
-				return stop(ctx.Err())
-			}
-			if err == nil {
-				st.acked.Add(1)
-				if ack.Duplicate {
-					st.deduplicated.Add(1)
+			for _, a := range chunk {
+				ack, err := s.awaitAck(ctx, a)
+				if ctx.Err() != nil {
+					return stop(ctx.Err())
 				}
-				batch = append(batch, a.target.EventID)
-			} else if perr := publishNotPermitted(s.js.Conn(), a.msg.Subject); perr != nil {
-				return stop(perr)
-			} else if why := s.refusal(a, err, st); why != "" {
-				refused = append(refused, ledger.TargetOutcome{EventID: a.target.EventID, Detail: "not published: " + why})
-			} else {
-				retries.add(a, err)
+				if err == nil {
+					st.acked.Add(1)
+					if ack.Duplicate {
+						st.deduplicated.Add(1)
+					}
+					batch = append(batch, a.target.EventID)
+				} else if perr := publishNotPermitted(s.js.Conn(), a.msg.Subject); perr != nil {
+					return stop(perr)
+				} else if why := s.refusal(a, err, st); why != "" {
+					refused = append(refused, ledger.TargetOutcome{EventID: a.target.EventID, Detail: "not published: " + why})
+				} else {
+					retries.add(a, err)
+				}
 			}
 		case <-tick.C:
 		case <-ctx.Done():
@@ -246,70 +307,14 @@ func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks
 		if err := s.retriesExpired(retries); err != nil {
 			return stop(err)
 		}
-		if n := len(batch) + len(refused); n >= markBatch || (n > 0 && time.Since(lastMark) >= markEvery) {
-			if err := flush(); err != nil {
-				return stop(err)
-			}
+		if err := hand(); err != nil {
+			return stop(err)
 		}
 	}
 	if err := s.recordSourceFailures(ctx, refused, nil); err != nil {
 		return errors.Join(marks.finish(batch), err)
 	}
 	return marks.finish(batch)
-}
-
-// marker records acknowledged targets as published in its own goroutine, so waiting for the
-// ledger never holds up the acknowledgements behind it. A few batches may queue; a failed write
-// stops the marking and is returned by the next send or by finish.
-type marker struct {
-	batches chan []string
-	done    chan error
-	err     error
-	ended   bool
-}
-
-func (s *session) startMarking(ctx context.Context) *marker {
-	m := &marker{batches: make(chan []string, 4), done: make(chan error, 1)}
-	go func() {
-		for batch := range m.batches {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), writeTimeout)
-			_, err := s.store.JobTargetsMarkPublished(wctx, s.job.ID, batch, s.opts.Now().UTC())
-			cancel()
-			if err != nil {
-				m.done <- err
-				return
-			}
-		}
-		m.done <- nil
-	}()
-	return m
-}
-
-func (m *marker) send(batch []string) error {
-	if m.ended {
-		return m.err
-	}
-	select {
-	case m.batches <- batch:
-		return nil
-	case m.err = <-m.done:
-		m.ended = true
-		return m.err
-	}
-}
-
-// finish records the last batch and waits until every batch is recorded.
-func (m *marker) finish(batch []string) error {
-	if len(batch) > 0 {
-		if err := m.send(batch); err != nil {
-			return err
-		}
-	}
-	if !m.ended {
-		close(m.batches)
-		m.err, m.ended = <-m.done, true
-	}
-	return m.err
 }
 
 // awaitAck waits for a's acknowledgement, which the async publish timeout bounds.

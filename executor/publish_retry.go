@@ -115,10 +115,13 @@ func (s *session) retryRound(ctx context.Context, pub jetstream.JetStream, q *re
 
 // waitConnected holds the publisher while the NATS connection is down: what it published then
 // would wait in the client's buffer and, after an outage longer than publishAckTimeout, fail
-// unacknowledged although much of it reaches the stream once the server is back. It gives up
-// after publishRetryFor.
-func (s *session) waitConnected(ctx context.Context) error {
+// unacknowledged although much of it reaches the stream once the server is back. It calls
+// beforeWait before it waits, and gives up after publishRetryFor.
+func (s *session) waitConnected(ctx context.Context, beforeWait func()) error {
 	nc := s.js.Conn()
+	if !nc.IsConnected() {
+		beforeWait()
+	}
 	for since := time.Now(); !nc.IsConnected(); {
 		if nc.IsClosed() || time.Since(since) > publishRetryFor {
 			return fmt.Errorf("publish the targets of job %s: the NATS connection is %s (lost for %s); nothing is lost: run execute again to continue once NATS is reachable",

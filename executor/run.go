@@ -47,7 +47,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 		budget: budgetWindow{budget: s.budget.Budget, maxPerTarget: s.budget.MaxPerTarget}, wake: make(chan struct{}, 1)}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	acks := make(chan pendingAck, min(s.opts.MaxInFlight, 4096))
+	acks := make(chan []pendingAck, max(1, min(s.opts.MaxInFlight, 4096)/handChunk))
 	published := make(chan error, 1)
 	acked := make(chan error, 1)
 	r.PublishStartedAt = s.opts.Now().UTC()
@@ -56,7 +56,14 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 		st.drained.Store(err == nil)
 		published <- err
 	}()
-	go func() { acked <- s.collectAcks(runCtx, pub, acks, st) }()
+	// Stamped where the last acknowledgement is recorded, not where the loop below hears of it:
+	// the loop may be in a poll then, which takes up to a tenth of a second on a busy ledger.
+	var ackedAt time.Time
+	go func() {
+		err := s.collectAcks(runCtx, pub, acks, st)
+		ackedAt = s.opts.Now().UTC()
+		acked <- err
+	}()
 	s.opts.stage("publishing %d targets of job %s under effect version %d", r.Preflight.ToPublish, s.job.ID, s.job.EffectVersionTo)
 
 	w := &watcher{s: s, st: st, r: r, lastChange: time.Now()}
@@ -82,7 +89,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 			}
 			// The acks end after the publisher: nil from both means every target was published.
 			if err == nil && !publishing {
-				r.PublishFinishedAt = s.opts.Now().UTC()
+				r.PublishFinishedAt = ackedAt
 			}
 		case <-timer.C:
 		case <-st.wake:

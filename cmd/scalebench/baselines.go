@@ -25,6 +25,8 @@ const (
 	naiveStream, naiveSubject = "BENCH_NAIVE_REPLAY", "benchnaive.billing.charge"
 	// asyncMaxPending is the executor's own bound on unacknowledged async publishes.
 	asyncMaxPending = 4096
+	// asyncStallWait is how long a publish may wait for a free slot under asyncMaxPending.
+	asyncStallWait = time.Minute
 )
 
 // rawScan reads the whole DLQ with an ordered consumer and does nothing else: the floor under
@@ -183,9 +185,10 @@ func asyncPublishTo(ctx context.Context, nc *nats.Conn, feed func(publish func(*
 	}
 	start := time.Now()
 	n, err := feed(func(m *nats.Msg) error {
-		// The default stall wait (200 ms) failed runs on a loaded machine; waiting for room is
-		// part of the rate measured.
-		_, err := js.PublishMsgAsync(m, jetstream.WithStallWait(30*time.Second))
+		// With the client's default of 200 ms, a server slowed by other work on the machine failed
+		// the whole run ("stalled with too many outstanding async published messages"); waiting is
+		// what a floor measures.
+		_, err := js.PublishMsgAsync(m, jetstream.WithStallWait(asyncStallWait))
 		return err
 	})
 	if err != nil {
