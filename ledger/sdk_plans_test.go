@@ -17,18 +17,75 @@ import (
 // consumer at ~330 events/s however many handlers ran (docs/benchmarks.md).
 func TestSDKStatementsUseThePrimaryKeyUnderGenericPlans(t *testing.T) {
 	store := pgtest.Ledger(t)
+	// Thousands of rows of one version, none analyzed: what a replay's first minutes look like.
+	if _, err := store.Pool().Exec(t.Context(), `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg, lease_owner, lease_expires_at)
+		select 'billing', 'evt-' || i, 2, case when i % 3 = 0 then 'processing' else 'completed' end, 'sha256:x', 'canonical-json-v1', 'o', now()
+		  from generate_series(1, 5000) i`); err != nil {
+		t.Fatal(err)
+	}
+	assertKeyLookupPlans(t, store)
+}
+
+// A statement an SDK store's connection prepared while the table was empty still looks its rows
+// up by key once the table has grown, without an analyze in between: its connections plan each
+// execution for the table as it is (SDKPlannerSettings), where a plan kept from the empty table
+// scanned it whole.
+func TestAnSDKStoreReplansItsStatementsAsTheTableGrows(t *testing.T) {
+	_, url := pgtest.LedgerWithURL(t)
+	sdk, err := ledger.Open(t.Context(), url, ledger.ForHandlers(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdk.Close()
+	ctx := t.Context()
+	conn, err := sdk.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "prepare sdk_read as "+ledger.SDKStatements["effectsForEvents"]); err != nil {
+		t.Fatal(err)
+	}
+	// More than the five custom plans after which PostgreSQL may settle on a generic one.
+	for range 8 {
+		if _, err := conn.Exec(ctx, `execute sdk_read('{billing}', '{evt-1}')`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
+		select 'billing', 'evt-' || i, 2, 'completed', 'sha256:x', 'canonical-json-v1' from generate_series(1, 20000) i`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := conn.Query(ctx, `explain execute sdk_read('{billing,billing}', '{evt-1,evt-2}')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	text := strings.Join(plan, "\n")
+	if strings.Contains(text, "Seq Scan on effects") || !strings.Contains(text, "effects_pkey") {
+		t.Errorf("after the table grew, the read is planned as:\n%s", text)
+	}
+	var mode string
+	if err := conn.QueryRow(ctx, "show plan_cache_mode").Scan(&mode); err != nil || mode != "force_custom_plan" {
+		t.Errorf("plan_cache_mode on an SDK store's connection is %q (%v), want force_custom_plan", mode, err)
+	}
+}
+
+func assertKeyLookupPlans(t *testing.T, store *ledger.Store) {
+	t.Helper()
 	ctx := t.Context()
 	conn, err := store.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	// Thousands of rows of one version, none analyzed: what a replay's first minutes look like.
-	if _, err := conn.Exec(ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg, lease_owner, lease_expires_at)
-		select 'billing', 'evt-' || i, 2, case when i % 3 = 0 then 'processing' else 'completed' end, 'sha256:x', 'canonical-json-v1', 'o', now()
-		  from generate_series(1, 5000) i`); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := conn.Exec(ctx, `set plan_cache_mode = force_generic_plan`); err != nil {
 		t.Fatal(err)
 	}

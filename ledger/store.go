@@ -59,6 +59,13 @@ func open(ctx context.Context, databaseURL string, o openOptions) (*Store, error
 		cfg.MaxConns = int32(SDKPoolSize(o.handlers))
 	}
 	params := cfg.ConnConfig.RuntimeParams
+	if o.handlers > 0 {
+		for name, value := range SDKPlannerSettings {
+			if _, ok := params[name]; !ok {
+				params[name] = value
+			}
+		}
+	}
 	if _, ok := params["application_name"]; !ok {
 		params["application_name"] = defaultApplicationName
 	}
@@ -90,9 +97,20 @@ type openOptions struct {
 	handlers int
 }
 
+// SDKPlannerSettings are set on the connections of an SDK store (ForHandlers). Every statement
+// the SDK sends per message finds a few rows by key, and pgx prepares it, so PostgreSQL may plan
+// it once per connection and keep that generic plan. Planned while the table was small (a new
+// consumer, a fresh schema) the plan scanned the whole table, or walked every row of the
+// consumer, and kept doing so as the table grew until autovacuum's next analyze: 20,000 live
+// events on a fresh table ran at 254 events/s with 16 handlers (8.4 ms a statement) and 2,834/s
+// with 1,024; planned at each execution, for the table as it is, 543/s and 3,767/s in the same
+// sitting (docs/benchmarks.md).
+var SDKPlannerSettings = map[string]string{"plan_cache_mode": "force_custom_plan"}
+
 // ForHandlers sizes the pool for an SDK consumer handling that many messages at once
-// (SDKPoolSize), unless the URL sets pool_max_conns itself. Without it the pool has pgxpool's
-// default, the CPU count but at least 4, which has nothing to do with how many handlers wait.
+// (SDKPoolSize), unless the URL sets pool_max_conns itself, and makes its connections plan key
+// look-ups (SDKPlannerSettings). Without it the pool has pgxpool's default, the CPU count but at
+// least 4, which has nothing to do with how many handlers wait.
 func ForHandlers(handlers int) Option {
 	return func(o *openOptions) { o.handlers = handlers }
 }
