@@ -1,10 +1,14 @@
 package ledger_test
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
@@ -56,19 +60,10 @@ func TestAnSDKStoreReplansItsStatementsAsTheTableGrows(t *testing.T) {
 		select 'billing', 'evt-' || i, 2, 'completed', 'sha256:x', 'canonical-json-v1' from generate_series(1, 20000) i`); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := conn.Query(ctx, `explain execute sdk_read('{billing,billing}', '{evt-1,evt-2}')`)
+	text, err := explain(ctx, conn, `explain execute sdk_read('{billing,billing}', '{evt-1,evt-2}')`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	text := strings.Join(plan, "\n")
 	if strings.Contains(text, "Seq Scan on effects") || !strings.Contains(text, "effects_pkey") {
 		t.Errorf("after the table grew, the read is planned as:\n%s", text)
 	}
@@ -102,22 +97,10 @@ func assertKeyLookupPlans(t *testing.T, store *ledger.Store) {
 			t.Fatalf("%s: prepare: %v", name, err)
 		}
 		nulls := strings.TrimSuffix(strings.Repeat("null, ", params), ", ")
-		rows, err := conn.Query(ctx, "explain execute "+stmt+"("+nulls+")")
+		text, err := explain(ctx, conn, "explain execute "+stmt+"("+nulls+")")
 		if err != nil {
 			t.Fatalf("%s: explain: %v", name, err)
 		}
-		var plan []string
-		for rows.Next() {
-			var line string
-			if err := rows.Scan(&line); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, line)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatalf("%s: explain: %v", name, err)
-		}
-		text := strings.Join(plan, "\n")
 		for _, bad := range []string{"Seq Scan on effects", "effects_consumer_version_job_idx", "effects_attention_idx"} {
 			if strings.Contains(text, bad) {
 				t.Errorf("%s: the generic plan uses %s instead of the primary key:\n%s", name, bad, text)
@@ -127,4 +110,14 @@ func assertKeyLookupPlans(t *testing.T, store *ledger.Store) {
 			t.Errorf("%s: the generic plan does not use effects_pkey:\n%s", name, text)
 		}
 	}
+}
+
+// explain runs an explain statement and returns its plan as text.
+func explain(ctx context.Context, conn *pgxpool.Conn, sql string) (string, error) {
+	rows, err := conn.Query(ctx, sql)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
 }
