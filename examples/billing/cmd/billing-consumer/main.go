@@ -24,6 +24,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -77,6 +78,13 @@ func main() {
 }
 
 func run(o options) error {
+	if os.Getenv("GOGC") == "" {
+		// The service's live heap is small and its garbage is per message: at the default 100 %
+		// the collector ran every few milliseconds at 1,000 handlers and took a third of the
+		// process's CPU, most of it scanning the handlers' stacks (docs/benchmarks.md). GOGC
+		// set in the environment wins.
+		debug.SetGCPercent(400)
+	}
 	dbURL, stream := o.dbURL, o.stream
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
