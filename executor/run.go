@@ -69,6 +69,9 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	w := &watcher{s: s, st: st, r: r, lastChange: time.Now()}
 	go (&window{s: s, st: st, durableFound: r.Preflight.DurableFound}).watch(runCtx)
 	publishing, acking := true, true
+	// publishedAll and ackedAll: each side ended without an error. Both channels may be ready at
+	// once and the select takes either first, so the finish is stamped once both are known.
+	var publishedAll, ackedAll bool
 	var loopErr error
 	var stop *Stop
 	// The next poll waits at least twice as long as the last one took, so the progress queries
@@ -78,23 +81,23 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	for {
 		select {
 		case err := <-published:
-			publishing = false
+			publishing, publishedAll = false, err == nil
 			if err != nil && !errors.Is(err, context.Canceled) {
 				loopErr = err
 			}
 		case err := <-acked:
-			acking = false
+			acking, ackedAll = false, err == nil
 			if err != nil && !errors.Is(err, context.Canceled) {
 				loopErr = err
-			}
-			// The acks end after the publisher: nil from both means every target was published.
-			if err == nil && !publishing {
-				r.PublishFinishedAt = ackedAt
 			}
 		case <-timer.C:
 		case <-st.wake:
 		case <-ctx.Done():
 			loopErr = ctx.Err()
+		}
+		// The acks end after the publisher: nil from both means every target was published.
+		if publishedAll && ackedAll && r.PublishFinishedAt.IsZero() {
+			r.PublishFinishedAt = ackedAt
 		}
 		if loopErr != nil {
 			break
