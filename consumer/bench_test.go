@@ -3,8 +3,6 @@ package consumer_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/internal/testenv/benchenv"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/protocol"
@@ -23,14 +22,7 @@ import (
 //
 //	go test -run '^$' -bench Run -benchtime 1x ./consumer
 func BenchmarkRun(b *testing.B) {
-	events := 3000
-	if s := os.Getenv("REPLAYCTL_BENCH_EVENTS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		events = n
-	}
+	events := benchenv.Int(b, "REPLAYCTL_BENCH_EVENTS", 3000)
 	for _, concurrency := range []int{1, 8, 32} {
 		b.Run(fmt.Sprintf("concurrency=%d", concurrency), func(b *testing.B) {
 			for b.Loop() {

@@ -2,13 +2,12 @@ package executor_test
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/testenv/benchenv"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
 
@@ -20,14 +19,7 @@ import (
 //
 //	go test -run '^$' -bench Execute -benchtime 3x ./executor
 func BenchmarkExecute(b *testing.B) {
-	targets := 5000
-	if s := os.Getenv("REPLAYCTL_BENCH_TARGETS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		targets = n
-	}
+	targets := benchenv.Int(b, "REPLAYCTL_BENCH_TARGETS", 5000)
 	var elapsed time.Duration
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()

@@ -3,8 +3,6 @@ package executor_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/testenv/benchenv"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -25,14 +24,7 @@ import (
 //
 //	REPLAYCTL_BENCH_TARGETS=20000 go test -run '^$' -bench Publish -benchtime 3x ./executor
 func BenchmarkPublish(b *testing.B) {
-	targets := 20000
-	if s := os.Getenv("REPLAYCTL_BENCH_TARGETS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		targets = n
-	}
+	targets := benchenv.Int(b, "REPLAYCTL_BENCH_TARGETS", 20000)
 	var rawRate, execRate float64
 	for i := 0; i < b.N; i++ {
 		e := exectest.New(b, exectest.Options{})

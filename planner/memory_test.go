@@ -3,11 +3,9 @@ package planner_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/metrics"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/internal/testenv/benchenv"
 	"github.com/replayctl/replayctl/planner"
 )
 
@@ -124,7 +123,7 @@ func TestPlanMemoryIsBounded(t *testing.T) {
 // REPLAYCTL_BENCH_PAYLOAD-byte payloads (default 1,024) and reports messages/s and the peak heap
 // above baseline. Seeding is outside the timer. See docs/benchmarks.md.
 func BenchmarkPlan(b *testing.B) {
-	n, payloadSize := envInt(b, "REPLAYCTL_BENCH_EVENTS", 200_000), envInt(b, "REPLAYCTL_BENCH_PAYLOAD", 1024)
+	n, payloadSize := benchenv.Int(b, "REPLAYCTL_BENCH_EVENTS", 200_000), benchenv.Int(b, "REPLAYCTL_BENCH_PAYLOAD", 1024)
 	f := newFixture(b)
 	f.largeDLQ(b, n, payloadSize)
 	b.ResetTimer()
@@ -142,16 +141,4 @@ func BenchmarkPlan(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
-}
-
-func envInt(tb testing.TB, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		tb.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }

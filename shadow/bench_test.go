@@ -1,7 +1,6 @@
 package shadow_test
 
 import (
-	"os"
 	"runtime"
 	"runtime/metrics"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/internal/testenv/benchenv"
 	"github.com/replayctl/replayctl/shadow"
 )
 
@@ -21,14 +21,7 @@ import (
 //
 //	go test -run '^$' -bench Shadow -benchtime 3x ./shadow
 func BenchmarkShadow(b *testing.B) {
-	targets := 20000
-	if s := os.Getenv("REPLAYCTL_BENCH_TARGETS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		targets = n
-	}
+	targets := benchenv.Int(b, "REPLAYCTL_BENCH_TARGETS", 20000)
 	f := newFixture(b)
 	for i := range targets {
 		msg := nats.NewMsg("dlq.billing")
