@@ -32,7 +32,7 @@ func TestSDKStatementsUseThePrimaryKeyUnderGenericPlans(t *testing.T) {
 
 // A statement an SDK store's connection prepared while the table was empty still looks its rows
 // up by key once the table has grown, without an analyze in between: its connections plan each
-// execution for the table as it is (SDKPlannerSettings), where a plan kept from the empty table
+// execution for the table as it is (sdkPlannerSettings), where a plan kept from the empty table
 // scanned it whole.
 func TestAnSDKStoreReplansItsStatementsAsTheTableGrows(t *testing.T) {
 	_, url := pgtest.LedgerWithURL(t)

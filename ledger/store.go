@@ -29,9 +29,9 @@ type Store struct {
 	// pool is the ledger's own: every transaction is a named operation of this package, and tests
 	// that inspect tables open a pool of their own (pgtest.Pool).
 	pool *pgxpool.Pool
-	// group batches the SDK's keyed row updates and reads batches its reads of one event's
-	// rows; nil sends each on its own.
+	// group batches the SDK's keyed row updates; nil sends each on its own.
 	group *groupCommit
+	// reads batches the SDK's reads of one event's rows; nil sends each on its own.
 	reads *eventReads
 }
 
@@ -60,7 +60,7 @@ func open(ctx context.Context, databaseURL string, o openOptions) (*Store, error
 	}
 	params := cfg.ConnConfig.RuntimeParams
 	if o.handlers > 0 {
-		for name, value := range SDKPlannerSettings {
+		for name, value := range sdkPlannerSettings {
 			if _, ok := params[name]; !ok {
 				params[name] = value
 			}
@@ -97,7 +97,7 @@ type openOptions struct {
 	handlers int
 }
 
-// SDKPlannerSettings are set on the connections of an SDK store (ForHandlers). Every statement
+// sdkPlannerSettings are set on the connections of an SDK store (ForHandlers). Every statement
 // the SDK sends per message finds a few rows by key, and pgx prepares it, so PostgreSQL may plan
 // it once per connection and keep that generic plan. Planned while the table was small (a new
 // consumer, a fresh schema) the plan scanned the whole table, or walked every row of the
@@ -105,12 +105,12 @@ type openOptions struct {
 // events on a fresh table ran at 254 events/s with 16 handlers (8.4 ms a statement) and 2,834/s
 // with 1,024; planned at each execution, for the table as it is, 543/s and 3,767/s in the same
 // sitting (docs/benchmarks.md).
-var SDKPlannerSettings = map[string]string{"plan_cache_mode": "force_custom_plan"}
+var sdkPlannerSettings = map[string]string{"plan_cache_mode": "force_custom_plan"}
 
 // ForHandlers sizes the pool for an SDK consumer handling that many messages at once
-// (SDKPoolSize), unless the URL sets pool_max_conns itself, and makes its connections plan key
-// look-ups (SDKPlannerSettings). Without it the pool has pgxpool's default, the CPU count but at
-// least 4, which has nothing to do with how many handlers wait.
+// (SDKPoolSize), unless the URL sets pool_max_conns itself, and has its connections plan each
+// statement for the table as it is (sdkPlannerSettings). Without it the pool has pgxpool's
+// default, the CPU count but at least 4, which has nothing to do with how many handlers wait.
 func ForHandlers(handlers int) Option {
 	return func(o *openOptions) { o.handlers = handlers }
 }
