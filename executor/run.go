@@ -271,8 +271,20 @@ func (w *watcher) readDurable(ctx context.Context) {
 // readDurable stores the durable's pending count in st, opening *c the first time; the poll and
 // the window watcher each keep their own handle.
 func (s *session) readDurable(ctx context.Context, found bool, c *jetstream.Consumer, st *runState) {
-	if !found || s.stream == "" {
+	backlog, ok := s.durableBacklog(ctx, found, c)
+	if !ok {
 		return
+	}
+	st.mu.Lock()
+	st.durablePending = backlog
+	st.mu.Unlock()
+}
+
+// durableBacklog reads the durable's messages not yet delivered plus those delivered and not yet
+// acknowledged; ok is false when it could not be read (no durable, no answer).
+func (s *session) durableBacklog(ctx context.Context, found bool, c *jetstream.Consumer) (backlog int64, ok bool) {
+	if !found || s.stream == "" {
+		return 0, false
 	}
 	// Bounded: a JetStream request whose answer is lost with a server (a kill, a leader change)
 	// would otherwise hold the poll, and with it the stall clock, until ctx ends.
@@ -281,17 +293,15 @@ func (s *session) readDurable(ctx context.Context, found bool, c *jetstream.Cons
 	if *c == nil {
 		d, err := s.js.Consumer(ctx, s.stream, s.opts.Durable)
 		if err != nil {
-			return
+			return 0, false
 		}
 		*c = d
 	}
 	info, err := (*c).Info(ctx)
 	if err != nil {
-		return
+		return 0, false
 	}
-	st.mu.Lock()
-	st.durablePending = int64(info.NumPending) + int64(info.NumAckPending)
-	st.mu.Unlock()
+	return int64(info.NumPending) + int64(info.NumAckPending), true
 }
 
 // RunState is an executor's live state as it stores it on the job for `replayctl status`.

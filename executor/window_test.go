@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
@@ -63,4 +65,66 @@ func TestSettledOutcomesOpenTheWindowAsTheyLand(t *testing.T) {
 		t.Fatalf("%d targets through a window of %d with a 5 s poll took %s: the window opens only once per poll", targets, window, took.Round(time.Millisecond))
 	}
 	t.Logf("%d targets, --max-in-flight %d, poll interval 5s: %s, at most %d in flight", targets, window, took.Round(time.Millisecond), most)
+}
+
+// TestADrainedRunCountsTheLedgerWhenTheDurableIsEmpty: once every target is published, a
+// re-count of the ledger cannot find the job settled while the durable still holds messages the
+// consumers have not acknowledged (they acknowledge after the outcome is stored). Counting on the
+// clock alone, the window re-counted every 100 ms while outcomes kept landing, each count a scan
+// of the job's rows taken from the consumers still settling it; it now asks the durable and
+// counts about once a second until the durable is empty, and then at once, so the run still ends
+// as soon as the last outcome lands.
+func TestADrainedRunCountsTheLedgerWhenTheDurableIsEmpty(t *testing.T) {
+	e := exectest.New(t, exectest.Options{})
+	const targets = 40
+	m := e.Shadowed(targets, "job-exec-drained")
+	charge := billing.Handler(e.Provider, time.Now)
+	// One handler settling a target every 60 ms: a drain of about 2.5 s with an outcome landing
+	// at every re-count.
+	e.RunConsumer(e.NewConsumer(func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
+		time.Sleep(60 * time.Millisecond)
+		return charge(ctx, ev, fx)
+	}, func(c *consumer.Config) { c.Concurrency = 1 }))
+	streamBefore := e.StreamMessages()
+	done := make(chan *executor.Result, 1)
+	go func() {
+		r, err := execute(e, options(m, func(o *executor.Options) {
+			o.MaxInFlight, o.PollInterval, o.Canary = targets+1, 5*time.Second, executor.NoCanary
+		}))
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	for e.StreamMessages() < streamBefore+targets {
+		time.Sleep(5 * time.Millisecond)
+	}
+	before := executor.SettledRecounts()
+	r := <-done
+	if r == nil {
+		t.FailNow()
+	}
+	counts := executor.SettledRecounts() - before
+	if r.Final.Completed != targets {
+		t.Fatalf("%d of %d completed", r.Final.Completed, targets)
+	}
+	var lastOutcome time.Time
+	if err := e.DB.QueryRow(e.Ctx, `select max(updated_at) from effects where consumer = $1 and effect_version = $2`,
+		m.Consumer, m.EffectVersion.To).Scan(&lastOutcome); err != nil {
+		t.Fatal(err)
+	}
+	drain := lastOutcome.Sub(r.PublishFinishedAt)
+	if drain < 1500*time.Millisecond {
+		t.Fatalf("the drain took %s: too short to tell a re-count a second from one every 100 ms", drain)
+	}
+	// The clock alone counted about every 100 ms of the drain; the durable allows one a second,
+	// and the last when it empties.
+	if most := int64(drain/time.Second) + 3; counts > most {
+		t.Errorf("the window counted the ledger %d times in a drain of %s, more than %d", counts, drain, most)
+	}
+	if late := r.FinishedAt.Sub(lastOutcome); late > time.Second {
+		t.Errorf("the run ended %s after the last outcome; the durable's empty backlog should have ended it at once", late)
+	}
+	t.Logf("drain of %s: %d ledger re-counts; the run ended %s after the last outcome", drain.Round(time.Millisecond), counts,
+		r.FinishedAt.Sub(lastOutcome).Round(time.Millisecond))
 }
