@@ -73,14 +73,45 @@ func TestSettledOutcomesOpenTheWindowAsTheyLand(t *testing.T) {
 // clock alone, the window re-counted every 100 ms while outcomes kept landing, each count a scan
 // of the job's rows taken from the consumers still settling it; it now asks the durable and
 // counts about once a second until the durable is empty, and then at once, so the run still ends
-// as soon as the last outcome lands.
+// as soon as the last outcome lands (the poll, every 5 s here, does not end it).
 func TestADrainedRunCountsTheLedgerWhenTheDurableIsEmpty(t *testing.T) {
+	d := drainedRun(t, 5*time.Second)
+	// The clock alone counted about every 100 ms of the drain; the durable allows one a second,
+	// and the last when it empties.
+	if most := int64(d.took/time.Second) + 3; d.settledCounts > most {
+		t.Errorf("the window counted the ledger %d times in a drain of %s, more than %d", d.settledCounts, d.took, most)
+	}
+	if d.late > time.Second {
+		t.Errorf("the run ended %s after the last outcome; the durable's empty backlog should have ended it at once", d.late)
+	}
+}
+
+// TestADrainedRunReadsTheTargetStatusesOnce: after the publisher and the acknowledgement collector
+// have ended, nothing changes the job's target statuses until the run finishes, so the polls
+// (every 100 ms here) read them once and count only the ledger rows after that.
+func TestADrainedRunReadsTheTargetStatusesOnce(t *testing.T) {
+	d := drainedRun(t, 100*time.Millisecond)
+	// Two allows for a poll that began as the last acknowledgement was being recorded.
+	if d.targetCounts > 2 {
+		t.Errorf("the polls read the job's target statuses %d times in a drain of %s", d.targetCounts, d.took)
+	}
+}
+
+// drain is what drainedRun measured between the last publish and the end of the run.
+type drain struct {
+	took                        time.Duration
+	settledCounts, targetCounts int64
+	late                        time.Duration
+}
+
+// drainedRun executes 40 targets published at once to one handler settling a target every
+// 60 ms: a drain of about 2.5 s with an outcome landing at every re-count.
+func drainedRun(t *testing.T, poll time.Duration) drain {
+	t.Helper()
 	e := exectest.New(t, exectest.Options{})
 	const targets = 40
 	m := e.Shadowed(targets, "job-exec-drained")
 	charge := billing.Handler(e.Provider, time.Now)
-	// One handler settling a target every 60 ms: a drain of about 2.5 s with an outcome landing
-	// at every re-count.
 	e.RunConsumer(e.NewConsumer(func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
 		time.Sleep(60 * time.Millisecond)
 		return charge(ctx, ev, fx)
@@ -89,7 +120,7 @@ func TestADrainedRunCountsTheLedgerWhenTheDurableIsEmpty(t *testing.T) {
 	done := make(chan *executor.Result, 1)
 	go func() {
 		r, err := execute(e, options(m, func(o *executor.Options) {
-			o.MaxInFlight, o.PollInterval, o.Canary = targets+1, 5*time.Second, executor.NoCanary
+			o.MaxInFlight, o.PollInterval, o.Canary = targets+1, poll, executor.NoCanary
 		}))
 		if err != nil {
 			t.Error(err)
@@ -99,12 +130,12 @@ func TestADrainedRunCountsTheLedgerWhenTheDurableIsEmpty(t *testing.T) {
 	for e.StreamMessages() < streamBefore+targets {
 		time.Sleep(5 * time.Millisecond)
 	}
-	before := executor.SettledRecounts()
+	settledBefore, targetsBefore := executor.SettledRecounts(), executor.TargetCounts()
 	r := <-done
 	if r == nil {
 		t.FailNow()
 	}
-	counts := executor.SettledRecounts() - before
+	d := drain{settledCounts: executor.SettledRecounts() - settledBefore, targetCounts: executor.TargetCounts() - targetsBefore}
 	if r.Final.Completed != targets {
 		t.Fatalf("%d of %d completed", r.Final.Completed, targets)
 	}
@@ -113,18 +144,11 @@ func TestADrainedRunCountsTheLedgerWhenTheDurableIsEmpty(t *testing.T) {
 		m.Consumer, m.EffectVersion.To).Scan(&lastOutcome); err != nil {
 		t.Fatal(err)
 	}
-	drain := lastOutcome.Sub(r.PublishFinishedAt)
-	if drain < 1500*time.Millisecond {
-		t.Fatalf("the drain took %s: too short to tell a re-count a second from one every 100 ms", drain)
+	d.took, d.late = lastOutcome.Sub(r.PublishFinishedAt), r.FinishedAt.Sub(lastOutcome)
+	if d.took < 1500*time.Millisecond {
+		t.Fatalf("the drain took %s: too short to tell a re-count a second from one every 100 ms", d.took)
 	}
-	// The clock alone counted about every 100 ms of the drain; the durable allows one a second,
-	// and the last when it empties.
-	if most := int64(drain/time.Second) + 3; counts > most {
-		t.Errorf("the window counted the ledger %d times in a drain of %s, more than %d", counts, drain, most)
-	}
-	if late := r.FinishedAt.Sub(lastOutcome); late > time.Second {
-		t.Errorf("the run ended %s after the last outcome; the durable's empty backlog should have ended it at once", late)
-	}
-	t.Logf("drain of %s: %d ledger re-counts; the run ended %s after the last outcome", drain.Round(time.Millisecond), counts,
-		r.FinishedAt.Sub(lastOutcome).Round(time.Millisecond))
+	t.Logf("drain of %s: %d ledger re-counts, %d reads of the target statuses; the run ended %s after the last outcome",
+		d.took.Round(time.Millisecond), d.settledCounts, d.targetCounts, d.late.Round(time.Millisecond))
+	return d
 }
