@@ -106,7 +106,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		return nil, err
 	}
 	opts.stage("joining %d scanned messages against the ledger of consumer %s", counts.Scanned, opts.Consumer)
-	if err := session.Classify(ctx, opts.Consumer, kind, target, hashers.algorithms(), opts.EvidenceWindow, opts.Max); err != nil {
+	if err := session.Classify(ctx, opts.Consumer, kind, target, hashers.algorithms(), opts.EvidenceWindow, opts.Max, counts.Repeats); err != nil {
 		return nil, err
 	}
 	lookup, err := lookUpExpired(ctx, js.Conn(), store, session, &opts, known, hashers.algorithms()[0])
@@ -206,7 +206,8 @@ func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanS
 	replay dlq.Replay, hashers planHashers) (scanCounts, error) {
 	s, err := startScan(ctx, js, opts, info, replay, hashers)
 	if err != nil || s == nil {
-		return scanCounts{}, err
+		// No message, so no repeat: Known with no IDs.
+		return scanCounts{Repeats: ledger.ScanRepeats{Known: true}}, err
 	}
 	defer s.stop()
 	pipe := newScanPipe(s)
@@ -226,6 +227,8 @@ func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanS
 	if opts.Progress != nil {
 		opts.Progress(s.counts.Scanned, s.counts.Scanned)
 	}
+	ids, known := s.repeats.candidates()
+	s.counts.Repeats = ledger.ScanRepeats{Known: known, IDs: ids}
 	return s.counts, nil
 }
 
