@@ -230,15 +230,16 @@ select count(*)                                                                 
        coalesce(sum(known_effect_count) filter (where class = 'target'), 0)         as known_calls
   from plan_events`
 
-// planEventsFailureReasons is the histogram over the targets of failure_reason: the DLQ's failure
-// reason, or for a backfill the previous version's outcome ("v1 completed").
-const planEventsFailureReasons = `
-select failure_reason, count(*) from plan_events where class = 'target' group by failure_reason`
-
-// planEventsCompletedBy counts the events kept out as done by who settled them: a job, or ”
-// for a live completion.
-const planEventsCompletedBy = `
-select done_by, count(*) from plan_events where class = 'done' group by done_by`
+// planEventsHistograms counts the targets by failure_reason (the DLQ's failure reason, or for a
+// backfill the previous version's outcome, "v1 completed") and the events kept out as done by who
+// settled them (a job, or the empty string for a live completion), in one pass over every class: the temporary
+// table has no statistics, so a `where class = 'target'` was estimated at 0.5 % of its rows and
+// the planner sorted all the targets to group them (12 ms of 20,000; a hash aggregate of every
+// row takes 6).
+const planEventsHistograms = `
+select class, coalesce(case class when 'target' then failure_reason when 'done' then done_by end, ''), count(*)
+  from plan_events
+ group by 1, 2`
 
 // planEventsKeptOut lists the first $1 event IDs of each class a plan keeps out without a ledger
 // row to show (done, in another job, never processed), with the version and job that settled a
@@ -419,39 +420,29 @@ func (p *PlanSession) Summary(ctx context.Context) (PlanSummary, error) {
 	return s, nil
 }
 
-// FailureReasons returns the histogram of failure reasons over the targets.
-func (p *PlanSession) FailureReasons(ctx context.Context) (map[string]int64, error) {
-	rows, err := p.tx.Query(ctx, planEventsFailureReasons)
+// Histograms returns the targets counted by failure reason and the events kept out as already
+// done counted by the job that settled them, a live completion under "".
+func (p *PlanSession) Histograms(ctx context.Context) (reasons, completedBy map[string]int64, err error) {
+	rows, err := p.tx.Query(ctx, planEventsHistograms)
 	if err != nil {
-		return nil, fmt.Errorf("plan: failure reasons: %w", err)
+		return nil, nil, fmt.Errorf("plan: failure reasons and completions: %w", err)
 	}
-	out := map[string]int64{}
-	var reason string
+	reasons, completedBy = map[string]int64{}, map[string]int64{}
+	var class, key string
 	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&reason, &n}, func() error {
-		out[reason] = n
+	_, err = pgx.ForEachRow(rows, []any{&class, &key, &n}, func() error {
+		switch class {
+		case ClassTarget:
+			reasons[key] = n
+		case ClassDone:
+			completedBy[key] = n
+		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("plan: failure reasons: %w", err)
+		return nil, nil, fmt.Errorf("plan: failure reasons and completions: %w", err)
 	}
-	return out, nil
-}
-
-// CompletedBy counts the events kept out as already done by the job that settled them; a live
-// completion counts under "".
-func (p *PlanSession) CompletedBy(ctx context.Context) (map[string]int64, error) {
-	rows, err := p.tx.Query(ctx, planEventsCompletedBy)
-	if err != nil {
-		return nil, fmt.Errorf("plan: count completed events by job: %w", err)
-	}
-	out := map[string]int64{}
-	var job string
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&job, &n}, func() error { out[job] = n; return nil }); err != nil {
-		return nil, fmt.Errorf("plan: count completed events by job: %w", err)
-	}
-	return out, nil
+	return reasons, completedBy, nil
 }
 
 // PlanKeptOut is an event ID a plan kept out for what the ledger or another job holds, not for

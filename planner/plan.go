@@ -238,11 +238,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	if err != nil {
 		return nil, "", err
 	}
-	reasons, err := session.FailureReasons(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	completedBy, err := session.CompletedBy(ctx)
+	reasons, completedBy, err := session.Histograms(ctx)
 	if err != nil {
 		return nil, "", err
 	}
