@@ -335,6 +335,9 @@ func planJob(t *testing.T, store *ledger.Store, id string, eventIDs []string) {
 	if err := session.Classify(ctx, "billing", ledger.SourceDLQ, 2, []string{execAlg}, 400*24*time.Hour, 0, ledger.ScanRepeats{}); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := session.RecordTargets(ctx, id); err != nil {
+		t.Fatal(err)
+	}
 	job := sampleJob(id)
 	job.Targets = int64(len(eventIDs))
 	if err := session.Record(ctx, job, ledger.AuditEntry{Actor: "alice", JobID: id, Action: "plan"}); err != nil {

@@ -248,13 +248,9 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	}
 	excluded.MissingEventIDSeqs = counts.MissingEventIDSeqs
 	excluded.OverMaxPayloadSeqs = counts.OverMaxPayloadSeqs
-	ids := make([]string, 0, sum.Targets)
-	digester := ledger.NewStateDigester()
-	err = session.Targets(ctx, func(eventID, states string) error {
-		ids = append(ids, eventID)
-		digester.Add(eventID, states)
-		return nil
-	})
+	// The targets are recorded here, before the job that needs the manifest's digest: the
+	// insert hands back the IDs and ledger rows the manifest and the state digest are made of.
+	ids, stateDigest, err := session.RecordTargets(ctx, opts.JobID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -326,7 +322,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	if err := manifest.Seal(m); err != nil {
 		return nil, "", err
 	}
-	return m, digester.Sum(), nil
+	return m, stateDigest, nil
 }
 
 func exclusions(ctx context.Context, session *ledger.PlanSession, consumer string) (manifest.Excluded, error) {
