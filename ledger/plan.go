@@ -232,10 +232,10 @@ select count(*)                                                                 
 
 // planEventsHistograms counts the targets by failure_reason (the DLQ's failure reason, or for a
 // backfill the previous version's outcome, "v1 completed") and the events kept out as done by who
-// settled them (a job, or the empty string for a live completion), in one pass over every class: the temporary
-// table has no statistics, so a `where class = 'target'` was estimated at 0.5 % of its rows and
-// the planner sorted all the targets to group them (12 ms of 20,000; a hash aggregate of every
-// row takes 6).
+// settled them (a job, or the empty string for a live completion), in one pass over every class:
+// the temporary table has no statistics, so a `where class = 'target'` was estimated at 0.5 % of
+// its rows and the planner sorted all the targets to group them (12 ms of 20,000; a hash
+// aggregate of every row takes 6).
 const planEventsHistograms = `
 select class, coalesce(case class when 'target' then failure_reason when 'done' then done_by end, ''), count(*)
   from plan_events
