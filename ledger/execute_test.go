@@ -332,7 +332,10 @@ func planJob(t *testing.T, store *ledger.Store, id string, eventIDs []string) {
 	if _, err := session.ScanCopy(ctx, pgx.CopyFromRows(scan)); err != nil {
 		t.Fatal(err)
 	}
-	if err := session.Classify(ctx, "billing", ledger.SourceDLQ, 2, []string{execAlg}, 400*24*time.Hour, 0); err != nil {
+	if err := session.Classify(ctx, "billing", ledger.SourceDLQ, 2, []string{execAlg}, 400*24*time.Hour, 0, ledger.ScanRepeats{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := session.RecordTargets(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	job := sampleJob(id)

@@ -106,7 +106,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		return nil, err
 	}
 	opts.stage("joining %d scanned messages against the ledger of consumer %s", counts.Scanned, opts.Consumer)
-	if err := session.Classify(ctx, opts.Consumer, kind, target, hashers.algorithms(), opts.EvidenceWindow, opts.Max); err != nil {
+	if err := session.Classify(ctx, opts.Consumer, kind, target, hashers.algorithms(), opts.EvidenceWindow, opts.Max, counts.Repeats); err != nil {
 		return nil, err
 	}
 	lookup, err := lookUpExpired(ctx, js.Conn(), store, session, &opts, known, hashers.algorithms()[0])
@@ -206,7 +206,8 @@ func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanS
 	replay dlq.Replay, hashers planHashers) (scanCounts, error) {
 	s, err := startScan(ctx, js, opts, info, replay, hashers)
 	if err != nil || s == nil {
-		return scanCounts{}, err
+		// No message, so no repeat: Known with no IDs.
+		return scanCounts{Repeats: ledger.ScanRepeats{Known: true}}, err
 	}
 	defer s.stop()
 	pipe := newScanPipe(s)
@@ -226,6 +227,8 @@ func scanInto(ctx context.Context, js jetstream.JetStream, session *ledger.PlanS
 	if opts.Progress != nil {
 		opts.Progress(s.counts.Scanned, s.counts.Scanned)
 	}
+	ids, known := s.repeats.candidates()
+	s.counts.Repeats = ledger.ScanRepeats{Known: known, IDs: ids}
 	return s.counts, nil
 }
 
@@ -235,11 +238,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	if err != nil {
 		return nil, "", err
 	}
-	reasons, err := session.FailureReasons(ctx)
-	if err != nil {
-		return nil, "", err
-	}
-	completedBy, err := session.CompletedBy(ctx)
+	reasons, completedBy, err := session.Histograms(ctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -249,13 +248,9 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	}
 	excluded.MissingEventIDSeqs = counts.MissingEventIDSeqs
 	excluded.OverMaxPayloadSeqs = counts.OverMaxPayloadSeqs
-	ids := make([]string, 0, sum.Targets)
-	digester := ledger.NewStateDigester()
-	err = session.Targets(ctx, func(eventID, states string) error {
-		ids = append(ids, eventID)
-		digester.Add(eventID, states)
-		return nil
-	})
+	// The targets are recorded here, before the job that needs the manifest's digest: the
+	// insert hands back the IDs and ledger rows the manifest and the state digest are made of.
+	ids, stateDigest, err := session.RecordTargets(ctx, opts.JobID)
 	if err != nil {
 		return nil, "", err
 	}
@@ -327,7 +322,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	if err := manifest.Seal(m); err != nil {
 		return nil, "", err
 	}
-	return m, digester.Sum(), nil
+	return m, stateDigest, nil
 }
 
 func exclusions(ctx context.Context, session *ledger.PlanSession, consumer string) (manifest.Excluded, error) {

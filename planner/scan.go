@@ -12,6 +12,7 @@ import (
 
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -36,6 +37,8 @@ type scanCounts struct {
 	MaxPayload, LargestOverMaxPayload int64
 	// ReplaySubject is the subject the first usable message replays to.
 	ReplaySubject string
+	// Repeats names the event IDs the scan may have seen more than once.
+	Repeats ledger.ScanRepeats
 }
 
 // scanner walks the DLQ stream with an ordered consumer and turns each usable message into a row
@@ -54,6 +57,9 @@ type scanner struct {
 	total    int64
 	progress func(scanned, total int64)
 	counts   scanCounts
+	// repeats sees every usable message's event ID, so the collapse need only look at the few
+	// that may repeat.
+	repeats *repeatFilter
 	// row is the current usable message's row, data its payload, until fill fingerprints it.
 	row       []any
 	data      []byte
@@ -107,6 +113,7 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 		total:     int64(ci.NumPending),
 		progress:  opts.Progress,
 		remaining: ci.NumPending,
+		repeats:   newRepeatFilter(ci.NumPending),
 	}
 	if opts.FailureMatch != "" {
 		s.failure = regexp.MustCompile(opts.FailureMatch)
@@ -222,6 +229,7 @@ func (s *scanner) rowOf(seq uint64, eventID, reason, subject string, storedAt ti
 	if s.counts.ReplaySubject == "" {
 		s.counts.ReplaySubject = subject
 	}
+	s.repeats.add(eventID)
 	return []any{int64(seq), eventID, nil, nil, reason, subject, storedAt}
 }
 
