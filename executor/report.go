@@ -123,6 +123,10 @@ type Result struct {
 	// rest of the run waits for the consumer's outcomes.
 	PublishStartedAt  time.Time `json:"publishStartedAt,omitzero"`
 	PublishFinishedAt time.Time `json:"publishFinishedAt,omitzero"`
+	// SettledAt is when the run found every target settled in the ledger, before it recorded the
+	// end (the targets taking their outcomes, the job completed), which FinishedAt follows; zero
+	// when the run stopped first.
+	SettledAt time.Time `json:"settledAt,omitzero"`
 	// CanaryPassedAt is when the canary settled and passed every guard (zero when the run had
 	// none, or stopped before).
 	CanaryPassedAt time.Time `json:"canaryPassedAt,omitzero"`

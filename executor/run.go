@@ -247,6 +247,9 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 			"job %s was cancelled%s; publishing stopped, and what was already replayed stays replayed (cancel never reverts)", rec.ID, statusBecause(rec))}, false, nil
 	}
 	finished := !publishing && p.Remaining == 0
+	if finished && w.r.SettledAt.IsZero() {
+		w.r.SettledAt = s.opts.Now().UTC()
+	}
 	finding := judgeGuards(guardInput{Guards: s.opts.Guards, Budget: s.budget, PlannedTargets: s.m.Stats.Targets, Progress: p, Effects: e,
 		Finished: finished, CanaryOver: canaryOver, Exhausted: exhausted && p.Remaining > 0})
 	if stop := guardStop(s.m.ID, p.Remaining, finding); stop != nil {

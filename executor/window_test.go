@@ -145,6 +145,10 @@ func drainedRun(t *testing.T, poll time.Duration) drain {
 		t.Fatal(err)
 	}
 	d.took, d.late = lastOutcome.Sub(r.PublishFinishedAt), r.FinishedAt.Sub(lastOutcome)
+	// SettledAt is when the run saw the last outcome, before it recorded the end.
+	if r.SettledAt.Before(lastOutcome) || r.SettledAt.After(r.FinishedAt) {
+		t.Errorf("settled at %s: not between the last outcome (%s) and the end of the run (%s)", r.SettledAt, lastOutcome, r.FinishedAt)
+	}
 	if d.took < 1500*time.Millisecond {
 		t.Fatalf("the drain took %s: too short to tell a re-count a second from one every 100 ms", d.took)
 	}
