@@ -22,9 +22,9 @@ import (
 const (
 	// defaultGroupMaxBatch caps the rows of one statement. At 64, a consumer of 1,024 handlers
 	// filled every batch (48 rows a statement on average, queues of hundreds behind two flushers);
-	// at 256 it sends a third fewer statements for the same rows, and PostgreSQL's and the SDK's
-	// CPU per event fell by a fifth, the statement's fixed costs (planning, commit, round trip)
-	// spread over more rows. 1,024 sent no fewer (docs/benchmarks.md).
+	// at 256 it sends a third fewer statements for the same rows, and PostgreSQL's CPU per event
+	// fell by about a tenth, a statement's fixed costs (planning, commit, round trip) spread over
+	// more rows. 1,024 sent no fewer (docs/benchmarks.md).
 	defaultGroupMaxBatch = 256
 	// defaultGroupMaxWait is how long a flusher lingers for more requests, only while another
 	// flush of its kind is in flight (the ledger is busy and a larger batch costs no more).
