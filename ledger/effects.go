@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // EffectKey is the primary key of an effects row.
@@ -172,7 +173,17 @@ on conflict (consumer, event_id, effect_version) do update
 // when the lease is c.Owner's. The lock and the claim go in one batch: one round trip, one
 // implicit transaction, so the lock is held exactly as long as the claim.
 func EffectsClaim(ctx context.Context, q BatchQuerier, c EffectClaim) (bool, error) {
-	b := &pgx.Batch{}
+	return claimIn(ctx, q, c, &pgx.Batch{})
+}
+
+// effectsClaimOnPool is EffectsClaim in an implicit transaction of its own that does not wait for
+// its commit to be flushed (claimWithoutFlush).
+func effectsClaimOnPool(ctx context.Context, pool *pgxpool.Pool, c EffectClaim) (bool, error) {
+	return claimIn(ctx, pool, c, claimWithoutFlush())
+}
+
+// claimIn adds the claim's lock and upsert to b and sends it.
+func claimIn(ctx context.Context, q BatchQuerier, c EffectClaim, b *pgx.Batch) (bool, error) {
 	b.Queue(effectsClaimLock, c.Key.Consumer, c.Key.EventID)
 	takeOverHash, takeOverAlg := c.takeOverFingerprint()
 	claim := b.Queue(effectsClaim, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.RequestHash,

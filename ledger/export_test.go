@@ -20,3 +20,6 @@ var SDKStatements = map[string]string{
 	"effectsHeartbeat": effectsHeartbeat, "effectsHeartbeatBatch": effectsHeartbeatBatch,
 	"effectsComplete": effectsComplete, "effectsCompleteBatch": effectsCompleteBatch,
 }
+
+// ClaimWithoutFlush is the batch a claim starts with, for the test of its commit setting.
+var ClaimWithoutFlush = claimWithoutFlush

@@ -127,7 +127,7 @@ func newGroupCommit(pool *pgxpool.Pool) *groupCommit {
 		batch: g.sendHeartbeat}
 	g.claim = &groupQueue[EffectClaim]{g: g, kind: "claim",
 		single: func(ctx context.Context, r *groupRequest[EffectClaim]) (bool, error) {
-			return EffectsClaim(ctx, pool, r.arg)
+			return effectsClaimOnPool(ctx, pool, r.arg)
 		},
 		batch: g.sendClaim}
 	g.queues = []interface{ kick() }{g.claim, g.callStarted, g.complete, g.heartbeat}

@@ -66,8 +66,8 @@ with r as (
 )
 select consumer, event_id from taken union all select consumer, event_id from inserted`
 
-// sendClaim runs a batch of claims of distinct events as one transaction: the locks, then the
-// claims. It is not sent again after a lost connection, as EffectsClaim is not: the SDK retries
+// sendClaim runs a batch of claims of distinct events as one transaction (claimWithoutFlush): the
+// locks, then the claims. It is not sent again after a lost connection, as EffectsClaim is not: the SDK retries
 // the message, whose redelivery reads the rows again.
 func (g *groupCommit) sendClaim(ctx context.Context, reqs []*groupRequest[EffectClaim]) ([]bool, error) {
 	k := keysOf(reqs)
@@ -80,7 +80,7 @@ func (g *groupCommit) sendClaim(ctx context.Context, reqs []*groupRequest[Effect
 		jobs[i], anyVersion[i] = nullableText(c.JobID), c.AnyVersionSettles
 		takeHashes[i], takeAlgs[i] = c.takeOverFingerprint()
 	}
-	b := &pgx.Batch{}
+	b := claimWithoutFlush()
 	b.Queue(effectsClaimLockBatch, k.consumers, k.eventIDs)
 	// Rows come back by event: a batch holds one claim per event.
 	type event struct{ consumer, id string }

@@ -20,10 +20,11 @@ func (s *Store) EffectsForEvent(ctx context.Context, consumer, eventID string) (
 }
 
 // EffectsClaim runs the package-level EffectsClaim on the pool, batched with other handlers'
-// claims of other events (groupcommit.go).
+// claims of other events (groupcommit.go), without waiting for its commit's flush
+// (claimWithoutFlush).
 func (s *Store) EffectsClaim(ctx context.Context, c EffectClaim) (bool, error) {
 	if s.group == nil {
-		return EffectsClaim(ctx, s.pool, c)
+		return effectsClaimOnPool(ctx, s.pool, c)
 	}
 	event := EffectKey{Consumer: c.Key.Consumer, EventID: c.Key.EventID, EffectVersion: -1}
 	return s.group.claim.submitRequest(ctx, &groupRequest[EffectClaim]{key: c.Key, event: &event, arg: c})
