@@ -13,8 +13,11 @@ import (
 )
 
 const (
-	// pageSize is how many targets are read per round trip, and the DLQ reader's batch.
+	// pageSize is how many targets are read per round trip.
 	pageSize = 1000
+	// dlqPullBatch is how many DLQ messages one pull asks for, as the raw read + publish floor
+	// does (dlq.PullBatch lowers it for large messages).
+	dlqPullBatch = 2000
 	// pagesAhead is how many pages the reader may be ahead of the publisher. With two, a page
 	// read slowed by a busy ledger (8 ms became 140 ms in measured runs) left the publisher
 	// waiting for targets; eight pages are about 1 MiB.
@@ -126,7 +129,7 @@ func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTar
 	for page := range pages {
 		var err error
 		if source == nil {
-			if source, err = dlq.Open(ctx, s.js, s.m, page[0].StreamSeq, pageSize); err != nil {
+			if source, err = dlq.Open(ctx, s.js, s.m, page[0].StreamSeq, dlqPullBatch); err != nil {
 				return err
 			}
 		}
