@@ -43,10 +43,41 @@ func procCPU(pid int) (time.Duration, bool) {
 	return time.Duration(utime+stime) * clockTick, true
 }
 
-// cpuSample is a child's CPU time and this process's, read at one moment.
+// cpuSample is a child's CPU time and this process's, read at one moment, with their read and
+// write system calls (syscr, syscw of /proc/<pid>/io): messages per write say how well the NATS
+// connections batch, which CPU per message follows.
 type cpuSample struct {
 	at          time.Time
 	child, self time.Duration
+	childIO     ioCalls
+	selfIO      ioCalls
+}
+
+// ioCalls counts a process's read and write system calls.
+type ioCalls struct{ reads, writes int64 }
+
+func (c ioCalls) minus(d ioCalls) ioCalls {
+	return ioCalls{reads: c.reads - d.reads, writes: c.writes - d.writes}
+}
+
+// procIO reads /proc/<pid>/io ("self" for this process); zero when it cannot be read.
+func procIO(pid string) ioCalls {
+	raw, err := os.ReadFile("/proc/" + pid + "/io")
+	if err != nil {
+		return ioCalls{}
+	}
+	var c ioCalls
+	for line := range strings.Lines(string(raw)) {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), ": ")
+		n, _ := strconv.ParseInt(value, 10, 64)
+		switch name {
+		case "syscr":
+			c.reads = n
+		case "syscw":
+			c.writes = n
+		}
+	}
+	return c
 }
 
 // cpuTrace is a child's CPU time over its life, sampled every few milliseconds, so a phase
@@ -64,7 +95,7 @@ func (t *cpuTrace) add(s cpuSample) {
 
 // between is the CPU the child and this process spent from from to to, each end taken at the
 // last sample at or before it (10 ms samples, 10 ms ticks: about ±20 ms).
-func (t *cpuTrace) between(from, to time.Time) (child, self time.Duration, ok bool) {
+func (t *cpuTrace) between(from, to time.Time) (child, self cpuSample, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	at := func(when time.Time) (cpuSample, bool) {
@@ -81,12 +112,22 @@ func (t *cpuTrace) between(from, to time.Time) (child, self time.Duration, ok bo
 	a, okA := at(from)
 	b, okB := at(to)
 	if !okA || !okB {
-		return 0, 0, false
+		return cpuSample{}, cpuSample{}, false
 	}
-	return b.child - a.child, b.self - a.self, true
+	child = cpuSample{child: b.child - a.child, childIO: b.childIO.minus(a.childIO)}
+	self = cpuSample{self: b.self - a.self, selfIO: b.selfIO.minus(a.selfIO)}
+	return child, self, true
 }
 
 // perTargetMicros is cpu over n events, in microseconds.
 func perTargetMicros(cpu time.Duration, n int64) float64 {
 	return float64(cpu.Microseconds()) / float64(n)
+}
+
+// perCall is n events over calls system calls (0 when there were none).
+func perCall(n, calls int64) float64 {
+	if calls <= 0 {
+		return 0
+	}
+	return float64(n) / float64(calls)
 }

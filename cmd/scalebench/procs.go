@@ -168,7 +168,8 @@ func (p *process) sampleHWM() {
 	defer tick.Stop()
 	for {
 		if cpu, ok := procCPU(p.cmd.Process.Pid); ok {
-			p.cpu.add(cpuSample{at: time.Now(), child: cpu, self: selfCPU()})
+			p.cpu.add(cpuSample{at: time.Now(), child: cpu, self: selfCPU(),
+				childIO: procIO(strconv.Itoa(p.cmd.Process.Pid)), selfIO: procIO("self")})
 		}
 		if raw, err := os.ReadFile(path); err == nil {
 			for line := range strings.Lines(string(raw)) {
