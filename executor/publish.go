@@ -102,6 +102,7 @@ func (s *session) publishPage(after uint64, limit int) ledger.PublishPage {
 // when the run is stopping.
 func (s *session) publishPages(ctx context.Context, st *runState, pub jetstream.JetStream, pages <-chan []ledger.ExecTarget, acks chan<- []pendingAck) error {
 	pace := newPacer(s.opts.Rate)
+	replays := dlq.NewJobReplay(s.m.Source.Headers, s.job.ID, s.job.EffectVersionTo, s.job.WriteForbidden)
 	var source *dlq.Reader
 	defer func() {
 		if source != nil {
@@ -153,7 +154,7 @@ func (s *session) publishPages(ctx context.Context, st *runState, pub jetstream.
 			if err != nil {
 				return s.recordSourceFailures(ctx, failures, errors.Join(err, hand()))
 			}
-			a := pendingAck{target: t, msg: s.replayMsg(t, src)}
+			a := pendingAck{target: t, msg: replays.Msg(t.OriginalSubject, src.Data, src.Header, t.EventID)}
 			a.future, a.err = pub.PublishMsgAsync(a.msg)
 			if a.err != nil {
 				a.refusal = publishRefusal(a.err, a.msg, s.js.Conn().MaxPayload())
@@ -190,12 +191,6 @@ func (s *session) recordSourceFailures(ctx context.Context, failures []ledger.Ta
 		}
 	}
 	return cause
-}
-
-// replayMsg is target t's replay of its DLQ message, on its original subject.
-func (s *session) replayMsg(t ledger.ExecTarget, src dlq.Message) *nats.Msg {
-	return dlq.ReplayMsg(t.OriginalSubject, src.Data, src.Header, s.m.Source.Headers,
-		dlq.Replay{EventID: t.EventID, JobID: s.job.ID, EffectVersion: s.job.EffectVersionTo, WriteForbidden: s.job.WriteForbidden})
 }
 
 // collectAcks waits for each publish's acknowledgement in order and records the acknowledged
