@@ -29,11 +29,9 @@ func Check(t Planned, eventIDHeader string, header nats.Header, data []byte) str
 		return fmt.Sprintf("the DLQ message at stream sequence %d carries %s %q, not %q: the stream was purged or recreated since plan; plan again",
 			t.StreamSeq, eventIDHeader, clip.Runes(got, maxQuoted), t.EventID)
 	}
-	if t.PayloadHash != "" {
-		if got := fingerprint.Payload(data); got != t.PayloadHash {
-			return fmt.Sprintf("the DLQ message at stream sequence %d changed since plan (payload %s, planned %s); plan again",
-				t.StreamSeq, got, t.PayloadHash)
-		}
+	if t.PayloadHash != "" && !fingerprint.PayloadMatches(data, t.PayloadHash) {
+		return fmt.Sprintf("the DLQ message at stream sequence %d changed since plan (payload %s, planned %s); plan again",
+			t.StreamSeq, fingerprint.Payload(data), t.PayloadHash)
 	}
 	return ""
 }

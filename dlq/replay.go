@@ -23,16 +23,61 @@ type Replay struct {
 // payload unchanged and its own headers (trace IDs and the like) carried over, less the DLQ's
 // headers, Nats-* and earlier Replay-* ones, plus the replay protocol's headers.
 func ReplayMsg(subject string, data []byte, header nats.Header, names manifest.Headers, r Replay) *nats.Msg {
-	msg := nats.NewMsg(subject)
-	msg.Data = data
+	return NewJobReplay(names, r.JobID, r.EffectVersion, r.WriteForbidden).Msg(subject, data, header, r.EventID)
+}
+
+// JobReplay builds the replays of one job's targets. The replay headers every target shares are
+// built once: per target a replay then allocates its event's two values, not six (execute builds
+// one per target, and its allocations are garbage the collector pays for).
+type JobReplay struct {
+	names                  manifest.Headers
+	jobID                  string
+	shared                 [4]sharedHeader
+	eventIDName, msgIDName string
+}
+
+// sharedHeader is a header with the same value on every replay of a job. Its value slice is shared
+// by all of them: nats.go only reads it, and Header.Set and Add on one replay replace or grow
+// that replay's own entry, never the array.
+type sharedHeader struct {
+	name  string
+	value []string
+}
+
+// NewJobReplay prepares the replays of job jobID under effectVersion, reading DLQ messages with
+// names.
+func NewJobReplay(names manifest.Headers, jobID string, effectVersion int, writeForbidden bool) *JobReplay {
+	j := &JobReplay{names: names, jobID: jobID}
+	all := Replay{JobID: jobID, EffectVersion: effectVersion, WriteForbidden: writeForbidden}.headers()
+	for i, h := range all[1:5] {
+		// Set into the map directly, so under the name Header.Get looks for.
+		j.shared[i] = sharedHeader{name: textproto.CanonicalMIMEHeaderKey(h.name), value: []string{h.value}}
+	}
+	j.eventIDName, j.msgIDName = textproto.CanonicalMIMEHeaderKey(all[0].name), textproto.CanonicalMIMEHeaderKey(all[5].name)
+	return j
+}
+
+// Msg is event eventID's replay of the DLQ message (data, header) on subject, as ReplayMsg.
+func (j *JobReplay) Msg(subject string, data []byte, header nats.Header, eventID string) *nats.Msg {
+	size := 2 + len(j.shared)
+	for name := range header {
+		if carried(name, j.names) {
+			size++
+		}
+	}
+	// Sized up front: grown from empty, the map was reallocated on the way to its eight or so
+	// entries.
+	msg := &nats.Msg{Subject: subject, Data: data, Header: make(nats.Header, size)}
 	for name, values := range header {
-		if carried(name, names) {
+		if carried(name, j.names) {
 			msg.Header[name] = values
 		}
 	}
-	for _, h := range r.headers() {
-		msg.Header.Set(h.name, h.value)
+	for _, h := range j.shared {
+		msg.Header[h.name] = h.value
 	}
+	msg.Header[j.eventIDName] = []string{eventID}
+	msg.Header[j.msgIDName] = []string{protocol.MsgID(j.jobID, eventID)}
 	return msg
 }
 
@@ -60,6 +105,8 @@ func ReplaySize(data []byte, header nats.Header, names manifest.Headers, r Repla
 
 type headerValue struct{ name, value string }
 
+// headers are r's replay headers: the event's own first and last, the job's four between
+// (NewJobReplay relies on the order).
 func (r Replay) headers() [6]headerValue {
 	return [6]headerValue{
 		{protocol.HeaderEventID, r.EventID},

@@ -78,3 +78,26 @@ func TestADeadLetterParsesBackToItsFields(t *testing.T) {
 		t.Fatalf("%s = %q, want the detail", dlq.HeaderReasonDetail, got)
 	}
 }
+
+// The headers a job's replays share must not let one replay's headers change another's.
+func TestJobReplaysDoNotShareWhatEachMayChange(t *testing.T) {
+	j := dlq.NewJobReplay(dlq.DefaultHeaders, "job-2", 2, false)
+	src := nats.Header{"Traceparent": {"00-abc-01"}}
+	first := j.Msg("billing.charge.requested", []byte(`{}`), src, "e1")
+	second := j.Msg("billing.charge.requested", []byte(`{}`), src, "e2")
+	first.Header.Set(protocol.HeaderReplayMode, "shadow")
+	first.Header.Add(protocol.HeaderReplayJob, "job-3")
+	first.Header.Set("Traceparent", "00-def-01")
+	if got := second.Header.Get(protocol.HeaderReplayMode); got != protocol.ModeExecute {
+		t.Errorf("Replay-Mode of the second replay = %q after the first changed, want %q", got, protocol.ModeExecute)
+	}
+	if got := second.Header.Values(protocol.HeaderReplayJob); len(got) != 1 || got[0] != "job-2" {
+		t.Errorf("Replay-Job of the second replay = %q after the first changed, want [job-2]", got)
+	}
+	if got := second.Header.Get(protocol.HeaderEventID); got != "e2" {
+		t.Errorf("Event-Id of the second replay = %q, want e2", got)
+	}
+	if got := src.Get("Traceparent"); got != "00-abc-01" {
+		t.Errorf("the DLQ message's Traceparent = %q after a replay changed its own, want 00-abc-01", got)
+	}
+}

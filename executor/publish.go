@@ -13,14 +13,17 @@ import (
 )
 
 const (
-	// pageSize is how many targets are read per round trip, and the DLQ reader's batch.
+	// pageSize is how many targets are read per round trip.
 	pageSize = 1000
+	// dlqPullBatch is how many DLQ messages one pull asks for, as the raw read + publish floor
+	// does (dlq.PullBatch lowers it for large messages).
+	dlqPullBatch = 2000
 	// pagesAhead is how many pages the reader may be ahead of the publisher. With two, a page
 	// read slowed by a busy ledger (8 ms became 140 ms in measured runs) left the publisher
 	// waiting for targets; eight pages are about 1 MiB.
 	pagesAhead = 8
-	// handChunk is how many targets go from one stage of the pipeline to the next at once. One
-	// at a time, each hand-off woke the next goroutine: on two cores the scheduler's own work
+	// handChunk is how many publishes go to the acknowledgement collector at once. One at a
+	// time, each hand-off woke the collector: on two cores the scheduler's own work
 	// (findRunnable, futex) was a third of the process's CPU while it published.
 	handChunk = 64
 	// publishAckTimeout makes every async publish resolve, acknowledged or failed.
@@ -39,42 +42,35 @@ type pendingAck struct {
 	refusal string
 }
 
-// sourced is a target with its DLQ message, checked and ready to publish.
-type sourced struct {
-	target ledger.ExecTarget
-	src    dlq.Message
-}
-
-// publishTargets publishes every target still to publish, in stream order. It is a pipeline, so
-// the ledger's page reads, the DLQ read and the publishes overlap instead of taking turns: one
-// goroutine pages the targets, one merges them with the DLQ read forward and checks each payload
-// against the plan, and this one paces and publishes. A target whose DLQ message is gone or
-// changed is recorded as failed, not published. What is held is bounded: pagesAhead pages and one page
-// of checked messages.
+// publishTargets publishes every target still to publish, in stream order. One goroutine pages
+// the targets from the ledger, ahead of this one, which reads the DLQ forward, checks each
+// payload against the plan, paces and publishes: as the raw read + publish floor does, a DLQ
+// message goes from the read to the publish without a hand-off to another goroutine (with one,
+// each hop was a wake-up waiting for a CPU on two cores shared with the NATS server). A target
+// whose DLQ message is gone or changed is recorded as failed, not published. What is held is
+// bounded: pagesAhead pages, one DLQ pull and handChunk publishes not yet handed to collectAcks.
 func (s *session) publishTargets(ctx context.Context, st *runState, pub jetstream.JetStream, acks chan<- []pendingAck) error {
 	defer close(acks)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	pages := make(chan []ledger.ExecTarget, pagesAhead)
-	ready := make(chan []sourced, pageSize/handChunk)
-	pagesDone, sourcesDone := make(chan error, 1), make(chan error, 1)
+	pagesDone := make(chan error, 1)
 	go func() { pagesDone <- s.readPages(ctx, pages) }()
-	go func() { sourcesDone <- s.readSources(ctx, pages, ready) }()
-	pubErr := s.publishReady(ctx, st, pub, ready, acks)
-	// However publishing ended, the readers stop and their errors count: a reader's error closes
-	// ready early, which publishReady cannot tell from the end of the targets.
+	pubErr := s.publishPages(ctx, st, pub, pages, acks)
+	// However publishing ended, the page reader stops and its error counts: its error closes
+	// pages early, which publishPages cannot tell from the end of the targets.
 	cancel()
-	for range ready {
+	for range pages {
 		// Drained, so a reader blocked on a send sees the cancel and returns.
 	}
-	srcErr, pageErr := <-sourcesDone, <-pagesDone
-	for _, err := range []error{pubErr, srcErr, pageErr} {
+	pageErr := <-pagesDone
+	for _, err := range []error{pubErr, pageErr} {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
 	}
 	// nil when every target was published; context.Canceled when the run is stopping.
-	return errors.Join(pubErr, srcErr, pageErr)
+	return errors.Join(pubErr, pageErr)
 }
 
 // readPages sends the targets still to publish, a keyset page at a time, and closes pages.
@@ -100,33 +96,40 @@ func (s *session) publishPage(after uint64, limit int) ledger.PublishPage {
 		AfterSeq: after, Limit: limit, NoRowsAhead: s.noRowsAhead}
 }
 
-// readSources merges the pages with the DLQ read forward, sends the targets whose message is the
-// planned one in chunks, records the others as failed a page at a time, and closes ready.
-func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTarget, ready chan<- []sourced) error {
-	defer close(ready)
+// publishPages merges the pages with the DLQ read forward, publishes the targets whose message is
+// the planned one and hands the publishes to collectAcks handChunk at a time, and records the
+// others as failed a page at a time. It returns nil when pages is closed, and context.Canceled
+// when the run is stopping.
+func (s *session) publishPages(ctx context.Context, st *runState, pub jetstream.JetStream, pages <-chan []ledger.ExecTarget, acks chan<- []pendingAck) error {
+	pace := newPacer(s.opts.Rate)
+	replays := dlq.NewJobReplay(s.m.Source.Headers, s.job.ID, s.job.EffectVersionTo, s.job.WriteForbidden)
 	var source *dlq.Reader
 	defer func() {
 		if source != nil {
 			source.Close()
 		}
 	}()
-	chunk := make([]sourced, 0, handChunk)
-	send := func() error {
-		if len(chunk) == 0 {
+	sent := make([]pendingAck, 0, handChunk)
+	// hand runs when handChunk publishes piled up, at the end of each page and before any wait
+	// (a pause, the window, the pace, a lost connection), so no acknowledgement waits long behind
+	// the publisher: a DLQ read that stalls holds back fewer than handChunk.
+	hand := func() error {
+		if len(sent) == 0 {
 			return nil
 		}
 		select {
-		case ready <- chunk:
-			chunk = make([]sourced, 0, handChunk)
+		case acks <- sent:
+			sent = make([]pendingAck, 0, handChunk)
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
 		}
 	}
+	beforeWait := func() { _ = hand() }
 	for page := range pages {
-		var err error
 		if source == nil {
-			if source, err = dlq.Open(ctx, s.js, s.m, page[0].StreamSeq, pageSize); err != nil {
+			var err error
+			if source, err = dlq.Open(ctx, s.js, s.m, page[0].StreamSeq, dlqPullBatch); err != nil {
 				return err
 			}
 		}
@@ -134,53 +137,13 @@ func (s *session) readSources(ctx context.Context, pages <-chan []ledger.ExecTar
 		for _, t := range page {
 			src, why, err := source.Next(dlq.Planned{EventID: t.EventID, StreamSeq: t.StreamSeq, PayloadHash: t.PayloadHash})
 			if err != nil {
-				return s.recordSourceFailures(ctx, failures, err)
+				// What was published is acknowledged and recorded however the run stops.
+				return s.recordSourceFailures(ctx, failures, errors.Join(err, hand()))
 			}
 			if why != "" {
 				failures = append(failures, ledger.TargetOutcome{EventID: t.EventID, Detail: "not published: " + why})
 				continue
 			}
-			chunk = append(chunk, sourced{target: t, src: src})
-			if len(chunk) == handChunk {
-				if err := send(); err != nil {
-					return s.recordSourceFailures(ctx, failures, err)
-				}
-			}
-		}
-		// The page's last chunk goes now: the next page may be a ledger read away.
-		if err := send(); err != nil {
-			return s.recordSourceFailures(ctx, failures, err)
-		}
-		if err := s.recordSourceFailures(ctx, failures, nil); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// publishReady paces and publishes the checked targets, handing the publishes to collectAcks a
-// chunk at a time. It returns nil when ready is closed, and context.Canceled when the run is
-// stopping.
-func (s *session) publishReady(ctx context.Context, st *runState, pub jetstream.JetStream, ready <-chan []sourced, acks chan<- []pendingAck) error {
-	pace := newPacer(s.opts.Rate)
-	var sent []pendingAck
-	// hand runs at the end of each chunk and before any wait (a pause, the window, the pace, a
-	// lost connection), so no acknowledgement waits behind the publisher.
-	hand := func() error {
-		if len(sent) == 0 {
-			return nil
-		}
-		select {
-		case acks <- sent:
-			sent = nil
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	beforeWait := func() { _ = hand() }
-	for chunk := range ready {
-		for _, r := range chunk {
 			proceed, err := st.waitTurn(ctx, pace, beforeWait)
 			if err == nil && !proceed {
 				err = context.Canceled
@@ -189,10 +152,9 @@ func (s *session) publishReady(ctx context.Context, st *runState, pub jetstream.
 				err = s.waitConnected(ctx, beforeWait)
 			}
 			if err != nil {
-				// What was published is acknowledged and recorded however the run stops.
-				return errors.Join(err, hand())
+				return s.recordSourceFailures(ctx, failures, errors.Join(err, hand()))
 			}
-			a := pendingAck{target: r.target, msg: s.replayMsg(r.target, r.src)}
+			a := pendingAck{target: t, msg: replays.Msg(t.OriginalSubject, src.Data, src.Header, t.EventID)}
 			a.future, a.err = pub.PublishMsgAsync(a.msg)
 			if a.err != nil {
 				a.refusal = publishRefusal(a.err, a.msg, s.js.Conn().MaxPayload())
@@ -203,8 +165,17 @@ func (s *session) publishReady(ctx context.Context, st *runState, pub jetstream.
 				st.sent.Add(1)
 			}
 			sent = append(sent, a)
+			if len(sent) == handChunk {
+				if err := hand(); err != nil {
+					return s.recordSourceFailures(ctx, failures, err)
+				}
+			}
 		}
+		// The page's last publishes go now: the next page may be a ledger read away.
 		if err := hand(); err != nil {
+			return s.recordSourceFailures(ctx, failures, err)
+		}
+		if err := s.recordSourceFailures(ctx, failures, nil); err != nil {
 			return err
 		}
 	}
@@ -220,12 +191,6 @@ func (s *session) recordSourceFailures(ctx context.Context, failures []ledger.Ta
 		}
 	}
 	return cause
-}
-
-// replayMsg is target t's replay of its DLQ message, on its original subject.
-func (s *session) replayMsg(t ledger.ExecTarget, src dlq.Message) *nats.Msg {
-	return dlq.ReplayMsg(t.OriginalSubject, src.Data, src.Header, s.m.Source.Headers,
-		dlq.Replay{EventID: t.EventID, JobID: s.job.ID, EffectVersion: s.job.EffectVersionTo, WriteForbidden: s.job.WriteForbidden})
 }
 
 // collectAcks waits for each publish's acknowledgement in order and records the acknowledged

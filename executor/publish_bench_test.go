@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,13 +27,29 @@ import (
 func BenchmarkPublish(b *testing.B) {
 	targets := benchenv.Int(b, "REPLAYCTL_BENCH_TARGETS", 20000)
 	var rawRate, execRate float64
+	var rawCost, execCost cost
+	profiler := newBenchProfiler()
 	for i := 0; i < b.N; i++ {
-		e := exectest.New(b, exectest.Options{})
+		// Over TCP, as an operator's execute talks to NATS: the in-process connection is a
+		// synchronous pipe whose hand-offs cost what sockets do not, and spares the syscalls.
+		e := exectest.New(b, exectest.Options{Restartable: true})
 		m := e.Shadowed(targets, fmt.Sprintf("job-pub-%d", i))
+		rawMeter := startCost(b)
 		raw := rawReadPublish(b, e)
+		rawRun := rawMeter.since(b)
 		ctx, cancel := context.WithCancel(e.Ctx)
+		// The execute side is costed from the start of its publishing to the first poll that
+		// found every target recorded as published (the gates and the rest of the poll apart).
+		var execMeter costMeter
+		var execRun cost
 		o := options(m, func(o *executor.Options) {
 			o.MaxInFlight, o.Canary = targets+1, executor.NoCanary
+			o.Stage = func(d string) {
+				if strings.HasPrefix(d, "publishing ") {
+					execMeter = startCost(b)
+					profiler.start(b)
+				}
+			}
 			// Without a consumer nothing settles: the run is stopped at the poll after the one
 			// that found every target recorded as published, by when the run has taken the end
 			// of its publishing (a cancel at the same poll could be taken first).
@@ -41,6 +58,9 @@ func BenchmarkPublish(b *testing.B) {
 				if p.Published >= int64(targets) {
 					if seen {
 						cancel()
+					} else {
+						execRun = execMeter.since(b)
+						profiler.stop(b)
 					}
 					seen = true
 				}
@@ -53,12 +73,25 @@ func BenchmarkPublish(b *testing.B) {
 		}
 		rawRate += raw
 		execRate += r.PublishRate()
-		b.Logf("run %d: raw read + publish %.0f/s, execute %.0f/s (%.0f ms), ratio %.2f", i, raw, r.PublishRate(),
-			float64(r.PublishFinishedAt.Sub(r.PublishStartedAt).Milliseconds()), r.PublishRate()/raw)
+		rawCost, execCost = rawCost.plus(rawRun), execCost.plus(execRun)
+		rawCPU, rawAllocs, _ := rawRun.perTarget(targets)
+		execCPU, execAllocs, _ := execRun.perTarget(targets)
+		b.Logf("run %d: raw read + publish %.0f/s (%.1f µs CPU, %.0f allocs per target), execute %.0f/s (%.0f ms; %.1f µs CPU, %.0f allocs per target), ratio %.2f",
+			i, raw, rawCPU, rawAllocs, r.PublishRate(), float64(r.PublishFinishedAt.Sub(r.PublishStartedAt).Milliseconds()), execCPU, execAllocs,
+			r.PublishRate()/raw)
 	}
 	b.ReportMetric(rawRate/float64(b.N), "raw/s")
 	b.ReportMetric(execRate/float64(b.N), "execute/s")
 	b.ReportMetric(execRate/rawRate, "ratio")
+	n := targets * b.N
+	rawCPU, rawAllocs, rawBytes := rawCost.perTarget(n)
+	execCPU, execAllocs, execBytes := execCost.perTarget(n)
+	b.ReportMetric(rawCPU, "raw-cpu-µs/target")
+	b.ReportMetric(execCPU, "execute-cpu-µs/target")
+	b.ReportMetric(rawAllocs, "raw-allocs/target")
+	b.ReportMetric(execAllocs, "execute-allocs/target")
+	b.ReportMetric(rawBytes, "raw-B/target")
+	b.ReportMetric(execBytes, "execute-B/target")
 }
 
 // rawReadPublish reads the whole DLQ forward and async-publishes each message as a replay to a

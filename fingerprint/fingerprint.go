@@ -21,7 +21,7 @@ const Algorithm = "canonical-json-v1"
 // hashes use it too.
 func Payload(payload []byte) string {
 	sum := sha256.Sum256(Canonical(payload))
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return payloadPrefix + hex.EncodeToString(sum[:])
 }
 
 // Canonical returns the canonical bytes of payload as described for Payload.

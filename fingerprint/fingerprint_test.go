@@ -87,3 +87,29 @@ func BenchmarkCanonical(b *testing.B) {
 		}
 	})
 }
+
+func TestPayloadMatchesIsPayloadsEquality(t *testing.T) {
+	payload := []byte(`{"b": 1, "a": [true, null]}`)
+	hash := fingerprint.Payload(payload)
+	for _, c := range []struct {
+		name    string
+		payload []byte
+		want    string
+		match   bool
+	}{
+		{"its own fingerprint", payload, hash, true},
+		{"the same value written otherwise", []byte(`{"a":[true,null],"b":1}`), hash, true},
+		{"a changed value", []byte(`{"b": 2, "a": [true, null]}`), hash, false},
+		{"upper-case hex", payload, "sha256:" + strings.ToUpper(strings.TrimPrefix(hash, "sha256:")), false},
+		{"no algorithm prefix", payload, strings.TrimPrefix(hash, "sha256:"), false},
+		{"a truncated fingerprint", payload, hash[:len(hash)-1], false},
+		{"empty", payload, "", false},
+	} {
+		if got := fingerprint.PayloadMatches(c.payload, c.want); got != c.match {
+			t.Errorf("%s: PayloadMatches = %v, want %v", c.name, got, c.match)
+		}
+		if got := fingerprint.Payload(c.payload) == c.want; got != c.match {
+			t.Errorf("%s: the case itself is wrong: Payload(...) == want is %v", c.name, got)
+		}
+	}
+}

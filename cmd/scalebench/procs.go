@@ -105,6 +105,8 @@ type process struct {
 	// cannot serve: a child started with vfork (as os/exec does) inherits the high-water mark of
 	// the parent's memory at exec, so every child would report at least the benchmark's own RSS.
 	hwmKiB atomic.Int64
+	// cpu is the process's CPU time, and the benchmark's own, as sampled while it ran.
+	cpu cpuTrace
 }
 
 func startProcess(ctx context.Context, logPath string, name string, args ...string) (*process, error) {
@@ -158,13 +160,17 @@ func (p *process) wait() (measured, error) {
 	return m, nil
 }
 
-// sampleHWM reads the process's peak resident set (VmHWM, which only grows) every 10 ms until it
-// ends, so at most the last 10 ms of its life go unseen.
+// sampleHWM reads the process's peak resident set (VmHWM, which only grows) and its CPU time
+// every 10 ms until it ends, so at most the last 10 ms of its life go unseen.
 func (p *process) sampleHWM() {
 	path := fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid)
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		if cpu, ok := procCPU(p.cmd.Process.Pid); ok {
+			p.cpu.add(cpuSample{at: time.Now(), child: cpu, self: selfCPU(),
+				childIO: procIO(strconv.Itoa(p.cmd.Process.Pid)), selfIO: procIO("self")})
+		}
 		if raw, err := os.ReadFile(path); err == nil {
 			for line := range strings.Lines(string(raw)) {
 				if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {

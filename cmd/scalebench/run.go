@@ -142,9 +142,14 @@ func (b *bench) steps(ctx context.Context) error {
 		return err
 	}
 	res.add("rawPublish", p)
+	cpuBefore, ioBefore := selfCPU(), procIO("self")
 	if p, err = rawCopy(ctx, b.js, b.nc, dlqStream); err != nil {
 		return err
 	}
+	cpu, io := selfCPU()-cpuBefore, procIO("self").minus(ioBefore)
+	p.CPUSeconds = cpu.Seconds()
+	p.Note = fmt.Sprintf("CPU per message %.1f µs, client and NATS server together; messages per read/write call %.1f/%.1f",
+		perTargetMicros(cpu, p.Events), perCall(p.Events, io.reads), perCall(p.Events, io.writes))
 	res.add("rawCopy", p)
 	if p, err = handWrittenConsumer(ctx, b.js, b.nc, b.dbURL, b.cfg.events, b.cfg.consumerHandlers); err != nil {
 		return err
@@ -398,8 +403,16 @@ func (b *bench) execute(ctx context.Context, manifestPath string, targets int64)
 		return fmt.Errorf("replayctl execute exited %d (see %s): %s", m.exitCode, b.logPath("execute"), m.stdout)
 	}
 	pubSecs := r.PublishFinishedAt.Sub(r.PublishStartedAt).Seconds()
-	b.res.add("executePublish", phase{Name: "replayctl execute, publishing (first publish to last ack)", Events: r.Published,
-		Seconds: pubSecs, Rate: r.PublishRate(), Note: "ledger pages + DLQ read + payload check + async publish + published marks"})
+	publishing := phase{Name: "replayctl execute, publishing (first publish to last ack)", Events: r.Published,
+		Seconds: pubSecs, Rate: r.PublishRate(), Note: "ledger pages + DLQ read + payload check + async publish + published marks"}
+	if ex, server, ok := exec.cpu.between(r.PublishStartedAt, r.PublishFinishedAt); ok && r.Published > 0 {
+		publishing.CPUSeconds = ex.child.Seconds()
+		publishing.Note += fmt.Sprintf("; CPU per target %.1f µs (NATS server's %.1f µs); targets per read/write call %.1f/%.1f (server's %.1f/%.1f)",
+			perTargetMicros(ex.child, r.Published), perTargetMicros(server.self, r.Published),
+			perCall(r.Published, ex.childIO.reads), perCall(r.Published, ex.childIO.writes),
+			perCall(r.Published, server.selfIO.reads), perCall(r.Published, server.selfIO.writes))
+	}
+	b.res.add("executePublish", publishing)
 	b.res.add("execute", phase{Name: "replayctl execute, end to end (gates to every outcome in the ledger)", Events: r.Final.Completed,
 		Seconds: m.seconds, Rate: float64(r.Final.Completed) / m.seconds, MaxRSSMiB: m.maxRSSMiB, CPUSeconds: m.cpuSeconds,
 		Note: fmt.Sprintf("bounded by the billing consumer (-handlers %d); job %s", b.cfg.consumerHandlers, r.JobStatus)})

@@ -150,6 +150,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 		return err
 	}
 	defer closeNATS()
+	collectLessOftenForExecute()
 	result, err := executor.Execute(ctx, js, store, req)
 	bar.finish()
 	if result == nil {
