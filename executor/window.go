@@ -34,8 +34,8 @@ const windowIdleMax = time.Second
 // counts the ledger when the durable is empty, or at the latest after drainedCountMax or ten
 // times the last count's duration, whichever is longer: the durable is shared with live traffic,
 // which may never leave it empty, and a consumer outside the SDK may acknowledge early. Counting
-// on the 4x rule alone, a 20,000-target run's re-counts were 8% of PostgreSQL's time while the
-// consumers still settled thousands of targets (docs/benchmarks.md).
+// on the 4x rule alone took PostgreSQL time from the consumers still settling thousands of
+// targets (docs/decisions.md, "A fleet's in-flight window").
 const drainedCountMax = time.Second
 
 // settledRecounts counts the window's ledger re-counts in this process, for the test that holds
