@@ -170,11 +170,7 @@ func (w *watcher) readProgress(ctx context.Context, rec ledger.Job, publishing b
 			w.drainTargets = ts
 		}
 	}
-	e, err := w.s.store.EffectsJobCounts(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID)
-	if err != nil {
-		return Progress{}, ledger.JobEffectCounts{}, err
-	}
-	return job.ProgressOf(rec.Targets, ts, e, job.TargetsSettled(rec.Status)), e, nil
+	return job.ProgressWith(ctx, w.s.store, rec, ts)
 }
 
 // poll reads the ledger once. done means every target settled.

@@ -46,7 +46,17 @@ func TargetsSettled(status Status) bool {
 // (skipped, failed at the source, published) and the ledger rows the replay wrote for outcomes,
 // which execute never takes from acks.
 func ReadProgress(ctx context.Context, store *ledger.Store, rec ledger.Job) (Progress, ledger.JobEffectCounts, error) {
-	ts, e, err := ReadCounts(ctx, store, rec)
+	ts, err := store.JobTargetsCount(ctx, rec.ID)
+	if err != nil {
+		return Progress{}, ledger.JobEffectCounts{}, err
+	}
+	return ProgressWith(ctx, store, rec, ts)
+}
+
+// ProgressWith is ReadProgress for a caller that already holds rec's target statuses ts: it reads
+// only the replay's ledger rows (execute's drain, whose target statuses no longer change).
+func ProgressWith(ctx context.Context, store *ledger.Store, rec ledger.Job, ts map[string]int64) (Progress, ledger.JobEffectCounts, error) {
+	e, err := store.EffectsJobCounts(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID)
 	if err != nil {
 		return Progress{}, ledger.JobEffectCounts{}, err
 	}
