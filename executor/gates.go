@@ -286,6 +286,11 @@ func (s *session) checkDurableOnly(ctx context.Context, p *Preflight) error {
 }
 
 func (s *session) lookUpDurable(ctx context.Context, stream string, p *Preflight) error {
+	// Bounded, as every read of the durable is: in a cluster whose consumers were just created,
+	// a request's answer was lost and the run waited for its caller's deadline (five minutes in
+	// the fleet test) instead of failing in seconds, to be run again.
+	ctx, cancel := context.WithTimeout(ctx, durableInfoTimeout)
+	defer cancel()
 	if _, err := s.js.Consumer(ctx, stream, s.opts.Durable); err == nil {
 		p.DurableFound = true
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {

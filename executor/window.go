@@ -27,10 +27,10 @@ const windowDrainedMin = 100 * time.Millisecond
 // windowIdleMax is the longest gap between re-counts that keep finding nothing new.
 const windowIdleMax = time.Second
 
-// Once every target is published, the durable tells when a ledger re-count can find the job
-// settled: the consumers acknowledge a message only after its outcome is in the ledger, so while
-// the durable still has messages pending or unacknowledged, a count cannot reach the end. The
-// watcher asks the durable (a JetStream request, no database work) every windowRecountMin and
+// Once every target is published, or the canary is and the rest waits for it, the durable tells
+// when a ledger re-count can find them settled: the consumers acknowledge a message only after
+// its outcome is in the ledger, so while the durable still has messages pending or
+// unacknowledged, a count cannot reach the end. The watcher asks the durable (a JetStream request, no database work) every windowRecountMin and
 // counts the ledger when the durable is empty, or at the latest after drainedCountMax or ten
 // times the last count's duration, whichever is longer: the durable is shared with live traffic,
 // which may never leave it empty, and a consumer outside the SDK may acknowledge early. Counting
@@ -79,16 +79,22 @@ type window struct {
 	// counted and countTook are when the last ledger re-count began and how long it took.
 	counted   time.Time
 	countTook time.Duration
+	// backlogSeen says the durable's last answer held unacknowledged messages: a count taken
+	// since then was taken by the clock, and the durable, not the idle clock, says when to count
+	// next.
+	backlogSeen bool
 }
 
-// countDeferred says whether a drained run's ledger re-count can wait: the last one is recent and
-// the durable still holds messages the consumers have not acknowledged.
+// countDeferred says whether a ledger re-count of a run that waits on outcomes alone (drained, or
+// holding for its canary) can wait: the last one is recent and the durable still holds messages
+// the consumers have not acknowledged.
 func (w *window) countDeferred(ctx context.Context, now time.Time) bool {
 	if w.counted.IsZero() || now.Sub(w.counted) >= max(drainedCountMax, 10*w.countTook) {
 		return false
 	}
 	backlog, ok := w.s.durableBacklog(ctx, w.durableFound, &w.durable)
-	return ok && backlog > 0
+	w.backlogSeen = ok && backlog > 0
+	return w.backlogSeen
 }
 
 // watch re-counts what holds the window until ctx ends. When the last published target
@@ -109,11 +115,13 @@ func (w *window) watch(ctx context.Context) {
 		}
 		st.mu.Lock()
 		kind := st.waitsOn()
+		// Nothing more is published until outcomes land: every target is out, or the canary is.
+		outcomesOnly := st.drained.Load() || st.canary.holds(st.sent.Load()) != ""
 		st.mu.Unlock()
 		began := time.Now()
 		switch kind {
 		case recountLedger:
-			if st.drained.Load() && w.countDeferred(ctx, began) {
+			if outcomesOnly && w.countDeferred(ctx, began) {
 				t.Reset(windowRecountMin)
 				continue
 			}
@@ -145,10 +153,15 @@ func (w *window) watch(ctx context.Context) {
 			idle = windowRecountMin
 		}
 		gap := max(idle, 2*time.Since(began))
-		if kind == recountLedger && st.drained.Load() {
-			// Everything is published: the re-count only ends the run sooner, and every count
-			// is PostgreSQL time taken from the consumers still settling the last targets.
+		if kind == recountLedger && outcomesOnly {
+			// Nothing more is published until outcomes land, and the durable says when a count
+			// can find them: a count in between is PostgreSQL time taken from the consumers.
 			gap = max(gap, windowDrainedMin, 4*time.Since(began))
+			if w.backlogSeen {
+				// Ask the durable again soon: grown by counts the clock forced, the idle gap
+				// heard up to a second late that the last outcome had landed.
+				gap = max(windowDrainedMin, 4*time.Since(began))
+			}
 		}
 		t.Reset(gap)
 	}
