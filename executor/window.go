@@ -83,13 +83,23 @@ type window struct {
 	// since then was taken by the clock, and the durable, not the idle clock, says when to count
 	// next.
 	backlogSeen bool
+	// started is when the watch began.
+	started time.Time
 }
 
 // countDeferred says whether a ledger re-count of a run that waits on outcomes alone (drained, or
 // holding for its canary) can wait: the last one is recent and the durable still holds messages
 // the consumers have not acknowledged.
 func (w *window) countDeferred(ctx context.Context, now time.Time) bool {
-	if w.counted.IsZero() || now.Sub(w.counted) >= max(drainedCountMax, 10*w.countTook) {
+	last := w.counted
+	if last.IsZero() {
+		// Nothing counted yet: the durable is asked from the start. Counting first, as the
+		// watcher did, spaced the next question by that count's duration, and a first count
+		// slowed by the start of a run (470 ms while the consumers opened their connections)
+		// left a settled canary unseen for two seconds.
+		last = w.started
+	}
+	if now.Sub(last) >= max(drainedCountMax, 10*w.countTook) {
 		return false
 	}
 	backlog, ok := w.s.durableBacklog(ctx, w.durableFound, &w.durable)
@@ -102,6 +112,7 @@ func (w *window) countDeferred(ctx context.Context, now time.Time) bool {
 // which finishes the run or opens the canary without waiting out its interval.
 func (w *window) watch(ctx context.Context) {
 	s, st := w.s, w.st
+	w.started = time.Now()
 	t := time.NewTimer(windowRecountMin)
 	defer t.Stop()
 	// idle grows while re-counts find nothing new (a fleet that is down, a slow consumer), so a
@@ -158,9 +169,11 @@ func (w *window) watch(ctx context.Context) {
 			// can find them: a count in between is PostgreSQL time taken from the consumers.
 			gap = max(gap, windowDrainedMin, 4*time.Since(began))
 			if w.backlogSeen {
-				// Ask the durable again soon: grown by counts the clock forced, the idle gap
-				// heard up to a second late that the last outcome had landed.
-				gap = max(windowDrainedMin, 4*time.Since(began))
+				// The durable still held messages: ask it again at once, which costs the
+				// database nothing, and let countDeferred's ten-times rule space the counts.
+				// Spaced by the idle clock or by four times a count that a busy second slowed,
+				// the next question came up to two seconds after the last outcome landed.
+				gap = windowRecountMin
 			}
 		}
 		t.Reset(gap)
