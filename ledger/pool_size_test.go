@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
@@ -34,5 +35,42 @@ func TestOpenForHandlersSizesThePoolUnlessTheURLDoes(t *testing.T) {
 		if got := ledger.SDKPoolSize(handlers); got != want {
 			t.Errorf("SDKPoolSize(%d) = %d, want %d", handlers, got, want)
 		}
+	}
+}
+
+// TestAnSDKStoreOpensItsBatchingsConnectionsAsItStarts: opened on demand, the connections the
+// batching sends on were new backends under the first messages after a start (a canary's targets
+// took 420-530 ms each from claim to outcome instead of about 200). An SDK store opens as many as
+// the batching uses at once, or the handlers can keep busy, when it starts; a command's store
+// (no handlers) and a URL that sets pool_min_conns open none beyond the ping's.
+func TestAnSDKStoreOpensItsBatchingsConnectionsAsItStarts(t *testing.T) {
+	url := pgtest.URL(t)
+	for _, c := range []struct {
+		url      string
+		opts     []ledger.Option
+		want     int32
+		describe string
+	}{
+		{url, []ledger.Option{ledger.ForHandlers(256)}, 4*2 + 2, "256 handlers"},
+		{url, []ledger.Option{ledger.ForHandlers(3)}, 3, "3 handlers"},
+		{url, nil, 0, "a command's store"},
+		{url + "&pool_min_conns=1", []ledger.Option{ledger.ForHandlers(256)}, 1, "256 handlers, pool_min_conns=1"},
+	} {
+		store, err := ledger.Open(t.Context(), c.url, c.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := store.Pool().Config().MinConns; got != c.want {
+			t.Errorf("%s: opens %d connections as it starts, want %d", c.describe, got, c.want)
+		}
+		// pgxpool opens them in the background; they must exist before any message asks.
+		deadline := time.Now().Add(10 * time.Second)
+		for store.Pool().Stat().TotalConns() < c.want && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := store.Pool().Stat().TotalConns(); got < c.want {
+			t.Errorf("%s: %d connections open after 10 s, want %d", c.describe, got, c.want)
+		}
+		store.Close()
 	}
 }

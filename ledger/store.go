@@ -58,6 +58,9 @@ func open(ctx context.Context, databaseURL string, o openOptions) (*Store, error
 	if o.handlers > 0 && !strings.Contains(databaseURL, "pool_max_conns") {
 		cfg.MaxConns = int32(SDKPoolSize(o.handlers))
 	}
+	if o.handlers > 0 && !strings.Contains(databaseURL, "pool_min_conns") {
+		cfg.MinConns = min(cfg.MaxConns, int32(sdkWarmConns(o.handlers)))
+	}
 	params := cfg.ConnConfig.RuntimeParams
 	if o.handlers > 0 {
 		for name, value := range sdkPlannerSettings {
@@ -128,3 +131,12 @@ func SDKPoolSize(handlers int) int {
 
 // sdkSpareConns are the connections beyond the batching's for statements a handler sends alone.
 const sdkSpareConns = 8
+
+// sdkWarmConns is how many connections an SDK store opens as it starts, in the background: as
+// many as the batching sends statements on at once, or the handlers can keep busy. Opened on
+// demand, the first messages after a start paid a new backend per statement kind (a fork, the
+// authentication, the session's settings, the first plans), and a canary's 180 targets took
+// 420-530 ms each from claim to outcome instead of about 75 (docs/benchmarks.md).
+func sdkWarmConns(handlers int) int {
+	return min(handlers, groupKinds*defaultGroupFlushers+defaultReadFlushers)
+}
