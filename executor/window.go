@@ -30,12 +30,13 @@ const windowIdleMax = time.Second
 // Once every target is published, or the canary is and the rest waits for it, the durable tells
 // when a ledger re-count can find them settled: the consumers acknowledge a message only after
 // its outcome is in the ledger, so while the durable still has messages pending or
-// unacknowledged, a count cannot reach the end. The watcher asks the durable (a JetStream request, no database work) every windowRecountMin and
-// counts the ledger when the durable is empty, or at the latest after drainedCountMax or ten
-// times the last count's duration, whichever is longer: the durable is shared with live traffic,
-// which may never leave it empty, and a consumer outside the SDK may acknowledge early. Counting
-// on the 4x rule alone took PostgreSQL time from the consumers still settling thousands of
-// targets (docs/decisions.md, "A fleet's in-flight window").
+// unacknowledged, a count cannot reach the end. The watcher asks the durable (a JetStream
+// request, no database work) every windowRecountMin and counts the ledger when the durable is
+// empty, or at the latest after drainedCountMax or ten times the last count's duration
+// (since the start of the watch, before the first count), whichever is longer: the durable is
+// shared with live traffic, which may never leave it empty, and a consumer outside the SDK may
+// acknowledge early. Counting on the 4x rule alone took PostgreSQL time from the consumers still
+// settling thousands of targets (docs/decisions.md, "A fleet's in-flight window").
 const drainedCountMax = time.Second
 
 // settledRecounts counts the window's ledger re-counts in this process, for the test that holds
@@ -88,15 +89,14 @@ type window struct {
 }
 
 // countDeferred says whether a ledger re-count of a run that waits on outcomes alone (drained, or
-// holding for its canary) can wait: the last one is recent and the durable still holds messages
-// the consumers have not acknowledged.
+// holding for its canary) can wait: the last one (or the start of the watch) is recent and the
+// durable still holds messages the consumers have not acknowledged.
 func (w *window) countDeferred(ctx context.Context, now time.Time) bool {
 	last := w.counted
 	if last.IsZero() {
-		// Nothing counted yet: the durable is asked from the start. Counting first, as the
-		// watcher did, spaced the next question by that count's duration, and a first count
-		// slowed by the start of a run (470 ms while the consumers opened their connections)
-		// left a settled canary unseen for two seconds.
+		// Nothing counted yet: ask the durable from the start. A first count taken before
+		// asking spaced the next question by four times its duration, and at the start of a
+		// run, on a busy machine, that count took up to 0.6 s.
 		last = w.started
 	}
 	if now.Sub(last) >= max(drainedCountMax, 10*w.countTook) {
@@ -167,13 +167,14 @@ func (w *window) watch(ctx context.Context) {
 		if kind == recountLedger && outcomesOnly {
 			// Nothing more is published until outcomes land, and the durable says when a count
 			// can find them: a count in between is PostgreSQL time taken from the consumers.
-			gap = max(gap, windowDrainedMin, 4*time.Since(began))
 			if w.backlogSeen {
-				// The durable still held messages: ask it again at once, which costs the
-				// database nothing, and let countDeferred's ten-times rule space the counts.
-				// Spaced by the idle clock or by four times a count that a busy second slowed,
-				// the next question came up to two seconds after the last outcome landed.
+				// The clock forced this count while the durable still held messages: ask the
+				// durable again at once, which costs the database nothing; countDeferred's
+				// ten-times rule spaces the counts. Spaced by the idle gap or by four times a
+				// slow count, the next question came up to two seconds after the last outcome.
 				gap = windowRecountMin
+			} else {
+				gap = max(gap, windowDrainedMin, 4*time.Since(began))
 			}
 		}
 		t.Reset(gap)

@@ -136,7 +136,7 @@ const sdkSpareConns = 8
 // many as the batching sends statements on at once, or the handlers can keep busy. Opened on
 // demand, the first messages after a start paid a new backend per statement kind (a fork, the
 // authentication, the session's settings, the first plans), and a canary's 180 targets took
-// 420-530 ms each from claim to outcome instead of about 75 (docs/benchmarks.md).
+// 420-530 ms each from claim to outcome instead of about 200 (docs/benchmarks.md).
 func sdkWarmConns(handlers int) int {
 	return min(handlers, groupKinds*defaultGroupFlushers+defaultReadFlushers)
 }
