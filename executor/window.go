@@ -63,12 +63,18 @@ func (st *runState) waitsOn() recountKind {
 	switch {
 	case inFlight <= 0:
 		return recountNone
-	case inFlight >= st.maxInFlight, st.drained.Load(), st.canary.holds(st.sent.Load()) != "":
+	case inFlight >= st.maxInFlight, st.awaitsOutcomesOnly():
 		return recountLedger
 	case st.durablePending >= st.maxInFlight:
 		return recountDurable
 	}
 	return recountNone
+}
+
+// awaitsOutcomesOnly says nothing more is published until outcomes land: every target is out, or
+// the canary is and the rest waits for it; st.mu is held.
+func (st *runState) awaitsOutcomesOnly() bool {
+	return st.drained.Load() || st.canary.holds(st.sent.Load()) != ""
 }
 
 // window re-reads the figures that hold the in-flight window, between polls.
@@ -126,8 +132,7 @@ func (w *window) watch(ctx context.Context) {
 		}
 		st.mu.Lock()
 		kind := st.waitsOn()
-		// Nothing more is published until outcomes land: every target is out, or the canary is.
-		outcomesOnly := st.drained.Load() || st.canary.holds(st.sent.Load()) != ""
+		outcomesOnly := st.awaitsOutcomesOnly()
 		st.mu.Unlock()
 		began := time.Now()
 		switch kind {
@@ -149,7 +154,7 @@ func (w *window) watch(ctx context.Context) {
 			}
 			st.mu.Lock()
 			st.settled = n
-			woke := st.inFlight() <= 0 && (st.drained.Load() || st.canary.holds(st.sent.Load()) != "")
+			woke := st.inFlight() <= 0 && st.awaitsOutcomesOnly()
 			st.mu.Unlock()
 			if woke {
 				select {

@@ -46,11 +46,11 @@ func TargetsSettled(status Status) bool {
 // (skipped, failed at the source, published) and the ledger rows the replay wrote for outcomes,
 // which execute never takes from acks.
 func ReadProgress(ctx context.Context, store *ledger.Store, rec ledger.Job) (Progress, ledger.JobEffectCounts, error) {
-	ts, err := store.JobTargetsCount(ctx, rec.ID)
+	ts, e, err := ReadCounts(ctx, store, rec)
 	if err != nil {
 		return Progress{}, ledger.JobEffectCounts{}, err
 	}
-	return ProgressWith(ctx, store, rec, ts)
+	return ProgressOfJob(rec, ts, e), e, nil
 }
 
 // ProgressWith is ReadProgress for a caller that already holds rec's target statuses ts: it reads
@@ -60,7 +60,7 @@ func ProgressWith(ctx context.Context, store *ledger.Store, rec ledger.Job, ts m
 	if err != nil {
 		return Progress{}, ledger.JobEffectCounts{}, err
 	}
-	return ProgressOf(rec.Targets, ts, e, TargetsSettled(rec.Status)), e, nil
+	return ProgressOfJob(rec, ts, e), e, nil
 }
 
 // ReadCounts reads rec's target statuses and the replay's ledger rows, the two inputs of
