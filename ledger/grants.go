@@ -36,6 +36,10 @@ var sdkTablePrivileges = map[string][]string{
 	"fingerprint_algorithms": {"select", "insert", "update"},
 	"audit":                  {"insert"},
 	"replayctl_migrations":   {"select"},
+	// The HTTP middleware (package idempotency) runs under the same role as the SDK.
+	"api_keys":           {"select", "insert", "update"},
+	"api_key_daily":      {"select", "insert", "update"},
+	"retention_policies": {"select", "insert", "update"},
 }
 
 // operatorPrivileges is replayctl's: it writes every ledger table (prune deletes effect rows and

@@ -26,6 +26,8 @@ type Provider struct {
 	calls   map[string]int64
 	charged map[string]int64
 	charges map[string]int64
+	// operations are the charges made under an operation ID, for ChargesOfOperation without Records.
+	operations map[string][]Charge
 	// Fail, when set, is asked before each call; a non-nil error fails that call before the
 	// provider acts on it (nothing is counted or charged). Use it for ErrInvalidRequest and
 	// ErrConnectRefused.
@@ -41,13 +43,19 @@ type Provider struct {
 
 // NewProvider returns a provider that has received no call.
 func NewProvider() *Provider {
-	return &Provider{calls: map[string]int64{}, charged: map[string]int64{}, charges: map[string]int64{}}
+	return &Provider{calls: map[string]int64{}, charged: map[string]int64{}, charges: map[string]int64{}, operations: map[string][]Charge{}}
 }
 
 // Charge charges totalCents for orderID and returns the charge ID.
 func (p *Provider) Charge(ctx context.Context, orderID string, totalCents int64, currency string) (string, error) {
+	return p.ChargeOperation(ctx, "", orderID, totalCents, currency)
+}
+
+// ChargeOperation is Charge filed under the caller's operationID (an API request's
+// idempotency.OperationID), by which ChargesOfOperation finds it later.
+func (p *Provider) ChargeOperation(ctx context.Context, operationID, orderID string, totalCents int64, currency string) (string, error) {
 	// Unique across instances, which share the provider's records.
-	c := Charge{ID: "ch_" + orderID + "_" + rand.Text()[:8], OrderID: orderID, TotalCents: totalCents}
+	c := Charge{ID: "ch_" + orderID + "_" + rand.Text()[:8], OrderID: orderID, TotalCents: totalCents, OperationID: operationID}
 	var store func(context.Context) error
 	if p.Records != nil {
 		store = func(ctx context.Context) error { return p.Records.recordCharge(ctx, c, currency) }
@@ -55,6 +63,9 @@ func (p *Provider) Charge(ctx context.Context, orderID string, totalCents int64,
 	return p.call(ctx, EffectCharge, orderID, store, func() string {
 		p.charged[orderID] += totalCents
 		p.charges[orderID]++
+		if operationID != "" {
+			p.operations[operationID] = append(p.operations[operationID], c)
+		}
 		return c.ID
 	})
 }
@@ -157,4 +168,15 @@ func (p *Provider) ChargedOrders() map[string]int64 {
 		out[k] = v
 	}
 	return out
+}
+
+// ChargesOfOperation lists the charges made under operationID: from the provider's shared
+// records when it has them, else as this process made them.
+func (p *Provider) ChargesOfOperation(ctx context.Context, operationID string) ([]Charge, error) {
+	if p.Records != nil {
+		return p.Records.ChargesOfOperation(ctx, operationID)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]Charge(nil), p.operations[operationID]...), nil
 }

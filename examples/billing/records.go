@@ -33,6 +33,9 @@ type Charge struct {
 	ID         string
 	OrderID    string
 	TotalCents int64
+	// OperationID is the caller's reference of the charge (an API request's idempotency
+	// operation ID), by which the provider can be asked whether it charged; empty for events.
+	OperationID string
 }
 
 const recordsSchema = `
@@ -47,7 +50,9 @@ create table if not exists billing_provider_charges (
     currency    text        not null,
     charged_at  timestamptz not null default now()
 );
-create index if not exists billing_provider_charges_order on billing_provider_charges (order_id);`
+create index if not exists billing_provider_charges_order on billing_provider_charges (order_id);
+alter table billing_provider_charges add column if not exists operation_id text;
+create index if not exists billing_provider_charges_operation on billing_provider_charges (operation_id) where operation_id is not null;`
 
 const (
 	// ordersInsert writes the rows of concurrent callers at once (batch.go); an event ID is at
@@ -56,9 +61,10 @@ const (
 select * from unnest($1::text[], $2::text[])
 on conflict (event_id) do update set order_id = excluded.order_id`
 	ordersGet     = `select order_id from billing_orders where event_id = $1`
-	chargesInsert = `insert into billing_provider_charges (charge_id, order_id, total_cents, currency)
-select * from unnest($1::text[], $2::text[], $3::bigint[], $4::text[])`
-	chargesOfOrder = `select charge_id, order_id, total_cents from billing_provider_charges where order_id = $1 order by charged_at, charge_id`
+	chargesInsert = `insert into billing_provider_charges (charge_id, order_id, total_cents, currency, operation_id)
+select * from unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])`
+	chargesOfOrder     = `select charge_id, order_id, total_cents, coalesce(operation_id, '') from billing_provider_charges where order_id = $1 order by charged_at, charge_id`
+	chargesOfOperation = `select charge_id, order_id, total_cents, coalesce(operation_id, '') from billing_provider_charges where operation_id = $1 order by charged_at, charge_id`
 )
 
 // OpenRecords connects to databaseURL and creates the example's tables if they are missing.
@@ -131,26 +137,39 @@ func (r *Records) recordCharge(ctx context.Context, c Charge, currency string) e
 
 func (r *Records) insertCharges(ctx context.Context, rows []chargeRow) error {
 	ids, orders, totals, currencies := make([]string, len(rows)), make([]string, len(rows)), make([]int64, len(rows)), make([]string, len(rows))
+	operations := make([]*string, len(rows))
 	for i, c := range rows {
 		ids[i], orders[i], totals[i], currencies[i] = c.ID, c.OrderID, c.TotalCents, c.currency
+		if c.OperationID != "" {
+			operations[i] = &c.OperationID
+		}
 	}
-	_, err := r.pool.Exec(ctx, chargesInsert, ids, orders, totals, currencies)
+	_, err := r.pool.Exec(ctx, chargesInsert, ids, orders, totals, currencies, operations)
 	return err
 }
 
 // ChargesOf lists the provider's charges of orderID, oldest first.
 func (r *Records) ChargesOf(ctx context.Context, orderID string) ([]Charge, error) {
-	rows, err := r.pool.Query(ctx, chargesOfOrder, orderID)
+	return r.listCharges(ctx, chargesOfOrder, orderID, "order")
+}
+
+// ChargesOfOperation lists the provider's charges made under operationID, oldest first.
+func (r *Records) ChargesOfOperation(ctx context.Context, operationID string) ([]Charge, error) {
+	return r.listCharges(ctx, chargesOfOperation, operationID, "operation")
+}
+
+func (r *Records) listCharges(ctx context.Context, query, id, what string) ([]Charge, error) {
+	rows, err := r.pool.Query(ctx, query, id)
 	if err != nil {
-		return nil, fmt.Errorf("list the charges of order %s: %w", orderID, err)
+		return nil, fmt.Errorf("list the charges of %s %s: %w", what, id, err)
 	}
 	charges, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Charge, error) {
 		var c Charge
-		err := row.Scan(&c.ID, &c.OrderID, &c.TotalCents)
+		err := row.Scan(&c.ID, &c.OrderID, &c.TotalCents, &c.OperationID)
 		return c, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list the charges of order %s: %w", orderID, err)
+		return nil, fmt.Errorf("list the charges of %s %s: %w", what, id, err)
 	}
 	return charges, nil
 }

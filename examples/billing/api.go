@@ -1,0 +1,87 @@
+package billing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/replayctl/replayctl/apikey"
+	"github.com/replayctl/replayctl/idempotency"
+)
+
+// ChargesRoute is the billing API's one route: POST /v1/charges takes the order JSON the
+// consumer takes and charges it once per Idempotency-Key.
+var ChargesRoute = idempotency.Route{
+	Method: http.MethodPost, Template: "/v1/charges", RequireKey: true, Irreversible: true,
+	// The product contract behind the windows (docs/api.md, "Retention is a contract"): a
+	// client retries for up to a day, the mobile app's offline queue resends for up to three
+	// days, and a card dispute may ask about a charge 120 days later.
+	Retention: apikey.Delays{ClientRetry: 24 * time.Hour, OfflineResend: 72 * time.Hour, Inquiry: 120 * 24 * time.Hour},
+}
+
+// APIHandler returns the handler of POST /v1/charges, charging through p under the request's
+// idempotency operation ID and answering 201 with the receipt. It never logs the order.
+func APIHandler(p *Provider, now func() time.Time) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var o Order
+		if err := json.NewDecoder(r.Body).Decode(&o); err != nil || o.OrderID == "" || o.AmountCents <= 0 {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be an order: {orderId, customer, amountCents > 0, currency}"})
+			return
+		}
+		if o.Currency == "" {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "order has no currency"})
+			return
+		}
+		receipt := ReceiptFor(o, FixedVersion, now())
+		op := idempotency.OperationID(r.Context())
+		chargeID, err := idempotency.Call(r.Context(), EffectCharge, func(ctx context.Context) (string, error) {
+			ref, err := p.ChargeOperation(ctx, op, o.OrderID, receipt.TotalCents, o.Currency)
+			if errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrConnectRefused) {
+				return "", idempotency.NotExecuted(err)
+			}
+			return ref, err
+		})
+		switch {
+		case errors.Is(err, ErrInvalidRequest):
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "the payment provider refused the order as invalid"})
+			return
+		case err != nil:
+			writeJSON(w, http.StatusBadGateway, map[string]string{"error": "the payment provider did not answer; retry with the same Idempotency-Key"})
+			return
+		}
+		writeJSON(w, http.StatusCreated, struct {
+			Receipt
+			ChargeID string `json:"chargeId"`
+		}{receipt, chargeID})
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// APILookup answers the middleware's look-ups from the provider's charges under the request's
+// operation ID: one charge happened, none did not happen, more than one is unknown (a person
+// looks). The fake provider writes a charge before it answers, so "none" is final once the
+// record's lease lapsed.
+func APILookup(p *Provider) idempotency.LookupFunc {
+	return func(ctx context.Context, req idempotency.LookupRequest) (idempotency.LookupResult, error) {
+		charges, err := p.ChargesOfOperation(ctx, req.OperationID)
+		if err != nil {
+			return idempotency.LookupResult{}, err
+		}
+		switch len(charges) {
+		case 0:
+			return idempotency.LookupResult{Verdict: idempotency.VerdictNotHappened, Detail: "the provider has no charge of the operation"}, nil
+		case 1:
+			return idempotency.LookupResult{Verdict: idempotency.VerdictHappened, ExternalRef: charges[0].ID, Detail: "the provider charged the operation once"}, nil
+		default:
+			return idempotency.LookupResult{Verdict: idempotency.VerdictUnknown, Detail: fmt.Sprintf("the provider charged the operation %d times", len(charges))}, nil
+		}
+	}
+}

@@ -1,0 +1,309 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/replayctl/replayctl/apikey"
+	"github.com/replayctl/replayctl/fingerprint"
+)
+
+// retryShortly is Retry-After for a race a second later settles (a record between two states).
+const retryShortly = time.Second
+
+// reviewRetryAfter is Retry-After while a person or the reconcile worker settles a record.
+const reviewRetryAfter = 5 * time.Minute
+
+// request is one keyed request on its way through the middleware.
+type request struct {
+	rt    *route
+	next  http.Handler
+	w     http.ResponseWriter
+	r     *http.Request
+	body  []byte
+	claim apikey.Claim
+}
+
+func (q *request) key() apikey.Key { return apikey.Key{ScopeHash: q.claim.ScopeHash, KeyHash: q.claim.KeyHash} }
+
+func (k *Keeper) answer(rt *route, kind problemKind, metric string, w http.ResponseWriter, detail, ref string, retryAfter time.Duration) {
+	k.metrics.requests.WithLabelValues(rt.name, metric).Inc()
+	kind.write(w, detail, ref, retryAfter)
+}
+
+func (k *Keeper) serve(rt *route, next http.Handler, w http.ResponseWriter, r *http.Request) {
+	rawKey, present, err := requestKey(r.Header)
+	switch {
+	case err != nil:
+		k.answer(rt, problemInvalidKey, answerInvalidKey, w, fmt.Sprintf("send one %s of 1 to %d printable ASCII characters, e.g. a UUID", KeyHeader, maxKeyLength), "", 0)
+		return
+	case !present && rt.RequireKey:
+		k.answer(rt, problemMissingKey, answerMissingKey, w, fmt.Sprintf("%s requires an %s header: a new unique value (a UUID) per intent, the same value on every retry of it", rt.name, KeyHeader), "", 0)
+		return
+	case !present:
+		k.metrics.requests.WithLabelValues(rt.name, answerNoKey).Inc()
+		next.ServeHTTP(w, r)
+		return
+	}
+	scope, err := k.cfg.Scope(r)
+	if err != nil {
+		k.answer(rt, problemUnauthenticated, answerUnauthorized, w, "", "", 0)
+		return
+	}
+	// Before anything is read from the ledger: a revoked caller never gets a stored response.
+	if k.cfg.Authorize != nil {
+		if err := k.cfg.Authorize(r, scope); err != nil {
+			k.answer(rt, problemForbidden, answerForbidden, w, "", "", 0)
+			return
+		}
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, k.cfg.MaxBody+1))
+	if err != nil || int64(len(body)) > k.cfg.MaxBody {
+		k.answer(rt, problemTooLarge, answerTooLarge, w, fmt.Sprintf("at most %d bytes", k.cfg.MaxBody), "", 0)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	q := &request{rt: rt, next: next, w: w, r: r, body: body, claim: apikey.Claim{
+		ScopeHash: ScopeHash(scope, rt.name), KeyHash: HashKey(k.cfg.KeySecret, rawKey), Route: rt.name,
+		ClientHash: ClientHash(scope), RequestHash: rt.hasher.Sum(body), RequestHashAlg: rt.hasher.Algorithm(),
+		Owner: k.nextOwner(), Lease: k.cfg.Lease,
+	}}
+	k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countRequest)
+	claimed, rec, err := k.cfg.Store.APIKeysClaim(r.Context(), q.claim)
+	if err != nil {
+		// Fail closed: without the ledger nobody can tell a retry from a first request.
+		k.cfg.Logger.Warn("idempotency: claim failed; answered 503", "route", rt.name, "key", shortHash(q.claim.KeyHash), "err", err)
+		k.answer(rt, problemUnavailable, answerUnavailable, w, "retry later with the same key", "", 30*time.Second)
+		return
+	}
+	if claimed {
+		k.run(q)
+		return
+	}
+	k.answerExisting(q, rec)
+}
+
+// answerExisting answers a request whose key already has a record it could not claim.
+func (k *Keeper) answerExisting(q *request, rec apikey.Record) {
+	rt := q.rt
+	windowClosed := (rec.State == apikey.StateCompleted && !rec.ReplayOpen) || rec.State == apikey.StateExpired
+	if windowClosed && rt.ExpiredIsNew {
+		k.runAsNew(q, rec)
+		return
+	}
+	same, err := k.sameIntent(rt, rec, q.body)
+	if !same {
+		k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countMismatch)
+		detail := "send a new key for a new request; a retry must repeat the first request's body"
+		if err != nil {
+			detail = "the first request's fingerprint was made by an algorithm this service no longer reads; send a new key"
+		}
+		// The operator sees which record and when; the caller never sees the stored response.
+		k.cfg.Logger.Warn("idempotency: key reused with a different request", "route", rt.name,
+			"key", shortHash(rec.KeyHash), "client", shortHash(rec.ClientHash), "firstAt", rec.CreatedAt, "firstAlg", rec.RequestHashAlg)
+		k.answer(rt, problemKeyReused, answerMismatch, q.w, detail, "", 0)
+		return
+	}
+	switch {
+	case rec.State == apikey.StateProcessing && rec.LeaseLive:
+		k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countInProgress)
+		k.answer(rt, problemInProgress, answerInProgress, q.w, "retry after the first request with this key finishes", "", max(rec.LeaseRemaining, retryShortly))
+	case rec.State == apikey.StateProcessing && rec.CallsStarted > 0:
+		// Its owner died or stalled after an external call started: nobody knows if it happened.
+		if ok, err := k.cfg.Store.APIKeysMarkLapsedUncertain(q.r.Context(), q.key()); err == nil && ok {
+			k.becameUncertain(rt, rec.KeyHash, q.claim.ClientHash, "lease lapsed after an external call started")
+		}
+		k.answer(rt, problemUncertain, answerUncertain, q.w, "the first request may have taken effect; it is being reconciled and will not run twice", "", reviewRetryAfter)
+	case rec.State == apikey.StateUncertain:
+		k.answer(rt, problemUncertain, answerUncertain, q.w, "the first request may have taken effect; it is being reconciled and will not run twice", "", reviewRetryAfter)
+	case rec.State == apikey.StateCompleted && rec.ReplayOpen && rec.ResponseSealed != nil:
+		k.replay(q, rec)
+	case windowClosed:
+		k.lookUpExpired(q, rec)
+	case rec.State == apikey.StateReconciled && rec.Resolution == apikey.ResolutionHappened:
+		k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countReplay)
+		k.answer(rt, problemDone, answerAlreadyDone, q.w, "the request was reconciled as done", rec.ExternalRef, 0)
+	default:
+		// received, a lapsed lease before any call, or not-happened: the claim lost a race
+		// with a retry that took it; this one retries shortly.
+		k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countInProgress)
+		k.answer(rt, problemInProgress, answerInProgress, q.w, "retry shortly", "", retryShortly)
+	}
+}
+
+// sameIntent compares the request's fingerprint with the record's, under the record's algorithm:
+// the current one, or one of the route's previous fingerprint options.
+func (k *Keeper) sameIntent(rt *route, rec apikey.Record, body []byte) (bool, error) {
+	if rec.RequestHashAlg == rt.hasher.Algorithm() {
+		return rec.RequestHash == rt.hasher.Sum(body), nil
+	}
+	h, err := fingerprint.Resolve(rec.RequestHashAlg, append([]fingerprint.Options{rt.Fingerprint}, rt.previous...)...)
+	if err != nil {
+		return false, err
+	}
+	return rec.RequestHash == h.Sum(body), nil
+}
+
+func (k *Keeper) replay(q *request, rec apikey.Record) {
+	_, header, body, err := OpenStored(k.cfg.Keyring.Open, rec.ScopeHash, rec.KeyHash, rec.ResponseKeyID, rec.ResponseSealed)
+	if err != nil {
+		k.cfg.Logger.Error("idempotency: a stored response does not open (a key retired from the keyring too early?)",
+			"route", q.rt.name, "key", shortHash(rec.KeyHash), "keyId", rec.ResponseKeyID, "err", err)
+		k.answer(q.rt, problemUnreadable, answerUnreadable, q.w, "the request was done once and is not run again", rec.ExternalRef, 0)
+		return
+	}
+	k.counts.add(q.rt.name, q.claim.ClientHash, k.cfg.Now(), countReplay)
+	k.metrics.requests.WithLabelValues(q.rt.name, answerReplayed).Inc()
+	storedResponse{Status: rec.ResponseStatus, Header: header, Body: body}.replay(q.w)
+}
+
+// lookUpExpired answers a retry whose replay window closed on a route that does not take it as
+// new: the route's look-up is asked once whether the call happened.
+func (k *Keeper) lookUpExpired(q *request, rec apikey.Record) {
+	rt := q.rt
+	verdict, ref, detail := VerdictUnknown, "", "the route has no look-up"
+	if rt.Lookup != nil {
+		res, err := rt.Lookup(q.r.Context(), LookupRequest{Route: rt.name, OperationID: operationID(rec.ScopeHash, rec.KeyHash), ExternalRef: rec.ExternalRef})
+		verdict, ref, detail = res.Verdict, res.ExternalRef, res.Detail
+		if err != nil {
+			verdict, detail = VerdictUnknown, "the look-up failed"
+		}
+		k.metrics.lookups.WithLabelValues(rt.name, lookupLabel(verdict, err)).Inc()
+	}
+	switch verdict {
+	case VerdictHappened:
+		k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countReplay)
+		k.answer(rt, problemDone, answerAlreadyDone, q.w, "the request with this key happened; its stored response expired", firstNonEmpty(ref, rec.ExternalRef), 0)
+	case VerdictNotHappened:
+		k.runAsNew(q, rec)
+	default:
+		if ok, err := k.cfg.Store.APIKeysMarkReview(q.r.Context(), q.key(), "expired key: "+detail, rec.UpdatedAt); err == nil && ok {
+			k.becameUncertain(rt, rec.KeyHash, q.claim.ClientHash, "expired key the look-up could not settle")
+		}
+		k.answer(rt, problemUncertain, answerUncertain, q.w, "this key's replay window closed and whether it happened is not known; it goes to review, retry later", "", reviewRetryAfter)
+	}
+}
+
+// runAsNew takes over a record whose replay window closed and runs the request.
+func (k *Keeper) runAsNew(q *request, rec apikey.Record) {
+	ok, err := k.cfg.Store.APIKeysTakeOver(q.r.Context(), q.claim, rec.UpdatedAt)
+	switch {
+	case err != nil:
+		k.answer(q.rt, problemUnavailable, answerUnavailable, q.w, "retry later with the same key", "", 30*time.Second)
+	case !ok:
+		k.answer(q.rt, problemInProgress, answerInProgress, q.w, "another request with this key got there first; retry shortly", "", retryShortly)
+	default:
+		k.run(q)
+	}
+}
+
+func (k *Keeper) becameUncertain(rt *route, keyHash, client, why string) {
+	k.metrics.uncertain.WithLabelValues(rt.name).Inc()
+	k.counts.add(rt.name, client, k.cfg.Now(), countUncertain)
+	k.cfg.Logger.Warn("idempotency: record uncertain; it is never re-run automatically (reconcile worker or `replayctl keys resolve`)",
+		"route", rt.name, "key", shortHash(keyHash), "why", why)
+}
+
+// transient statuses are not outcomes: the record is released (no call took effect) so a retry
+// runs, or left uncertain (a call may have).
+func transient(status int) bool {
+	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooEarly || status == http.StatusTooManyRequests
+}
+
+// run runs the handler of a claimed request, stores its response sealed, and sends it.
+func (k *Keeper) run(q *request) {
+	rt := q.rt
+	c := &calls{store: k.cfg.Store, key: q.key(), owner: q.claim.Owner, opID: operationID(q.claim.ScopeHash, q.claim.KeyHash)}
+	ctx := context.WithValue(q.r.Context(), callsKey{}, c)
+	stopHeartbeat := k.heartbeat(c)
+	out := newCapture()
+	panicked := serveRecovered(q.next, out, q.r.WithContext(ctx))
+	stopHeartbeat()
+	// The handler's context may be cancelled (the client went away): the record's end is
+	// written regardless, or a finished request would look unfinished.
+	bg := context.WithoutCancel(q.r.Context())
+	status := out.statusOrOK()
+	if panicked || transient(status) {
+		if c.mayHaveActed() {
+			if _, err := k.cfg.Store.APIKeysMarkUncertain(bg, c.key, c.owner, fmt.Sprintf("handler ended with status %d after an external call started", status)); err != nil {
+				k.cfg.Logger.Warn("idempotency: mark uncertain failed; the lapsed lease will", "route", rt.name, "key", shortHash(c.key.KeyHash), "err", err)
+			}
+			k.becameUncertain(rt, c.key.KeyHash, q.claim.ClientHash, fmt.Sprintf("handler status %d", status))
+		} else if _, err := k.cfg.Store.APIKeysRelease(bg, c.key, c.owner); err != nil {
+			k.cfg.Logger.Warn("idempotency: release failed; the lease lapses", "route", rt.name, "key", shortHash(c.key.KeyHash), "err", err)
+		}
+		if panicked {
+			k.answer(rt, problemHandlerFailed, answerHandlerFailed, q.w, "", "", 0)
+			return
+		}
+		k.metrics.requests.WithLabelValues(rt.name, answerHandlerFailed).Inc()
+		out.writeTo(q.w)
+		return
+	}
+	keyID, sealed := k.cfg.Keyring.Seal(out.stored(rt.storeHeaders).encode(), sealContext(c.key.ScopeHash, c.key.KeyHash))
+	ok, err := k.cfg.Store.APIKeysComplete(bg, apikey.Completion{ScopeHash: c.key.ScopeHash, KeyHash: c.key.KeyHash,
+		Owner: c.owner, Status: status, KeyID: keyID, Sealed: sealed, ExternalRef: c.externalRef(),
+		ReplayWindow: rt.replayWindow, EvidenceWindow: rt.evidence})
+	if err != nil || !ok {
+		// The effect happened and the caller is told so; the record stays processing until its
+		// lease lapses into uncertain (a call started) or a retry runs it (none did).
+		k.cfg.Logger.Warn("idempotency: the response was not stored", "route", rt.name, "key", shortHash(c.key.KeyHash), "owned", ok, "err", err)
+	}
+	k.metrics.requests.WithLabelValues(rt.name, answerHandled).Inc()
+	out.writeTo(q.w)
+}
+
+// serveRecovered runs h and reports whether it panicked; http.ErrAbortHandler panics again, as
+// net/http expects.
+func serveRecovered(h http.Handler, w http.ResponseWriter, r *http.Request) (panicked bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+				panic(v)
+			}
+			panicked = true
+		}
+	}()
+	h.ServeHTTP(w, r)
+	return false
+}
+
+// heartbeat renews the request's lease until stopped.
+func (k *Keeper) heartbeat(c *calls) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(k.cfg.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), k.cfg.Heartbeat)
+			ok, err := k.cfg.Store.APIKeysHeartbeat(ctx, c.key, c.owner, k.cfg.Lease)
+			cancel()
+			if err == nil && !ok {
+				k.cfg.Logger.Warn("idempotency: lease lost while the handler ran", "key", shortHash(c.key.KeyHash))
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+func firstNonEmpty(values ...string) string {
+	for _, v := range values {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

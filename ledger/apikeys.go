@@ -1,0 +1,220 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/replayctl/replayctl/apikey"
+)
+
+// ErrAPIKeyNotFound means the ledger holds no API record under the given scope and key.
+var ErrAPIKeyNotFound = errors.New("no API idempotency record")
+
+// apiKeyColumns are the columns scanAPIKey reads, in its order.
+const apiKeyColumns = `scope_hash, key_hash, route, client_hash, request_hash, request_hash_alg, state,
+       coalesce(resolution, ''), coalesce(response_status, 0), coalesce(response_key_id, ''), response_sealed,
+       coalesce(external_ref, ''), coalesce(lease_owner, ''), coalesce(lease_expires_at > now(), false),
+       greatest(coalesce(extract(epoch from lease_expires_at - now()) * 1000, 0), 0)::bigint,
+       calls_started, attempts, replay_until, evidence_until, coalesce(replay_until > now(), false),
+       coalesce(note, ''), created_at, updated_at`
+
+func scanAPIKey(row pgx.CollectableRow) (apikey.Record, error) {
+	var r apikey.Record
+	var state, resolution string
+	var remainingMS int64
+	err := row.Scan(&r.ScopeHash, &r.KeyHash, &r.Route, &r.ClientHash, &r.RequestHash, &r.RequestHashAlg, &state,
+		&resolution, &r.ResponseStatus, &r.ResponseKeyID, &r.ResponseSealed, &r.ExternalRef, &r.LeaseOwner,
+		&r.LeaseLive, &remainingMS, &r.CallsStarted, &r.Attempts, &r.ReplayUntil, &r.EvidenceUntil, &r.ReplayOpen,
+		&r.Note, &r.CreatedAt, &r.UpdatedAt)
+	r.State, r.Resolution = apikey.State(state), apikey.Resolution(resolution)
+	r.LeaseRemaining = time.Duration(remainingMS) * time.Millisecond
+	return r, err
+}
+
+// apiKeysClaim inserts the record already leased, or takes over one with the same fingerprint
+// that nobody can have acted on: received (released before any call), a lease that lapsed
+// before any external call started, or reconciled as not happened. The conflict arm re-checks
+// under the row lock, so two claimants never both win.
+const apiKeysClaim = `
+insert into api_keys as k (scope_hash, key_hash, route, client_hash, request_hash, request_hash_alg,
+                           state, lease_owner, lease_expires_at, heartbeat_at)
+values ($1, $2, $3, $4, $5, $6, 'processing', $7, now() + $8::bigint * interval '1 millisecond', now())
+on conflict (scope_hash, key_hash) do update
+   set state = 'processing', lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
+       heartbeat_at = now(), attempts = k.attempts + 1, calls_started = 0, resolution = null, note = null,
+       updated_at = now()
+ where k.request_hash_alg = excluded.request_hash_alg and k.request_hash = excluded.request_hash
+   and (k.state = 'received'
+        or (k.state = 'processing' and k.lease_expires_at <= now() and k.calls_started = 0)
+        or (k.state = 'reconciled' and k.resolution = 'not-happened'))`
+
+const apiKeysGet = `select ` + apiKeyColumns + ` from api_keys where scope_hash = $1 and key_hash = $2`
+
+// APIKeysClaim asks for the lease of c and returns the record as it stands after the attempt:
+// claimed is true when the lease is c.Owner's. The claim and the read go in one batch, one round
+// trip: the read runs after the claim (which waited for any concurrent claim of the same key to
+// commit), so it sees the winner's row.
+func (s *Store) APIKeysClaim(ctx context.Context, c apikey.Claim) (claimed bool, rec apikey.Record, err error) {
+	b := &pgx.Batch{}
+	b.Queue(apiKeysClaim, c.ScopeHash, c.KeyHash, c.Route, c.ClientHash, c.RequestHash, c.RequestHashAlg,
+		c.Owner, c.Lease.Milliseconds()).Exec(func(tag pgconn.CommandTag) error {
+		claimed = tag.RowsAffected() == 1
+		return nil
+	})
+	b.Queue(apiKeysGet, c.ScopeHash, c.KeyHash).Query(func(rows pgx.Rows) error {
+		recs, err := pgx.CollectRows(rows, scanAPIKey)
+		if err == nil && len(recs) == 1 {
+			rec = recs[0]
+		}
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return false, apikey.Record{}, fmt.Errorf("claim the API record of route %s: %w", c.Route, translate(err))
+	}
+	return claimed, rec, nil
+}
+
+// APIKeysGet returns one record, or ErrAPIKeyNotFound.
+func (s *Store) APIKeysGet(ctx context.Context, k apikey.Key) (apikey.Record, error) {
+	rows, err := s.pool.Query(ctx, apiKeysGet, k.ScopeHash, k.KeyHash)
+	if err != nil {
+		return apikey.Record{}, fmt.Errorf("read an API record: %w", err)
+	}
+	rec, err := pgx.CollectExactlyOneRow(rows, scanAPIKey)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return apikey.Record{}, ErrAPIKeyNotFound
+	}
+	if err != nil {
+		return apikey.Record{}, fmt.Errorf("read an API record: %w", err)
+	}
+	return rec, nil
+}
+
+const apiKeysOfKey = `select ` + apiKeyColumns + ` from api_keys where key_hash = $1 and ($2 = '' or route = $2) order by route, scope_hash`
+
+// APIKeysOfKey returns every record of keyHash, under any scope; route, when not empty, keeps
+// that route's only.
+func (s *Store) APIKeysOfKey(ctx context.Context, keyHash, route string) ([]apikey.Record, error) {
+	rows, err := s.pool.Query(ctx, apiKeysOfKey, keyHash, route)
+	if err != nil {
+		return nil, fmt.Errorf("read the API records of a key: %w", err)
+	}
+	recs, err := pgx.CollectRows(rows, scanAPIKey)
+	if err != nil {
+		return nil, fmt.Errorf("read the API records of a key: %w", err)
+	}
+	return recs, nil
+}
+
+// apiKeysTakeOver restarts a record whose replay window closed, for a request that runs as new:
+// on a reversible route that declared it, or after the look-up said the call never happened. It
+// holds only while the record is still as the caller read it (updated_at), so one retry wins.
+const apiKeysTakeOver = `
+update api_keys
+   set state = 'processing', lease_owner = $3, lease_expires_at = now() + $4::bigint * interval '1 millisecond',
+       heartbeat_at = now(), request_hash = $5, request_hash_alg = $6, response_status = null,
+       response_key_id = null, response_sealed = null, external_ref = null, replay_until = null,
+       evidence_until = null, resolution = null, note = null, calls_started = 0,
+       attempts = attempts + 1, updated_at = now()
+ where scope_hash = $1 and key_hash = $2 and updated_at = $7
+   and state in ('completed', 'expired', 'reconciled', 'uncertain')
+   and (state <> 'uncertain' or resolution is null)
+   and (replay_until is null or replay_until <= now())`
+
+// APIKeysTakeOver leases a record whose replay window closed to c.Owner, with c's fingerprint,
+// if it still is as read at seen (its UpdatedAt). False when another request got there first.
+func (s *Store) APIKeysTakeOver(ctx context.Context, c apikey.Claim, seen time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, apiKeysTakeOver, c.ScopeHash, c.KeyHash, c.Owner, c.Lease.Milliseconds(),
+		c.RequestHash, c.RequestHashAlg, seen)
+	if err != nil {
+		return false, fmt.Errorf("restart the API record of route %s: %w", c.Route, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+const (
+	apiKeysCallStarted = `
+update api_keys set calls_started = calls_started + 1, updated_at = now()
+ where scope_hash = $1 and key_hash = $2 and state = 'processing' and lease_owner = $3 and lease_expires_at > now()`
+	apiKeysHeartbeat = `
+update api_keys set lease_expires_at = now() + $4::bigint * interval '1 millisecond', heartbeat_at = now()
+ where scope_hash = $1 and key_hash = $2 and state = 'processing' and lease_owner = $3 and lease_expires_at > now()`
+	// A completion holds even after the lease lapsed: nobody may take over a record whose call
+	// started, so the owner is still the only one who knows how it ended.
+	apiKeysComplete = `
+update api_keys
+   set state = 'completed', response_status = $4, response_key_id = nullif($5, ''), response_sealed = $6,
+       external_ref = nullif($7, ''), replay_until = now() + $8::bigint * interval '1 millisecond',
+       evidence_until = now() + $9::bigint * interval '1 millisecond', lease_owner = null,
+       lease_expires_at = null, updated_at = now()
+ where scope_hash = $1 and key_hash = $2 and state = 'processing' and lease_owner = $3`
+	apiKeysRelease = `
+update api_keys set state = 'received', lease_owner = null, lease_expires_at = null, calls_started = 0, updated_at = now()
+ where scope_hash = $1 and key_hash = $2 and state = 'processing' and lease_owner = $3`
+	apiKeysMarkUncertain = `
+update api_keys set state = 'uncertain', lease_owner = null, lease_expires_at = null, note = nullif($4, ''), updated_at = now()
+ where scope_hash = $1 and key_hash = $2 and state = 'processing' and lease_owner = $3`
+	apiKeysMarkLapsedUncertain = `
+update api_keys set state = 'uncertain', lease_owner = null, lease_expires_at = null,
+       note = 'the lease lapsed after an external call started', updated_at = now()
+ where scope_hash = $1 and key_hash = $2 and state = 'processing' and lease_expires_at <= now() and calls_started > 0`
+	// An expired record whose look-up could not tell goes to a person, with its evidence kept.
+	apiKeysMarkReview = `
+update api_keys set state = 'uncertain', note = nullif($3, ''), updated_at = now()
+ where scope_hash = $1 and key_hash = $2 and updated_at = $4 and state in ('completed', 'expired', 'reconciled')`
+)
+
+// APIKeysCallStarted records, before it is made, that the owner starts an external call: from
+// here on doubt means uncertain. False when the lease is not the owner's any more: make no call.
+func (s *Store) APIKeysCallStarted(ctx context.Context, k apikey.Key, owner string) (bool, error) {
+	return s.apiKeysUpdate(ctx, "record an external call of", apiKeysCallStarted, k.ScopeHash, k.KeyHash, owner)
+}
+
+// APIKeysHeartbeat renews the owner's lease; false when it lapsed or was taken.
+func (s *Store) APIKeysHeartbeat(ctx context.Context, k apikey.Key, owner string, lease time.Duration) (bool, error) {
+	return s.apiKeysUpdate(ctx, "renew the lease of", apiKeysHeartbeat, k.ScopeHash, k.KeyHash, owner, lease.Milliseconds())
+}
+
+// APIKeysComplete stores the sealed response and the windows; false when the record is not the
+// owner's processing record any more.
+func (s *Store) APIKeysComplete(ctx context.Context, c apikey.Completion) (bool, error) {
+	return s.apiKeysUpdate(ctx, "complete", apiKeysComplete, c.ScopeHash, c.KeyHash, c.Owner, c.Status, c.KeyID,
+		c.Sealed, c.ExternalRef, c.ReplayWindow.Milliseconds(), c.EvidenceWindow.Milliseconds())
+}
+
+// APIKeysRelease gives the record back as received: the request failed before any external call
+// took effect, and a retry with the same fingerprint runs it.
+func (s *Store) APIKeysRelease(ctx context.Context, k apikey.Key, owner string) (bool, error) {
+	return s.apiKeysUpdate(ctx, "release", apiKeysRelease, k.ScopeHash, k.KeyHash, owner)
+}
+
+// APIKeysMarkUncertain records that the owner's request may have made its external call without
+// knowing how it ended: never run again automatically.
+func (s *Store) APIKeysMarkUncertain(ctx context.Context, k apikey.Key, owner, note string) (bool, error) {
+	return s.apiKeysUpdate(ctx, "mark uncertain", apiKeysMarkUncertain, k.ScopeHash, k.KeyHash, owner, note)
+}
+
+// APIKeysMarkLapsedUncertain turns a processing record whose lease lapsed after a call started
+// into uncertain (its owner died or stalled).
+func (s *Store) APIKeysMarkLapsedUncertain(ctx context.Context, k apikey.Key) (bool, error) {
+	return s.apiKeysUpdate(ctx, "mark uncertain", apiKeysMarkLapsedUncertain, k.ScopeHash, k.KeyHash)
+}
+
+// APIKeysMarkReview sends a record whose replay window closed to manual review (uncertain) after
+// a look-up that could not tell, if it is still as read at seen.
+func (s *Store) APIKeysMarkReview(ctx context.Context, k apikey.Key, note string, seen time.Time) (bool, error) {
+	return s.apiKeysUpdate(ctx, "send to review", apiKeysMarkReview, k.ScopeHash, k.KeyHash, note, seen)
+}
+
+func (s *Store) apiKeysUpdate(ctx context.Context, what, query string, args ...any) (bool, error) {
+	tag, err := s.pool.Exec(ctx, query, args...)
+	if err != nil {
+		return false, fmt.Errorf("%s an API record: %w", what, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

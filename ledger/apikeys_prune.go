@@ -1,0 +1,115 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// APIKeysPruneOptions says what `replayctl keys prune` removes; the rules are ledger prune's.
+type APIKeysPruneOptions struct {
+	// Route restricts the prune to one route; empty prunes every route.
+	Route string
+	// AsOf is when expiry is judged; zero means the database's now().
+	AsOf time.Time
+	// TombstoneRetention keeps a tombstone until its evidence_until is this far behind AsOf; 0
+	// means DefaultTombstoneRetention.
+	TombstoneRetention time.Duration
+	// CountsRetention keeps the daily counts younger than AsOf minus it; 0 keeps them all.
+	CountsRetention time.Duration
+	// BatchSize caps the rows one statement changes; 0 means DefaultPruneBatchSize.
+	BatchSize int
+	DryRun    bool
+	Actor     string
+}
+
+// APIKeysPruneReport says what a prune of API records removed, or would remove.
+type APIKeysPruneReport struct {
+	DryRun bool      `json:"dryRun"`
+	AsOf   time.Time `json:"asOf"`
+	Route  string    `json:"route,omitempty"`
+	// Bodies are sealed responses dropped because replay_until passed.
+	Bodies int64 `json:"bodies"`
+	// Tombstoned are records turned into expired tombstones because evidence_until passed.
+	Tombstoned int64 `json:"tombstoned"`
+	// Rows are tombstones deleted because evidence_until is more than the retention behind.
+	Rows int64 `json:"rows"`
+	// DailyCounts are daily count rows older than the counts retention.
+	DailyCounts      int64     `json:"dailyCounts"`
+	TombstonesBefore time.Time `json:"tombstonesBefore"`
+}
+
+// Processing and uncertain records are never touched: their outcome is still being decided.
+const (
+	apiKeysPruneBodiesWhere    = `response_sealed is not null and state in ('completed', 'reconciled') and replay_until <= $1 and ($2 = '' or route = $2)`
+	apiKeysPruneTombstoneWhere = `state in ('completed', 'reconciled') and evidence_until <= $1 and ($2 = '' or route = $2)`
+	apiKeysPruneDeleteWhere    = `state = 'expired' and evidence_until <= $3 and ($2 = '' or route = $2)`
+	apiKeysPruneBodies         = `update api_keys k set response_sealed = null, response_key_id = null from (select scope_hash, key_hash from api_keys where ` + apiKeysPruneBodiesWhere + ` limit $4 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash and $3::timestamptz is not null`
+	apiKeysPruneTombstones     = `update api_keys k set state = 'expired', response_sealed = null, response_key_id = null, response_status = null, note = null, lease_owner = null from (select scope_hash, key_hash from api_keys where ` + apiKeysPruneTombstoneWhere + ` limit $4 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash and $3::timestamptz is not null`
+	apiKeysPruneDelete         = `delete from api_keys k using (select scope_hash, key_hash from api_keys where ` + apiKeysPruneDeleteWhere + ` and $1::timestamptz is not null limit $4 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash`
+	apiKeysPruneDaily          = `delete from api_key_daily where day < $1::date and ($2 = '' or route = $2)`
+	apiKeysPruneCount          = `select (select count(*) from api_keys where ` + apiKeysPruneBodiesWhere + `), (select count(*) from api_keys where ` + apiKeysPruneTombstoneWhere + `), (select count(*) from api_keys where ` + apiKeysPruneDeleteWhere + `), (select count(*) from api_key_daily where day < $4::date and ($2 = '' or route = $2))`
+	apiKeysPruneDatabaseNow    = `select now()`
+)
+
+// APIKeysPrune drops sealed responses past replay_until, turns records past evidence_until into
+// tombstones and deletes tombstones past the retention, in batches of BatchSize rows that each
+// commit on their own (an interrupted prune loses nothing: run it again). A dry run only counts.
+func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKeysPruneReport, error) {
+	if o.AsOf.IsZero() {
+		if err := s.pool.QueryRow(ctx, apiKeysPruneDatabaseNow).Scan(&o.AsOf); err != nil {
+			return nil, fmt.Errorf("read the database clock: %w", err)
+		}
+	}
+	if o.TombstoneRetention == 0 {
+		o.TombstoneRetention = DefaultTombstoneRetention
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = DefaultPruneBatchSize
+	}
+	r := &APIKeysPruneReport{DryRun: o.DryRun, AsOf: o.AsOf, Route: o.Route, TombstonesBefore: o.AsOf.Add(-o.TombstoneRetention)}
+	countsBefore := time.Time{}
+	if o.CountsRetention > 0 {
+		countsBefore = o.AsOf.Add(-o.CountsRetention)
+	}
+	if o.DryRun {
+		err := s.pool.QueryRow(ctx, apiKeysPruneCount, o.AsOf, o.Route, r.TombstonesBefore, countsBefore).
+			Scan(&r.Bodies, &r.Tombstoned, &r.Rows, &r.DailyCounts)
+		if err != nil {
+			return nil, fmt.Errorf("count the API records to prune: %w", err)
+		}
+		return r, nil
+	}
+	steps := []struct {
+		query string
+		into  *int64
+	}{{apiKeysPruneBodies, &r.Bodies}, {apiKeysPruneTombstones, &r.Tombstoned}, {apiKeysPruneDelete, &r.Rows}}
+	for _, step := range steps {
+		for {
+			tag, err := s.pool.Exec(ctx, step.query, o.AsOf, o.Route, r.TombstonesBefore, o.BatchSize)
+			if err != nil {
+				return r, fmt.Errorf("prune API records (%d bodies, %d tombstoned, %d deleted so far; run it again to continue): %w",
+					r.Bodies, r.Tombstoned, r.Rows, err)
+			}
+			*step.into += tag.RowsAffected()
+			if tag.RowsAffected() < int64(o.BatchSize) {
+				break
+			}
+		}
+	}
+	if !countsBefore.IsZero() {
+		tag, err := s.pool.Exec(ctx, apiKeysPruneDaily, countsBefore, o.Route)
+		if err != nil {
+			return r, fmt.Errorf("prune the API key counts: %w", err)
+		}
+		r.DailyCounts = tag.RowsAffected()
+	}
+	if r.Bodies+r.Tombstoned+r.Rows+r.DailyCounts > 0 {
+		err := AuditInsert(ctx, s.pool, AuditEntry{Actor: o.Actor, Action: "keys-prune", Details: map[string]any{
+			"route": o.Route, "asOf": o.AsOf, "bodies": r.Bodies, "tombstoned": r.Tombstoned, "rows": r.Rows, "dailyCounts": r.DailyCounts}})
+		if err != nil {
+			return r, fmt.Errorf("record the prune in the audit log: %w", err)
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,81 @@
+package ledger
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/apikey"
+)
+
+const retentionPoliciesRegister = `
+insert into retention_policies (kind, name, delays, replay_window_seconds, evidence_window_seconds,
+                                irreversible, expired_is_new, registered_by)
+select * from unnest($1::text[], $2::text[], $3::jsonb[], $4::bigint[], $5::bigint[], $6::boolean[], $7::boolean[], $8::text[])
+on conflict (kind, name) do update
+   set delays = excluded.delays, replay_window_seconds = excluded.replay_window_seconds,
+       evidence_window_seconds = excluded.evidence_window_seconds, irreversible = excluded.irreversible,
+       expired_is_new = excluded.expired_is_new, registered_by = excluded.registered_by, registered_at = now()
+ where (retention_policies.delays, retention_policies.replay_window_seconds, retention_policies.evidence_window_seconds,
+        retention_policies.irreversible, retention_policies.expired_is_new)
+       is distinct from
+       (excluded.delays, excluded.replay_window_seconds, excluded.evidence_window_seconds,
+        excluded.irreversible, excluded.expired_is_new)`
+
+// RetentionPoliciesRegister records the policies a service or consumer starts with, in one
+// statement; a policy that did not change keeps the date it was first registered.
+func (s *Store) RetentionPoliciesRegister(ctx context.Context, policies []apikey.Policy) error {
+	n := len(policies)
+	kinds, names, delays := make([]string, n), make([]string, n), make([][]byte, n)
+	replay, evidence := make([]int64, n), make([]int64, n)
+	irreversible, expiredIsNew, by := make([]bool, n), make([]bool, n), make([]string, n)
+	for i, p := range policies {
+		d, err := json.Marshal(p.Delays)
+		if err != nil {
+			return err
+		}
+		kinds[i], names[i], delays[i] = string(p.Kind), p.Name, d
+		replay[i], evidence[i] = int64(p.ReplayWindow/time.Second), int64(p.EvidenceWindow/time.Second)
+		irreversible[i], expiredIsNew[i], by[i] = p.Irreversible, p.ExpiredIsNew, p.RegisteredBy
+	}
+	if _, err := s.pool.Exec(ctx, retentionPoliciesRegister, kinds, names, delays, replay, evidence, irreversible, expiredIsNew, by); err != nil {
+		return fmt.Errorf("register the retention policies: %w", err)
+	}
+	return nil
+}
+
+const retentionPoliciesList = `
+select kind, name, delays, replay_window_seconds, evidence_window_seconds, irreversible, expired_is_new,
+       registered_by, registered_at
+  from retention_policies
+ where ($1 = '' or kind = $1) and ($2 = '' or name = $2)
+ order by kind, name`
+
+// RetentionPoliciesList returns the registered policies of kind and name (empty: any), by kind
+// and name.
+func (s *Store) RetentionPoliciesList(ctx context.Context, kind apikey.PolicyKind, name string) ([]apikey.Policy, error) {
+	rows, err := s.pool.Query(ctx, retentionPoliciesList, string(kind), name)
+	if err != nil {
+		return nil, fmt.Errorf("read the retention policies: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (apikey.Policy, error) {
+		var p apikey.Policy
+		var kind string
+		var delays []byte
+		var replay, evidence int64
+		if err := row.Scan(&kind, &p.Name, &delays, &replay, &evidence, &p.Irreversible, &p.ExpiredIsNew,
+			&p.RegisteredBy, &p.RegisteredAt); err != nil {
+			return p, err
+		}
+		p.Kind = apikey.PolicyKind(kind)
+		p.ReplayWindow, p.EvidenceWindow = time.Duration(replay)*time.Second, time.Duration(evidence)*time.Second
+		return p, json.Unmarshal(delays, &p.Delays)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the retention policies: %w", err)
+	}
+	return out, nil
+}
