@@ -33,7 +33,7 @@ func (s *Store) RetentionPoliciesRegister(ctx context.Context, policies []apikey
 	replay, evidence := make([]int64, n), make([]int64, n)
 	irreversible, expiredIsNew, by := make([]bool, n), make([]bool, n), make([]string, n)
 	for i, p := range policies {
-		d, err := json.Marshal(p.Delays)
+		d, err := json.Marshal(storedDelaysOf(p.Delays))
 		if err != nil {
 			return err
 		}
@@ -72,10 +72,29 @@ func (s *Store) RetentionPoliciesList(ctx context.Context, kind apikey.PolicyKin
 		}
 		p.Kind = apikey.PolicyKind(kind)
 		p.ReplayWindow, p.EvidenceWindow = time.Duration(replay)*time.Second, time.Duration(evidence)*time.Second
-		return p, json.Unmarshal(delays, &p.Delays)
+		var d storedDelays
+		err := json.Unmarshal(delays, &d)
+		p.Delays = d.delays()
+		return p, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the retention policies: %w", err)
 	}
 	return out, nil
+}
+
+// storedDelays is the delays column: whole seconds, readable in psql.
+type storedDelays struct {
+	ClientRetry   int64 `json:"clientRetrySeconds"`
+	OfflineResend int64 `json:"offlineResendSeconds"`
+	Inquiry       int64 `json:"inquirySeconds"`
+}
+
+func storedDelaysOf(d apikey.Delays) storedDelays {
+	return storedDelays{int64(d.ClientRetry / time.Second), int64(d.OfflineResend / time.Second), int64(d.Inquiry / time.Second)}
+}
+
+func (d storedDelays) delays() apikey.Delays {
+	return apikey.Delays{ClientRetry: time.Duration(d.ClientRetry) * time.Second,
+		OfflineResend: time.Duration(d.OfflineResend) * time.Second, Inquiry: time.Duration(d.Inquiry) * time.Second}
 }

@@ -54,8 +54,13 @@ func (p *Provider) Charge(ctx context.Context, orderID string, totalCents int64,
 // ChargeOperation is Charge filed under the caller's operationID (an API request's
 // idempotency.OperationID), by which ChargesOfOperation finds it later.
 func (p *Provider) ChargeOperation(ctx context.Context, operationID, orderID string, totalCents int64, currency string) (string, error) {
-	// Unique across instances, which share the provider's records.
-	c := Charge{ID: "ch_" + orderID + "_" + rand.Text()[:8], OrderID: orderID, TotalCents: totalCents, OperationID: operationID}
+	// Unique across instances, which share the provider's records. An API charge's ID names no
+	// order: it is the reference the API's ledger keeps, which holds no payload field.
+	id := "ch_" + orderID + "_" + rand.Text()[:8]
+	if operationID != "" {
+		id = "ch_" + rand.Text()[:16]
+	}
+	c := Charge{ID: id, OrderID: orderID, TotalCents: totalCents, OperationID: operationID}
 	var store func(context.Context) error
 	if p.Records != nil {
 		store = func(ctx context.Context) error { return p.Records.recordCharge(ctx, c, currency) }
