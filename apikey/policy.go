@@ -38,8 +38,8 @@ type Policy struct {
 	EvidenceWindow time.Duration `json:"-"`
 	// Irreversible routes (payments, refunds, permission changes) look an expired key up before
 	// running it; a reversible route with ExpiredIsNew treats it as a new request.
-	Irreversible bool `json:"irreversible"`
-	ExpiredIsNew bool `json:"expiredIsNew"`
+	Irreversible bool      `json:"irreversible"`
+	ExpiredIsNew bool      `json:"expiredIsNew"`
 	RegisteredBy string    `json:"registeredBy,omitempty"`
 	RegisteredAt time.Time `json:"registeredAt,omitzero"`
 }

@@ -1,13 +1,11 @@
 package idempotency
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"net/http"
 	"strings"
+
+	"github.com/replayctl/replayctl/apikey"
 )
 
 // KeyHeader is the request header of the IETF httpapi Idempotency-Key draft.
@@ -46,43 +44,15 @@ func requestKey(h http.Header) (key string, present bool, err error) {
 	return key, true, nil
 }
 
-// HashKey is the stored form of a raw key: HMAC-SHA-256 under secret, hex. `replayctl keys
-// show` computes the same to find a key an operator was given.
-func HashKey(secret []byte, rawKey string) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(rawKey))
-	return "hmac-sha256:" + hex.EncodeToString(m.Sum(nil))
-}
-
-// hashParts is sha256 over length-prefixed parts, so ("ab", "c") and ("a", "bc") differ.
-func hashParts(parts ...string) string {
-	h := sha256.New()
-	var n [4]byte
-	for _, p := range parts {
-		binary.BigEndian.PutUint32(n[:], uint32(len(p)))
-		h.Write(n[:])
-		h.Write([]byte(p))
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
-}
+// HashKey is apikey.HashKey: the stored form of a raw key.
+func HashKey(secret []byte, rawKey string) string { return apikey.HashKey(secret, rawKey) }
 
 // ScopeHash is the stored scope of a request: tenant, principal, method and route template.
-func ScopeHash(s Scope, route string) string { return hashParts("scope", s.Tenant, s.Principal, route) }
+func ScopeHash(s Scope, route string) string { return apikey.ScopeHash(s.Tenant, s.Principal, route) }
 
 // ClientHash names a caller in the daily counts without naming it.
-func ClientHash(s Scope) string { return hashParts("client", s.Tenant, s.Principal) }
+func ClientHash(s Scope) string { return apikey.ClientHash(s.Tenant, s.Principal) }
 
-// operationID is the provider-facing ID of one intent: derived from the record's key, so a
-// look-up can find the call even after the record was pruned, and revealing neither the key
-// nor the caller.
-func operationID(scopeHash, keyHash string) string {
-	return "op_" + strings.TrimPrefix(hashParts("operation", scopeHash, keyHash), "sha256:")[:32]
-}
+func operationID(scopeHash, keyHash string) string { return apikey.OperationID(scopeHash, keyHash) }
 
-// shortHash is how a hash appears in a log line.
-func shortHash(h string) string {
-	if i := strings.IndexByte(h, ':'); i >= 0 {
-		h = h[i+1:]
-	}
-	return h[:min(12, len(h))]
-}
+func shortHash(h string) string { return apikey.ShortHash(h) }

@@ -47,8 +47,7 @@ func newAPI(t *testing.T, o apiOptions) *api {
 	if o.keyring == nil {
 		o.keyring = billing.DemoKeyring()
 	}
-	route := billing.ChargesRoute
-	route.Lookup = billing.APILookup(a.provider)
+	route := billing.ChargesRoute(a.provider)
 	if o.route != nil {
 		o.route(&route)
 	}

@@ -29,7 +29,9 @@ type request struct {
 	claim apikey.Claim
 }
 
-func (q *request) key() apikey.Key { return apikey.Key{ScopeHash: q.claim.ScopeHash, KeyHash: q.claim.KeyHash} }
+func (q *request) key() apikey.Key {
+	return apikey.Key{ScopeHash: q.claim.ScopeHash, KeyHash: q.claim.KeyHash}
+}
 
 func (k *Keeper) answer(rt *route, kind problemKind, metric string, w http.ResponseWriter, detail, ref string, retryAfter time.Duration) {
 	k.metrics.requests.WithLabelValues(rt.name, metric).Inc()

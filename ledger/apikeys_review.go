@@ -14,11 +14,12 @@ const apiKeysResolve = `
 update api_keys
    set state = 'reconciled', resolution = $3, external_ref = coalesce(nullif($4, ''), external_ref),
        note = nullif($5, ''), evidence_until = coalesce(evidence_until, now() + $6::bigint * interval '1 millisecond'),
-       replay_until = coalesce(replay_until, now()), updated_at = now()
- where scope_hash = $1 and key_hash = $2 and state = 'uncertain'`
+       replay_until = coalesce(replay_until, now()), lease_owner = null, lease_expires_at = null, updated_at = now()
+ where scope_hash = $1 and key_hash = $2
+   and (state = 'uncertain' or (state = 'processing' and lease_expires_at <= now() and calls_started > 0))`
 
-// APIKeysSettle settles an uncertain record as a look-up answered; false when it is not uncertain
-// (already settled, or never was).
+// APIKeysSettle settles an uncertain record (or one processing under a lease that lapsed after a
+// call started) as a look-up answered; false when it is neither (already settled, or never was).
 func (s *Store) APIKeysSettle(ctx context.Context, r apikey.Settlement) (bool, error) {
 	return s.APIKeysResolve(ctx, r, AuditEntry{})
 }

@@ -13,13 +13,16 @@ import (
 )
 
 // ChargesRoute is the billing API's one route: POST /v1/charges takes the order JSON the
-// consumer takes and charges it once per Idempotency-Key.
-var ChargesRoute = idempotency.Route{
-	Method: http.MethodPost, Template: "/v1/charges", RequireKey: true, Irreversible: true,
-	// The product contract behind the windows (docs/api.md, "Retention is a contract"): a
-	// client retries for up to a day, the mobile app's offline queue resends for up to three
-	// days, and a card dispute may ask about a charge 120 days later.
-	Retention: apikey.Delays{ClientRetry: 24 * time.Hour, OfflineResend: 72 * time.Hour, Inquiry: 120 * 24 * time.Hour},
+// consumer takes and charges it once per Idempotency-Key; p's charges answer its look-up.
+func ChargesRoute(p *Provider) idempotency.Route {
+	return idempotency.Route{
+		Method: http.MethodPost, Template: "/v1/charges", RequireKey: true, Irreversible: true,
+		// The product contract behind the windows (docs/api.md, "Retention is a contract"): a
+		// client retries for up to a day, the mobile app's offline queue resends for up to three
+		// days, and a card dispute may ask about a charge 120 days later.
+		Retention: apikey.Delays{ClientRetry: 24 * time.Hour, OfflineResend: 72 * time.Hour, Inquiry: 120 * 24 * time.Hour},
+		Lookup:    APILookup(p),
+	}
 }
 
 // APIHandler returns the handler of POST /v1/charges, charging through p under the request's

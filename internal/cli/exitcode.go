@@ -8,6 +8,7 @@ import (
 	"github.com/replayctl/replayctl/internal/natsconn"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/jobhistory"
+	"github.com/replayctl/replayctl/keys"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
@@ -100,6 +101,12 @@ var exitCodes = []struct {
 	{reconcile.ErrNotConfirmed, ExitGateRefused},
 	// Resolving an event that has no uncertain row (or several, without --effect-version) is bad input.
 	{reconcile.ErrNothingToResolve, ExitUsage},
+	// keys: a key, a resolution or a note that cannot name what was meant, or no such record, is
+	// bad input; a record settled meanwhile is a runtime outcome (look again); an unconfirmed
+	// resolve or prune is refused like the other confirmations.
+	{keys.ErrBadRequest, ExitUsage},
+	{keys.ErrNotFound, ExitUsage},
+	{keys.ErrNotConfirmed, ExitGateRefused},
 }
 
 // ExitError ends a command with an explicit exit code, for outcomes no sentinel describes (a

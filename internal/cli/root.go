@@ -153,6 +153,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		NewCmdPace(f, nil),
 		NewCmdValidate(f, nil),
 		NewCmdLedger(f),
+		NewCmdKeys(f),
 		NewCmdDemo(f, nil),
 	)
 	registerCompletions(f, root)

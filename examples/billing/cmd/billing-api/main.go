@@ -85,8 +85,7 @@ func run(o options) error {
 	defer records.Close()
 	provider := billing.NewProvider()
 	provider.Records = records
-	route := billing.ChargesRoute
-	route.Lookup = billing.APILookup(provider)
+	route := billing.ChargesRoute(provider)
 	registry := prometheus.NewRegistry()
 	keeper, err := idempotency.New(ctx, idempotency.Config{
 		Store: store, KeySecret: secret, Keyring: keyring, Routes: []idempotency.Route{route},

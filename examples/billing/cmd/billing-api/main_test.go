@@ -142,7 +142,9 @@ func TestAKillAfterTheProviderCallLeavesTheRecordUncertainAndARetryIsNotCharged(
 
 	first := startAPI(t, helperOptions{DBURL: dbURL, Lease: time.Second, Hang: true})
 	go func() { _, _, _ = post(t, first.url, "k-kill", body, time.Minute) }()
-	pgtest.WaitFor(t, 20*time.Second, func() (bool, error) { return strings.Contains(first.stderr.String(), "hanging before the response"), nil })
+	pgtest.WaitFor(t, 20*time.Second, func() (bool, error) {
+		return strings.Contains(first.stderr.String(), "hanging before the response"), nil
+	})
 	if err := first.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,71 @@
+// Package keys is the operator's side of the API idempotency records (package apikey): the
+// registered retention policies, each route's figures judged against the design's thresholds, a
+// key's records, prune and a person's resolve. It reads and writes through the ledger and prints
+// nothing; `replayctl keys` wires it.
+package keys
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/replayctl/replayctl/apikey"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// Store is what the verbs need of the ledger; *ledger.Store implements it.
+type Store interface {
+	RetentionPoliciesList(ctx context.Context, kind apikey.PolicyKind, name string) ([]apikey.Policy, error)
+	APIKeyDailySince(ctx context.Context, since time.Time, route string) ([]apikey.DailyCount, error)
+	APIKeysAttention(ctx context.Context, route string) ([]ledger.APIKeyAttention, error)
+	APIKeysOfKey(ctx context.Context, keyHash, route string) ([]apikey.Record, error)
+	APIKeysUncertain(ctx context.Context, route string, limit int) ([]apikey.Record, error)
+	APIKeysResolve(ctx context.Context, s apikey.Settlement, audit ledger.AuditEntry) (bool, error)
+	APIKeysPrune(ctx context.Context, o ledger.APIKeysPruneOptions) (*ledger.APIKeysPruneReport, error)
+}
+
+var (
+	// ErrBadRequest means the operator's input cannot name what they meant (no key, a bad
+	// resolution, a key under several scopes without --scope-hash).
+	ErrBadRequest = errors.New("bad request")
+	// ErrNotFound means no record matched.
+	ErrNotFound = errors.New("no such API record")
+	// ErrNotUncertain means the record is not awaiting a decision (settled meanwhile, or never
+	// uncertain): nothing was changed.
+	ErrNotUncertain = errors.New("the API record is not uncertain")
+	// ErrNotConfirmed means the operator did not confirm.
+	ErrNotConfirmed = errors.New("not confirmed")
+)
+
+// PolicyView is one registered policy in the verbs' output: windows and delays in whole seconds.
+type PolicyView struct {
+	Kind                  apikey.PolicyKind `json:"kind"`
+	Name                  string            `json:"name"`
+	ReplayWindowSeconds   int64             `json:"replayWindowSeconds"`
+	EvidenceWindowSeconds int64             `json:"evidenceWindowSeconds"`
+	ClientRetrySeconds    int64             `json:"clientRetrySeconds"`
+	OfflineResendSeconds  int64             `json:"offlineResendSeconds"`
+	InquirySeconds        int64             `json:"inquirySeconds"`
+	Irreversible          bool              `json:"irreversible"`
+	ExpiredIsNew          bool              `json:"expiredIsNew"`
+	RegisteredBy          string            `json:"registeredBy"`
+	RegisteredAt          time.Time         `json:"registeredAt"`
+}
+
+func secondsOf(d time.Duration) int64 { return int64(d / time.Second) }
+
+// Policies returns the registered policies of kind (empty: both) and name (empty: all).
+func Policies(ctx context.Context, store Store, kind apikey.PolicyKind, name string) ([]PolicyView, error) {
+	ps, err := store.RetentionPoliciesList(ctx, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PolicyView, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, PolicyView{Kind: p.Kind, Name: p.Name, ReplayWindowSeconds: secondsOf(p.ReplayWindow),
+			EvidenceWindowSeconds: secondsOf(p.EvidenceWindow), ClientRetrySeconds: secondsOf(p.Delays.ClientRetry),
+			OfflineResendSeconds: secondsOf(p.Delays.OfflineResend), InquirySeconds: secondsOf(p.Delays.Inquiry),
+			Irreversible: p.Irreversible, ExpiredIsNew: p.ExpiredIsNew, RegisteredBy: p.RegisteredBy, RegisteredAt: p.RegisteredAt.UTC()})
+	}
+	return out, nil
+}
