@@ -218,3 +218,16 @@ func (s *Store) apiKeysUpdate(ctx context.Context, what, query string, args ...a
 	}
 	return tag.RowsAffected() == 1, nil
 }
+
+const apiKeysAge = `
+update api_keys
+   set created_at = created_at - $3::bigint * interval '1 millisecond',
+       replay_until = replay_until - $3::bigint * interval '1 millisecond',
+       evidence_until = evidence_until - $3::bigint * interval '1 millisecond'
+ where scope_hash = $1 and key_hash = $2`
+
+// APIKeysAge moves a record's dates back by age, as if it had completed that long ago: `replayctl
+// demo` shows an expired key's look-up with it instead of waiting for the replay window.
+func (s *Store) APIKeysAge(ctx context.Context, k apikey.Key, age time.Duration) (bool, error) {
+	return s.apiKeysUpdate(ctx, "age", apiKeysAge, k.ScopeHash, k.KeyHash, age.Milliseconds())
+}

@@ -169,6 +169,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 			"shadowed against the ledger's version 1 results: %d changed (the fee fix, and the receipts version 1 never mailed), processedAt as noise, %d provider calls; report %s\n",
 			b.Plan.Manifest.ID, b.Plan.Manifest.Stats.Targets, b.Plan.Manifest.Source.Stream, b.Shadow.Totals.Changed, b.ProviderCalls, b.ShadowReportPath)
 	}
+	printDemoAPI(out, report)
 	t := report.Timings
 	fmt.Fprintf(out, "\ntimings: seed %s, plan %s, shadow %s, execute %s (%.0f targets/s); %s in all\n",
 		seconds(t.Seed), seconds(t.Plan), seconds(t.Shadow), seconds(t.Execute), report.Execution.TargetsPerSecond(), seconds(t.Total))
@@ -178,6 +179,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 		url := ledger.RedactURL(scoped)
 		fmt.Fprintf(out, "  replayctl validate --ledger %s --database-url '%s'\n", report.ManifestPath, url)
 		fmt.Fprintf(out, "  replayctl status %s --database-url '%s'\n", report.Plan.Manifest.ID, url)
+		fmt.Fprintf(out, "  replayctl keys stats --database-url '%s'\n", url)
 	}
 	if len(report.Mismatches) > 0 {
 		return fmt.Errorf("%w:\n  %s", errDemoMismatch, strings.Join(report.Mismatches, "\n  "))
@@ -334,11 +336,12 @@ func printDemoJSON(ios *iostreams.IOStreams, r *demo.Report) error {
 		ProviderCalls int64              `json:"providerCallsDuringShadow"`
 		Execute       demoExecutionJSON  `json:"execute"`
 		Backfill      *demo.Backfill     `json:"backfill"`
+		API           []demoAPIStepJSON  `json:"api"`
 		Timings       map[string]float64 `json:"timingsSeconds"`
 	}{r.Plan.Manifest.ID, r.ManifestPath, r.Schema, r.Plan.Manifest.Stats, r.Plan.Manifest.ExpectedExternalCalls,
 		len(r.Mismatches) == 0, nonNil(r.Mismatches), r.TamperedRefusal != nil,
 		r.ShadowReportPath, r.Shadow.Totals, r.Shadow.Verdict, r.ProviderCallsDuringShadow,
-		demoExecution(r.Execution), r.Backfill,
+		demoExecution(r.Execution), r.Backfill, demoAPISteps(r.API),
 		map[string]float64{"seed": t.Seed.Seconds(), "plan": t.Plan.Seconds(), "shadow": t.Shadow.Seconds(),
 			"execute": t.Execute.Seconds(), "total": t.Total.Seconds()}})
 	if err != nil {
@@ -348,4 +351,47 @@ func printDemoJSON(ios *iostreams.IOStreams, r *demo.Report) error {
 		return &ExitError{Code: ExitFailure, Err: errDemoMismatch, Reported: true}
 	}
 	return nil
+}
+
+// demoAPIStepJSON is one request of the demo's API phase.
+type demoAPIStepJSON struct {
+	Name          string `json:"name"`
+	Status        int    `json:"status"`
+	Replayed      bool   `json:"replayed"`
+	Problem       string `json:"problem,omitempty"`
+	ProviderCalls int64  `json:"providerCalls"`
+}
+
+func demoAPISteps(a *demo.API) []demoAPIStepJSON {
+	out := []demoAPIStepJSON{}
+	if a == nil {
+		return out
+	}
+	for _, s := range a.Steps {
+		out = append(out, demoAPIStepJSON{Name: s.Name, Status: s.Status, Replayed: s.Replayed == "true", Problem: s.Problem, ProviderCalls: s.ProviderCalls})
+	}
+	return out
+}
+
+// printDemoAPI shows the API phase: each request's answer and the provider's charges after it.
+func printDemoAPI(out io.Writer, r *demo.Report) {
+	a := r.API
+	if a == nil {
+		return
+	}
+	fmt.Fprintf(out, "\nAPI idempotency: POST %s with Idempotency-Key (route policy: replay window %s, evidence window %s)\n",
+		a.URL, spanString(a.Policy.ReplayWindow), spanString(a.Policy.EvidenceWindow))
+	for _, s := range a.Steps {
+		answer := fmt.Sprintf("%d", s.Status)
+		switch {
+		case s.Replayed == "true":
+			answer += " replayed"
+		case s.Problem != "":
+			answer += " " + s.Problem
+		}
+		fmt.Fprintf(out, "  %-44s %-24s provider charges %d\n", s.Name, answer, s.ProviderCalls)
+	}
+	if proven(out, "API", r.APIMismatches) {
+		fmt.Fprintln(out, "proof: one charge per key; a retry got the stored response, a changed body 422, a duplicate in flight 409, a revoked token 403, an expired key a look-up (410, never a second charge)")
+	}
 }

@@ -68,6 +68,10 @@ type Report struct {
 	// Backfill is the backfill phase; BackfillMismatches its figures that differ from the truth.
 	Backfill           *Backfill
 	BackfillMismatches []string
+	// API is the HTTP half: the billing API behind the idempotency middleware; APIMismatches
+	// its answers or provider counts that differ from the expected ones.
+	API           *API
+	APIMismatches []string
 	// TamperedRefusal is the error loading a hand-edited copy of the manifest gave.
 	TamperedRefusal error
 	// Shadow is the shadow pass of the planned job through the billing consumer's responder;
@@ -197,7 +201,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	report.BackfillMismatches = CompareBackfill(report.Backfill)
-	report.Mismatches = slices.Concat(report.PlanMismatches, report.ShadowMismatches, report.ExecuteMismatches, report.BackfillMismatches)
+	if report.API, err = apiPhase(ctx, store, step); err != nil {
+		return nil, err
+	}
+	report.APIMismatches = CompareAPI(report.API)
+	report.Mismatches = slices.Concat(report.PlanMismatches, report.ShadowMismatches, report.ExecuteMismatches, report.BackfillMismatches, report.APIMismatches)
 	report.Timings.Total = time.Since(began)
 	return report, nil
 }
