@@ -50,8 +50,11 @@ func TestDemoMatchesTheSeededTruth(t *testing.T) {
 	if !errors.Is(report.TamperedRefusal, manifest.ErrTampered) {
 		t.Fatalf("tampered copy: %v, want ErrTampered", report.TamperedRefusal)
 	}
-	if len(steps) != 12 {
-		t.Errorf("narrated %d steps, want 12: %v", len(steps), steps)
+	if len(steps) != 13 {
+		t.Errorf("narrated %d steps, want 13: %v", len(steps), steps)
+	}
+	if a := report.API; a == nil || len(a.Steps) != 8 || a.Steps[len(a.Steps)-1].ProviderCalls != 3 {
+		t.Errorf("API phase: %+v, want 8 steps ending with 3 provider charges", a)
 	}
 	if report.ProviderCallsDuringShadow != 0 || report.Shadow.Totals.ShadowExternalCalls != 2*report.Truth.Targets {
 		t.Errorf("shadow: provider received %d calls, shadow recorded %d (want 0 and %d)",
