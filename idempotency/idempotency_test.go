@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/idempotency"
 	"github.com/replayctl/replayctl/seal"
 )
@@ -264,5 +265,33 @@ func TestAHandlerThatFailsAfterItsCallLeavesTheRecordUncertainUntilALookUpSettle
 	_ = jsonUnmarshal(got.body, &p)
 	if got.status != http.StatusGone || !strings.HasPrefix(p.ExternalRef, "ch_") || a.provider.Calls(billing.EffectCharge) != 1 {
 		t.Fatalf("after reconcile: %d %s, charges %d", got.status, got.body, a.provider.Calls(billing.EffectCharge))
+	}
+}
+
+func TestARecordFingerprintedBeforeAnOptionsChangeIsComparedUnderItsOwnAlgorithm(t *testing.T) {
+	a := newAPI(t, apiOptions{})
+	first := a.post("demo-alice", "k-alg", order)
+	if first.status != http.StatusCreated {
+		t.Fatalf("first: %d", first.status)
+	}
+	// The service now leaves customer out of the fingerprint and lists the old options.
+	b := newAPI(t, apiOptions{store: a.store, route: func(r *idempotency.Route) {
+		r.PreviousFingerprints = []fingerprint.Options{r.Fingerprint}
+		r.Fingerprint = fingerprint.Options{Exclude: []string{"customer"}}
+	}})
+	if got := b.post("demo-alice", "k-alg", order); got.status != http.StatusCreated || got.header.Get(idempotency.ReplayedHeader) != "true" {
+		t.Fatalf("same request under the old algorithm: %d %s", got.status, got.body)
+	}
+	changed := order
+	changed.AmountCents++
+	if got := b.post("demo-alice", "k-alg", changed); got.status != http.StatusUnprocessableEntity {
+		t.Fatalf("changed request under the old algorithm: %d", got.status)
+	}
+	// Without the old options listed, the record cannot be compared: refused, never run.
+	c := newAPI(t, apiOptions{store: a.store, route: func(r *idempotency.Route) {
+		r.Fingerprint = fingerprint.Options{Exclude: []string{"customer"}}
+	}})
+	if got := c.post("demo-alice", "k-alg", order); got.status != http.StatusUnprocessableEntity || c.provider.Calls("") != 0 {
+		t.Fatalf("unknown algorithm: %d, calls %d", got.status, c.provider.Calls(""))
 	}
 }

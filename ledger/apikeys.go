@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/replayctl/replayctl/apikey"
 )
@@ -58,25 +57,83 @@ const apiKeysGet = `select ` + apiKeyColumns + ` from api_keys where scope_hash 
 // APIKeysClaim asks for the lease of c and returns the record as it stands after the attempt:
 // claimed is true when the lease is c.Owner's. The claim and the read go in one batch, one round
 // trip: the read runs after the claim (which waited for any concurrent claim of the same key to
-// commit), so it sees the winner's row.
+// commit), so it sees the winner's row. The claim does not wait for its WAL flush: nothing acts
+// on it before the call-started mark, which waits and flushes it too; a claim lost to a crash
+// before that led to nothing, and the caller's retry claims again.
 func (s *Store) APIKeysClaim(ctx context.Context, c apikey.Claim) (claimed bool, rec apikey.Record, err error) {
-	b := &pgx.Batch{}
-	b.Queue(apiKeysClaim, c.ScopeHash, c.KeyHash, c.Route, c.ClientHash, c.RequestHash, c.RequestHashAlg,
-		c.Owner, c.Lease.Milliseconds()).Exec(func(tag pgconn.CommandTag) error {
-		claimed = tag.RowsAffected() == 1
-		return nil
+	got, err := s.apiClaims.do(ctx, c)
+	if err != nil {
+		return false, apikey.Record{}, fmt.Errorf("claim the API record of route %s: %w", c.Route, err)
+	}
+	return got.claimed, got.rec, nil
+}
+
+// apiKeysClaimOrRead is apiKeysClaim that also answers with the record it could not claim, in one
+// statement: a claimed row returns only its claimed flag; an unclaimed one returns the record as
+// the statement's snapshot sees it. A record another transaction committed after that snapshot
+// (the upsert waited for it) is not seen: no row comes back, and queueClaim's caller reads it
+// with apiKeysGet.
+const apiKeysClaimOrRead = `
+with claimed as (` + apiKeysClaim + `
+returning 1)
+select true, ` + apiKeyColumns + ` from api_keys where false
+ union all
+select false, ` + apiKeyColumns + `
+  from api_keys
+ where scope_hash = $1 and key_hash = $2 and not exists (select 1 from claimed)
+ union all
+select true, '', '', '', '', '', '', '', '', 0, '', null, '', '', false, 0::bigint, 0, 0, null, null, false, '', now(), now()
+ where exists (select 1 from claimed)`
+
+// queueClaim queues c's claim, which answers with the record when it loses; got receives the
+// answer. In one batch, a second claim of the same record sees the first's row and loses to its
+// live lease.
+func queueClaim(b *pgx.Batch, c apikey.Claim, got func(apiClaimed)) {
+	b.Queue(apiKeysClaimOrRead, c.ScopeHash, c.KeyHash, c.Route, c.ClientHash, c.RequestHash, c.RequestHashAlg,
+		c.Owner, c.Lease.Milliseconds()).Query(func(rows pgx.Rows) error {
+		var out apiClaimed
+		for rows.Next() {
+			var claimed bool
+			rec, err := scanClaimAnswer(rows, &claimed)
+			if err != nil {
+				return err
+			}
+			out = apiClaimed{claimed: claimed, rec: rec, found: !claimed}
+		}
+		got(out)
+		return rows.Err()
 	})
-	b.Queue(apiKeysGet, c.ScopeHash, c.KeyHash).Query(func(rows pgx.Rows) error {
+}
+
+// scanClaimAnswer reads a row of apiKeysClaimOrRead: the claimed flag, then apiKeyColumns.
+func scanClaimAnswer(rows pgx.Rows, claimed *bool) (apikey.Record, error) {
+	var r apikey.Record
+	var state, resolution string
+	var remainingMS int64
+	err := rows.Scan(claimed, &r.ScopeHash, &r.KeyHash, &r.Route, &r.ClientHash, &r.RequestHash, &r.RequestHashAlg, &state,
+		&resolution, &r.ResponseStatus, &r.ResponseKeyID, &r.ResponseSealed, &r.ExternalRef, &r.LeaseOwner,
+		&r.LeaseLive, &remainingMS, &r.CallsStarted, &r.Attempts, &r.ReplayUntil, &r.EvidenceUntil, &r.ReplayOpen,
+		&r.Note, &r.CreatedAt, &r.UpdatedAt)
+	r.State, r.Resolution = apikey.State(state), apikey.Resolution(resolution)
+	r.LeaseRemaining = time.Duration(remainingMS) * time.Millisecond
+	return r, err
+}
+
+// apiKeysGetOn reads one record on conn; a zero record when there is none.
+func apiKeysGetOn(ctx context.Context, conn batchSender, k apikey.Key) (apikey.Record, error) {
+	var rec apikey.Record
+	b := &pgx.Batch{}
+	b.Queue(apiKeysGet, k.ScopeHash, k.KeyHash).Query(func(rows pgx.Rows) error {
 		recs, err := pgx.CollectRows(rows, scanAPIKey)
 		if err == nil && len(recs) == 1 {
 			rec = recs[0]
 		}
 		return err
 	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return false, apikey.Record{}, fmt.Errorf("claim the API record of route %s: %w", c.Route, translate(err))
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return apikey.Record{}, fmt.Errorf("read an API record: %w", err)
 	}
-	return claimed, rec, nil
+	return rec, nil
 }
 
 // APIKeysGet returns one record, or ErrAPIKeyNotFound.
@@ -122,8 +179,7 @@ update api_keys
        evidence_until = null, resolution = null, note = null, calls_started = 0,
        attempts = attempts + 1, updated_at = now()
  where scope_hash = $1 and key_hash = $2 and updated_at = $7
-   and state in ('completed', 'expired', 'reconciled', 'uncertain')
-   and (state <> 'uncertain' or resolution is null)
+   and (state in ('completed', 'expired') or (state = 'reconciled' and resolution = 'not-happened'))
    and (replay_until is null or replay_until <= now())`
 
 // APIKeysTakeOver leases a record whose replay window closed to c.Owner, with c's fingerprint,
@@ -172,7 +228,7 @@ update api_keys set state = 'uncertain', note = nullif($3, ''), updated_at = now
 // APIKeysCallStarted records, before it is made, that the owner starts an external call: from
 // here on doubt means uncertain. False when the lease is not the owner's any more: make no call.
 func (s *Store) APIKeysCallStarted(ctx context.Context, k apikey.Key, owner string) (bool, error) {
-	return s.apiKeysUpdate(ctx, "record an external call of", apiKeysCallStarted, k.ScopeHash, k.KeyHash, owner)
+	return s.apiWrites.do(ctx, apiWrite{mark: &apiCallMark{key: k, owner: owner}})
 }
 
 // APIKeysHeartbeat renews the owner's lease; false when it lapsed or was taken.
@@ -182,9 +238,13 @@ func (s *Store) APIKeysHeartbeat(ctx context.Context, k apikey.Key, owner string
 
 // APIKeysComplete stores the sealed response and the windows; false when the record is not the
 // owner's processing record any more.
+//
+// The completion does not wait for its WAL flush: the call-started mark before it did, so a
+// completion lost to the database's crash leaves a record whose call started and whose lease
+// lapses, which becomes uncertain and is settled by the look-up (the caller already has its
+// response); nothing runs twice. What it saves is a flush per request (docs/decisions.md).
 func (s *Store) APIKeysComplete(ctx context.Context, c apikey.Completion) (bool, error) {
-	return s.apiKeysUpdate(ctx, "complete", apiKeysComplete, c.ScopeHash, c.KeyHash, c.Owner, c.Status, c.KeyID,
-		c.Sealed, c.ExternalRef, c.ReplayWindow.Milliseconds(), c.EvidenceWindow.Milliseconds())
+	return s.apiWrites.do(ctx, apiWrite{completion: &c})
 }
 
 // APIKeysRelease gives the record back as received: the request failed before any external call

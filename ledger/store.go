@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/replayctl/replayctl/apikey"
 )
 
 // Defaults applied to every connection unless the database URL sets them: operators can tell
@@ -33,6 +35,10 @@ type Store struct {
 	group *groupCommit
 	// reads batches the SDK's reads of one event's rows; nil sends each on its own.
 	reads *eventReads
+	// apiClaims and apiWrites batch the HTTP middleware's claims, and its call-started marks and
+	// completions, across concurrent requests.
+	apiClaims *apiBatch[apikey.Claim, apiClaimed]
+	apiWrites *apiBatch[apiWrite, bool]
 }
 
 // Open connects to the ledger at databaseURL (a postgres:// URL or a key=value DSN) and pings it
@@ -87,7 +93,8 @@ func open(ctx context.Context, databaseURL string, o openOptions) (*Store, error
 		}
 		return nil, fmt.Errorf("%w: connect to %s: %w; %s", ErrUnavailable, RedactURL(databaseURL), err, hint)
 	}
-	return &Store{pool: pool, group: newGroupCommit(pool), reads: newEventReads(pool)}, nil
+	return &Store{pool: pool, group: newGroupCommit(pool), reads: newEventReads(pool),
+		apiClaims: newAPIClaims(pool), apiWrites: newAPIWrites(pool)}, nil
 }
 
 // Close closes the pool, waiting for connections in use to be released.

@@ -26,12 +26,12 @@ create table api_keys (
     note              text,
     created_at        timestamptz not null default now(),
     updated_at        timestamptz not null default now(),
-    primary key (scope_hash, key_hash)
+    -- The key first: keys show finds a key under every scope by this index's prefix, so the
+    -- table needs no second index on key_hash (one less to maintain on every write).
+    primary key (key_hash, scope_hash)
 ) with (fillfactor = 70);
 
--- keys show finds a key under every scope of a route; the worker and stats read rows needing
--- attention; prune walks evidence_until.
-create index api_keys_key_idx on api_keys (key_hash);
+-- The worker and stats read rows needing attention; prune walks evidence_until.
 create index api_keys_attention_idx on api_keys (route, state) where state in ('processing', 'uncertain');
 create index api_keys_evidence_idx on api_keys (evidence_until) where evidence_until is not null;
 
