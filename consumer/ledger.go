@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/reconcile"
 )
@@ -37,6 +38,9 @@ type Ledger interface {
 	EffectIncidentsInsert(ctx context.Context, inc ledger.EffectIncident) error
 	DeliveryCountsAdd(ctx context.Context, consumer string, n ledger.DeliveryCounts) error
 	EffectsUncertainSummary(ctx context.Context, consumer string) (ledger.UncertainSummary, error)
+
+	// The retention contract plan reads instead of asking the operator (registerRetention).
+	RetentionPoliciesRegister(ctx context.Context, policies []apikey.Policy) error
 
 	// The reconcile worker's reads and writes (Config.Lookup).
 	reconcile.Ledger

@@ -63,6 +63,9 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err := c.fingerprints.register(ctx); err != nil {
 		return err
 	}
+	if err := c.registerRetention(ctx); err != nil {
+		return err
+	}
 	stopCounting := c.startCounting(ctx)
 	defer stopCounting()
 	if c.cfg.Lookup != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
 )
@@ -51,5 +52,42 @@ select consumer, event_id, 2, 'completed', request_hash, request_hash_alg from e
 	}
 	if _, err := manifest.Load(f.options(nil).OutputPath); err != nil {
 		t.Errorf("the manifest does not read back: %v", err)
+	}
+}
+
+// Plan judges old events by the EvidenceRetention the consumer's SDK registered (issue 30), and
+// a --evidence-window that differs wins with a warning.
+func TestPlanReadsTheConsumersRegisteredEvidenceRetention(t *testing.T) {
+	f := newFixture(t)
+	f.dlq("dlq.billing", "old-no-row", "timeout", `{"n":4}`)
+	time.Sleep(1500 * time.Millisecond)
+	f.dlq("dlq.billing", "new", "timeout", `{"n":3}`)
+	if err := f.store.RetentionPoliciesRegister(f.ctx, []apikey.Policy{{Kind: apikey.PolicyConsumer, Name: "billing",
+		ReplayWindow: time.Second, EvidenceWindow: time.Second, RegisteredBy: "test"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := res.Manifest; m.Stats.EvidenceExpired != 1 || !reflect.DeepEqual(m.EventIDs, []string{"new"}) {
+		t.Fatalf("under the registered 1 s window: evidenceExpired %d, targets %v; want old-no-row kept out", m.Stats.EvidenceExpired, m.EventIDs)
+	}
+	if strings.Contains(strings.Join(res.Warnings, "\n"), "--evidence-window") {
+		t.Errorf("a warning about a flag that was not given: %q", res.Warnings)
+	}
+
+	g := newFixture(t)
+	g.dlq("dlq.billing", "old-no-row", "timeout", `{"n":4}`)
+	if err := g.store.RetentionPoliciesRegister(g.ctx, []apikey.Policy{{Kind: apikey.PolicyConsumer, Name: "billing",
+		ReplayWindow: time.Second, EvidenceWindow: time.Second, RegisteredBy: "test"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err = planner.Plan(g.ctx, g.js, g.store, g.options(func(o *planner.Options) { o.EvidenceWindow = time.Hour }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Manifest.Stats.EvidenceExpired != 0 || !strings.Contains(strings.Join(res.Warnings, "\n"), "--evidence-window 1h0m0s differs from the EvidenceRetention 1s") {
+		t.Fatalf("the flag overrides with a warning: evidenceExpired %d, warnings %q", res.Manifest.Stats.EvidenceExpired, res.Warnings)
 	}
 }

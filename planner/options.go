@@ -38,7 +38,9 @@ type Options struct {
 	Max int
 	// EvidenceWindow is the consumer's evidence retention (consumer.Config.EvidenceRetention): an
 	// event without a ledger row whose message is older than it is kept out as evidenceExpired,
-	// like one whose rows are expired tombstones. 0 means DefaultEvidenceWindow.
+	// like one whose rows are expired tombstones. 0 means the retention the consumer's SDK
+	// registered in the ledger, else DefaultEvidenceWindow; a value overrides both, with a
+	// warning when it differs from the registered one.
 	EvidenceWindow time.Duration
 	// NoLookup skips asking the consumer's look-up about the events whose evidence expired: they
 	// all stay kept out as evidenceExpired.
@@ -114,9 +116,7 @@ func (o *Options) Normalise() error {
 	}
 	switch {
 	case o.EvidenceWindow < 0:
-		add("--evidence-window %s: must be positive; omit it for the SDK's default %s", o.EvidenceWindow, DefaultEvidenceWindow)
-	case o.EvidenceWindow == 0:
-		o.EvidenceWindow = DefaultEvidenceWindow
+		add("--evidence-window %s: must be positive; omit it for the consumer's registered retention (or the SDK's default %s)", o.EvidenceWindow, DefaultEvidenceWindow)
 	}
 	if o.EffectVersion < 0 || o.EffectVersion > math.MaxInt32 {
 		add("--effect-version %d: must be between 1 and %d (the ledger stores a PostgreSQL integer); omit it for one above the highest known", o.EffectVersion, math.MaxInt32)

@@ -55,6 +55,11 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 			return nil, err
 		}
 	}
+	evidence, _, evidenceWarning, err := resolveEvidenceWindow(ctx, store, opts.Consumer, opts.EvidenceWindow)
+	if err != nil {
+		return nil, err
+	}
+	opts.EvidenceWindow = evidence
 	known, err := store.EffectVersionsMaxKnown(ctx, opts.Consumer)
 	if err != nil {
 		return nil, err
@@ -163,7 +168,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		os.Remove(opts.OutputPath)
 		return nil, fmt.Errorf("job %s not recorded, manifest %s removed: %w", m.ID, opts.OutputPath, err)
 	}
-	res := &Result{Manifest: m, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts), hashers.warnings(opts.Consumer)),
+	res := &Result{Manifest: m, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts), hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning)),
 		DedupWindow: dedup}
 	if dedup != nil && dedup.Exceeded {
 		res.Warnings = append(res.Warnings, dedup.Warning())
@@ -538,4 +543,12 @@ func newJobID(now time.Time) string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return "job-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// nonEmpty is the one warning w, or none.
+func nonEmpty(w string) []string {
+	if w == "" {
+		return nil
+	}
+	return []string{w}
 }

@@ -104,8 +104,9 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 	fl.StringVar(&opts.Until, "until", "", "only messages stored at or before this time")
 	fl.StringVar(&req.FailureMatch, "failure-match", "", "only messages whose failure reason matches this regular expression")
 	fl.IntVar(&req.Max, "max", 0, "keep at most N targets, the oldest first (0: no limit)")
-	fl.StringVar(&opts.EvidenceWindow, "evidence-window", spanString(planner.DefaultEvidenceWindow),
-		"the consumer's EvidenceRetention: an event with no ledger row whose message is older is excluded as evidenceExpired")
+	fl.StringVar(&opts.EvidenceWindow, "evidence-window", "",
+		"override the consumer's EvidenceRetention, which its SDK registers in the ledger (replayctl keys policy; default "+spanString(planner.DefaultEvidenceWindow)+
+			" when none is registered): an event with no ledger row whose message is older is excluded as evidenceExpired")
 	fl.BoolVar(&req.NoLookup, "no-lookup", false, "do not ask the consumer's look-up about events whose evidence expired: keep them all out as evidenceExpired")
 	fl.IntVar(&req.EffectVersion, "effect-version", 0, "effect version to replay under (default: highest known + 1)")
 	fl.BoolVar(&req.WriteForbidden, "write-forbidden", false, "replay with every external call suppressed and recorded")
@@ -129,8 +130,10 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	if req.Until, err = parseTimeFlag("until", opts.Until, req.Now); err != nil {
 		return err
 	}
-	if req.EvidenceWindow, err = parseSpan("evidence-window", opts.EvidenceWindow); err != nil {
-		return err
+	if opts.EvidenceWindow != "" {
+		if req.EvidenceWindow, err = parseSpan("evidence-window", opts.EvidenceWindow); err != nil {
+			return err
+		}
 	}
 	if err := req.Normalise(); err != nil {
 		return err
