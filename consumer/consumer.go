@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/seal"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -83,6 +84,10 @@ type Config struct {
 	// DLQSubject is where poison messages are published: a subject of a Limits-retention DLQ
 	// stream. Required by Run and Process; a shadow-only responder may leave it empty.
 	DLQSubject string
+	// ResultKeyring, when set, seals every result body before it is stored (AES-256-GCM, package
+	// seal): the ledger holds {"$sealed":{"keyId","box"}} and the result hash over the plaintext,
+	// so shadow compares on the hash unless it is given the keyring (replayctl shadow --keyring).
+	ResultKeyring *seal.Keyring
 	// ResultRetention keeps result_body until completion + this (replay_until); default 30 days.
 	ResultRetention time.Duration
 	// EvidenceRetention sets evidence_until; default 400 days, and at least ResultRetention.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/seal"
 )
 
 // minInProgressDelay keeps a message whose lease is about to lapse from bouncing straight back.
@@ -246,6 +247,9 @@ func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key led
 	body, resultHash, err := encodeResult(res, herr)
 	if err != nil {
 		return c.transient(ctx, d, out, key, made, refs, err, false)
+	}
+	if kr := c.cfg.ResultKeyring; kr != nil {
+		body = kr.SealJSON(body, seal.ResultContext(key.Consumer, key.EventID, key.EffectVersion))
 	}
 	completion := ledger.EffectCompletion{Key: key, Owner: c.cfg.Owner, ResultHash: resultHash, ResultBody: body,
 		EffectCount: made, ExternalRefs: refs, ResultRetention: c.cfg.ResultRetention, EvidenceRetention: c.cfg.EvidenceRetention,

@@ -14,6 +14,7 @@ import (
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/protocol"
+	"github.com/replayctl/replayctl/seal"
 )
 
 func TestProcessCompletesALiveEventAndAcksIt(t *testing.T) {
@@ -342,5 +343,31 @@ func TestProcessTurnsAHandlerPanicIntoARetry(t *testing.T) {
 	}
 	if r := e.row("e1", 1); r.State != "received" || r.OutcomeKind != "transient" {
 		t.Fatalf("row %+v", r)
+	}
+}
+
+func TestAResultKeyringSealsTheStoredBodyAndKeepsThePlaintextsHash(t *testing.T) {
+	kr, err := seal.ParseKeyring([]byte(seal.NewKeyLine("k1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	c := e.newConsumer(func(cfg *consumer.Config) { cfg.ResultKeyring = kr })
+	cons := e.durable(c)
+	e.publish("e1", orderJSON("acct-1", 250), nil)
+	e.processNext(c, cons, consumer.OutcomeCompleted)
+	e.settled(cons)
+
+	r := e.row("e1", 1)
+	wantBody := `{"charged":250,"ref":"ch_1"}`
+	if strings.Contains(string(r.ResultBody), "charged") || !seal.IsSealedJSON(r.ResultBody) || r.ResultHash != fingerprint.Payload([]byte(wantBody)) {
+		t.Fatalf("result_body %s, hash %s: want it sealed, hashed over the plaintext", r.ResultBody, r.ResultHash)
+	}
+	plain, err := kr.OpenJSON(r.ResultBody, seal.ResultContext(r.Consumer, "e1", 1))
+	if err != nil || string(plain) != wantBody {
+		t.Fatalf("opened %s, %v", plain, err)
+	}
+	if _, err := kr.OpenJSON(r.ResultBody, seal.ResultContext(r.Consumer, "e2", 1)); err == nil {
+		t.Fatal("the body opened as another event's")
 	}
 }

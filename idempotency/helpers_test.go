@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/idempotency"
@@ -35,6 +36,7 @@ type apiOptions struct {
 	store   *ledger.Store
 	lease   time.Duration
 	route   func(*idempotency.Route)
+	metrics *prometheus.Registry
 }
 
 func newAPI(t *testing.T, o apiOptions) *api {
@@ -53,7 +55,7 @@ func newAPI(t *testing.T, o apiOptions) *api {
 	}
 	k, err := idempotency.New(t.Context(), idempotency.Config{
 		Store: a.store, KeySecret: billing.DemoKeySecret(), Keyring: o.keyring, Routes: []idempotency.Route{route},
-		Scope: a.tokens.Scope, Authorize: a.tokens.Authorize, Lease: o.lease, Service: "test",
+		Scope: a.tokens.Scope, Authorize: a.tokens.Authorize, Lease: o.lease, Service: "test", Metrics: o.metrics,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/idempotency"
@@ -293,5 +295,35 @@ func TestARecordFingerprintedBeforeAnOptionsChangeIsComparedUnderItsOwnAlgorithm
 	}})
 	if got := c.post("demo-alice", "k-alg", order); got.status != http.StatusUnprocessableEntity || c.provider.Calls("") != 0 {
 		t.Fatalf("unknown algorithm: %d, calls %d", got.status, c.provider.Calls(""))
+	}
+}
+
+func TestTheMetricsCountAnswersByRouteAndNeverNameAKeyOrAClient(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := newAPI(t, apiOptions{metrics: reg})
+	a.post("demo-alice", "metric-key-1", order)
+	a.post("demo-alice", "metric-key-1", order)
+	a.post("demo-alice", "", order)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			labels := []string{}
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+				if strings.Contains(l.GetValue(), "metric-key") || strings.Contains(l.GetValue(), "alice") {
+					t.Errorf("a label holds a key or a client: %s", l.GetValue())
+				}
+			}
+			got[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetCounter().GetValue()
+		}
+	}
+	for _, want := range []string{"handled", "replayed", "missing_key"} {
+		if got["idempotency_api_requests_total{answer="+want+",route=POST /v1/charges}"] != 1 {
+			t.Errorf("%s: %v", want, got)
+		}
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Answers the middleware counts, by route, in replayctl_api_requests_total's answer label.
+// Answers the middleware counts, by route, in idempotency_api_requests_total's answer label.
 const (
 	answerHandled       = "handled"
 	answerReplayed      = "replayed"
@@ -36,15 +36,15 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "replayctl_api_requests_total",
+			Name: "idempotency_api_requests_total",
 			Help: "API requests the idempotency middleware answered, by route and answer (handled, replayed, in_progress, mismatch, uncertain, ...).",
 		}, []string{"route", "answer"}),
 		uncertain: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "replayctl_api_uncertain_total",
+			Name: "idempotency_api_uncertain_total",
 			Help: "API records that became uncertain (an external call may have happened without an outcome), by route.",
 		}, []string{"route"}),
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "replayctl_api_lookups_total",
+			Name: "idempotency_api_lookups_total",
 			Help: "Look-ups of expired keys and uncertain records, by route and verdict (happened, not-happened, unknown, error).",
 		}, []string{"route", "verdict"}),
 	}

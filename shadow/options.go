@@ -8,6 +8,7 @@ import (
 
 	"github.com/replayctl/replayctl/internal/atomicfile"
 	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/seal"
 )
 
 // Thresholds decide the verdict; each is a documented flag of `replayctl shadow`. They are used as
@@ -59,6 +60,9 @@ type Options struct {
 	Progress func(done, total int64)
 	// Stage, when set, is told in one line each step other than the full pass.
 	Stage func(description string)
+	// Keyring opens original result bodies the consumer SDK sealed (consumer.Config.ResultKeyring);
+	// without it, or with a keyring lacking their key, they are compared on their hashes only.
+	Keyring *seal.Keyring
 }
 
 const (

@@ -44,6 +44,8 @@ type runner struct {
 	counted  map[string]bool
 	totals   *Totals
 	progress int64
+	// sealedNotOpened counts the full pass's originals left sealed (Totals.SealedNotOpened).
+	sealedNotOpened int64
 }
 
 // unansweredLimit is how many requests in a row may go unanswered before the pass stops.
@@ -195,7 +197,8 @@ func (sh *runner) feed(ctx context.Context, work chan<- workItem) error {
 		for i, t := range page {
 			ids[i] = t.EventID
 		}
-		originals, err := sh.store.EffectsOriginals(ctx, sh.m.Consumer, ids, sh.m.EffectVersion.To)
+		originals, closed, err := sh.originals(ctx, ids)
+		sh.sealedNotOpened += closed
 		if err != nil {
 			return ignoreCancel(ctx, err)
 		}

@@ -49,6 +49,9 @@ type Totals struct {
 	// ComparedOnHash counts identical and changed targets whose original body was pruned, so only
 	// hashes were compared (noise and ignored fields cannot be removed from a hash).
 	ComparedOnHash int64 `json:"comparedOnHash"`
+	// SealedNotOpened counts originals whose body the SDK sealed and this shadow could not open
+	// (no --keyring, or not their key): compared on hashes, and counted in ComparedOnHash too.
+	SealedNotOpened int64 `json:"sealedNotOpened,omitempty"`
 	// EffectCountChanged counts the changed targets whose shadow would make another number of
 	// external calls than the original recorded: a behaviour change even when the result is equal.
 	EffectCountChanged int64 `json:"effectCountChanged"`

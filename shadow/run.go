@@ -78,6 +78,7 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 	if err := sh.storeUncountedSample(ctx); err != nil {
 		return nil, stoppedAndReturned(ctx, store, &opts, r, rec.Status, err)
 	}
+	r.Totals.SealedNotOpened = sh.sealedNotOpened
 	r.FinishedAt = opts.Now().UTC()
 	r.Verdict = judgeVerdict(r.Totals, opts.Thresholds)
 	opts.stage("recording the verdict (%s) of job %s", passFail(r.Verdict.Pass), m.ID)

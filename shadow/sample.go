@@ -148,7 +148,7 @@ func (sh *runner) shadowSample(ctx context.Context, targets []ledger.ShadowTarge
 	for i, t := range targets {
 		ids[i] = t.EventID
 	}
-	originals, err := sh.store.EffectsOriginals(ctx, m.Consumer, ids, m.EffectVersion.To)
+	originals, _, err := sh.originals(ctx, ids)
 	if err != nil {
 		return nil, err
 	}

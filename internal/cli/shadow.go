@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/seal"
 	"github.com/replayctl/replayctl/shadow"
 	"github.com/replayctl/replayctl/shadow/htmlreport"
 )
@@ -29,6 +31,8 @@ type ShadowOptions struct {
 	// ReportPath is --report; empty means next to the manifest (job.json -> job.shadow.json), or
 	// JOB.shadow.json in the current directory for a job ID.
 	ReportPath string
+	// KeyringFile is --keyring: opens the original result bodies the consumer sealed.
+	KeyringFile string
 	// HTMLReportPath is --report-html: also write the report as one self-contained HTML page.
 	HTMLReportPath string
 	Request        shadow.Options
@@ -87,6 +91,7 @@ job already ran, 2 on bad input. Shadowing again replaces the stored outcomes an
 	fl.IntVar(&req.Sample, "sample", 100, "events in the diffed sample")
 	fl.Var(newDurationValue(&req.Timeout, 5*time.Second), "timeout", "how long to wait for each shadow reply")
 	fl.StringArrayVar(&req.IgnoreFields, "ignore-field", nil, "result field to leave out of the comparison, e.g. processedAt or lines[*].sku (repeatable)")
+	fl.StringVar(&opts.KeyringFile, "keyring", os.Getenv("REPLAYCTL_KEYRING_FILE"), "keyring file to open the original result bodies the consumer sealed (consumer.Config.ResultKeyring); without it they are compared on their hashes (default: $REPLAYCTL_KEYRING_FILE)")
 	fl.StringVar(&opts.ReportPath, "report", "", "where to write the report (default: next to the manifest, <name>.shadow.json)")
 	fl.StringVar(&opts.HTMLReportPath, "report-html", "", "also write the report as one self-contained HTML page (side-by-side diffs, changed-field histogram) to this file")
 	fl.Float64Var(&req.Thresholds.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "fail when more than this fraction of targets fail in shadow or are missing from the DLQ (0: none may)")
@@ -108,6 +113,13 @@ func shadowRun(ctx context.Context, opts *ShadowOptions) error {
 		return usageErrorf("--sample %d: must be at least 1", req.Sample)
 	case req.Timeout <= 0:
 		return usageErrorf("--timeout %s: must be positive, e.g. 5s", req.Timeout)
+	}
+	if opts.KeyringFile != "" {
+		kr, err := seal.ReadKeyringFile(opts.KeyringFile)
+		if err != nil {
+			return usageErrorf("--keyring: %v", err)
+		}
+		req.Keyring = kr
 	}
 	jm, err := loadJobManifest(ctx, opts.ManifestPath, opts.Ledger)
 	if err != nil {
