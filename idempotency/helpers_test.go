@@ -53,10 +53,14 @@ func newAPI(t *testing.T, o apiOptions) *api {
 	if o.route != nil {
 		o.route(&route)
 	}
-	k, err := idempotency.New(t.Context(), idempotency.Config{
+	cfg := idempotency.Config{
 		Store: a.store, KeySecret: billing.DemoKeySecret(), Keyring: o.keyring, Routes: []idempotency.Route{route},
-		Scope: a.tokens.Scope, Authorize: a.tokens.Authorize, Lease: o.lease, Service: "test", Metrics: o.metrics,
-	})
+		Scope: a.tokens.Scope, Authorize: a.tokens.Authorize, Lease: o.lease, Service: "test",
+	}
+	if o.metrics != nil {
+		cfg.Metrics = o.metrics
+	}
+	k, err := idempotency.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

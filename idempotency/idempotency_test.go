@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -325,5 +326,22 @@ func TestTheMetricsCountAnswersByRouteAndNeverNameAKeyOrAClient(t *testing.T) {
 		if got["idempotency_api_requests_total{answer="+want+",route=POST /v1/charges}"] != 1 {
 			t.Errorf("%s: %v", want, got)
 		}
+	}
+}
+
+func TestAHandlerThatOutlivesItsFirstLeaseKeepsItByHeartbeat(t *testing.T) {
+	a := newAPI(t, apiOptions{lease: time.Second})
+	a.provider.Fail = func(string, string) error { time.Sleep(2500 * time.Millisecond); return nil }
+	done := make(chan answer, 1)
+	go func() { done <- a.post("demo-alice", "k-slow", order) }()
+	time.Sleep(1800 * time.Millisecond) // past the first lease: only the heartbeat keeps it
+	if got := a.post("demo-alice", "k-slow", order); got.status != http.StatusConflict {
+		t.Fatalf("a retry while the slow first runs: %d %s, want 409", got.status, got.body)
+	}
+	if got := <-done; got.status != http.StatusCreated {
+		t.Fatalf("the slow first: %d %s", got.status, got.body)
+	}
+	if got := a.post("demo-alice", "k-slow", order); got.header.Get(idempotency.ReplayedHeader) != "true" || a.provider.Calls(billing.EffectCharge) != 1 {
+		t.Fatalf("after it: %d, charges %d", got.status, a.provider.Calls(billing.EffectCharge))
 	}
 }

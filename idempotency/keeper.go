@@ -31,7 +31,9 @@ type Keeper struct {
 	owner   string
 	seq     atomic.Uint64
 
+	leases    leases
 	stopFlush func()
+	stopLease func()
 	closeOnce sync.Once
 }
 
@@ -70,6 +72,8 @@ func New(ctx context.Context, cfg Config) (*Keeper, error) {
 	if err := cfg.Store.RetentionPoliciesRegister(ctx, policies); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
+	k.leases = leases{store: cfg.Store, lease: cfg.Lease, heartbeat: cfg.Heartbeat, log: cfg.Logger}
+	k.stopLease = k.leases.start()
 	k.stopFlush = every.Interval(context.Background(), cfg.FlushEvery, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -97,6 +101,7 @@ func (k *Keeper) Handler(method, template string, h http.Handler) http.Handler {
 func (k *Keeper) Close(ctx context.Context) error {
 	var err error
 	k.closeOnce.Do(func() {
+		k.stopLease()
 		k.stopFlush()
 		err = k.counts.flush(ctx, k.cfg.Store)
 	})

@@ -222,7 +222,7 @@ func (k *Keeper) run(q *request) {
 	rt := q.rt
 	c := &calls{store: k.cfg.Store, key: q.key(), owner: q.claim.Owner, opID: operationID(q.claim.ScopeHash, q.claim.KeyHash)}
 	ctx := context.WithValue(q.r.Context(), callsKey{}, c)
-	stopHeartbeat := k.heartbeat(c)
+	stopHeartbeat := k.leases.hold(c)
 	out := newCapture()
 	panicked := serveRecovered(q.next, out, q.r.WithContext(ctx))
 	stopHeartbeat()
@@ -273,32 +273,6 @@ func serveRecovered(h http.Handler, w http.ResponseWriter, r *http.Request) (pan
 	}()
 	h.ServeHTTP(w, r)
 	return false
-}
-
-// heartbeat renews the request's lease until stopped.
-func (k *Keeper) heartbeat(c *calls) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(k.cfg.Heartbeat)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), k.cfg.Heartbeat)
-			ok, err := k.cfg.Store.APIKeysHeartbeat(ctx, c.key, c.owner, k.cfg.Lease)
-			cancel()
-			if err == nil && !ok {
-				k.cfg.Logger.Warn("idempotency: lease lost while the handler ran", "key", shortHash(c.key.KeyHash))
-				return
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
 }
 
 func firstNonEmpty(values ...string) string {

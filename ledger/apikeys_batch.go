@@ -16,14 +16,13 @@ import (
 	"github.com/replayctl/replayctl/apikey"
 )
 
-// apiBatch sends the keyed updates concurrent API requests make (a call-started mark, a
-// completion) as one statement: the first caller to find none in flight sends what is pending,
-// its own row included; rows arriving meanwhile wait for the next statement, which the caller
-// whose statement returned hands to a new sender. Nothing waits on a timer, so a lone request
+// apiBatch sends the keyed statements concurrent API requests make (claims; call-started marks
+// and completions) as one pgx batch: the first caller to find none in flight sends what is
+// pending, its own row included; rows arriving meanwhile wait for the next batch, which the
+// caller whose batch returned hands to a new sender. Nothing waits on a timer, so a lone request
 // pays one statement as before, and 64 concurrent ones share a commit instead of queueing for
-// 64 (docs/benchmarks.md, "API idempotency"). One statement of a kind is in flight at a time,
-// and each statement's rows are sorted by key, so two statements in flight take their row locks
-// in the same order and never deadlock.
+// 64 (docs/benchmarks.md, "API idempotency"). Each batch's rows are sorted by key, so two
+// batches in flight take their row locks in the same order and never deadlock.
 type apiBatch[T, R any] struct {
 	pool *pgxpool.Pool
 	send func(ctx context.Context, conn batchSender, rows []T) (map[apiOwned]R, error)
@@ -47,10 +46,11 @@ type apiBatchItem[T, R any] struct {
 	err    error
 }
 
-// apiBatchSenders is how many statements of one kind may be in flight: while one waits for its
-// commit's WAL flush, the next gathers the rows that arrived meanwhile, and PostgreSQL flushes
-// the two commits together. One at a time left the middleware at the throughput of the flush.
-const apiBatchSenders = 2
+// apiBatchSenders is how many batches of one kind may be in flight. Two or four let the next batch
+// gather while one waits for its commit, but each then held fewer rows, and on two cores the
+// extra statements cost more than the wait: 64 clients made 5,000 requests/s with one at a
+// time and 3,200-4,200 with two or four, in the same sitting (docs/benchmarks.md).
+const apiBatchSenders = 1
 
 // apiBatchMax bounds the rows of one statement.
 const apiBatchMax = 256
