@@ -14,8 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/replayctl/replayctl/fingerprint"
-	"github.com/replayctl/replayctl/seal"
 	"github.com/replayctl/replayctl/protocol"
+	"github.com/replayctl/replayctl/seal"
 )
 
 // Defaults for Config's zero values.
