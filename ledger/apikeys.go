@@ -22,14 +22,17 @@ const apiKeyColumns = `scope_hash, key_hash, route, client_hash, request_hash, r
        calls_started, attempts, replay_until, evidence_until, coalesce(replay_until > now(), false),
        coalesce(note, ''), created_at, updated_at`
 
-func scanAPIKey(row pgx.CollectableRow) (apikey.Record, error) {
+func scanAPIKey(row pgx.CollectableRow) (apikey.Record, error) { return scanAPIKeyAfter(row) }
+
+// scanAPIKeyAfter reads apiKeyColumns after the columns of before (a query's own first columns).
+func scanAPIKeyAfter(row interface{ Scan(...any) error }, before ...any) (apikey.Record, error) {
 	var r apikey.Record
 	var state, resolution string
 	var remainingMS int64
-	err := row.Scan(&r.ScopeHash, &r.KeyHash, &r.Route, &r.ClientHash, &r.RequestHash, &r.RequestHashAlg, &state,
+	err := row.Scan(append(before, &r.ScopeHash, &r.KeyHash, &r.Route, &r.ClientHash, &r.RequestHash, &r.RequestHashAlg, &state,
 		&resolution, &r.ResponseStatus, &r.ResponseKeyID, &r.ResponseSealed, &r.ExternalRef, &r.LeaseOwner,
 		&r.LeaseLive, &remainingMS, &r.CallsStarted, &r.Attempts, &r.ReplayUntil, &r.EvidenceUntil, &r.ReplayOpen,
-		&r.Note, &r.CreatedAt, &r.UpdatedAt)
+		&r.Note, &r.CreatedAt, &r.UpdatedAt)...)
 	r.State, r.Resolution = apikey.State(state), apikey.Resolution(resolution)
 	r.LeaseRemaining = time.Duration(remainingMS) * time.Millisecond
 	return r, err
@@ -94,7 +97,7 @@ func queueClaim(b *pgx.Batch, c apikey.Claim, got func(apiClaimed)) {
 		var out apiClaimed
 		for rows.Next() {
 			var claimed bool
-			rec, err := scanClaimAnswer(rows, &claimed)
+			rec, err := scanAPIKeyAfter(rows, &claimed)
 			if err != nil {
 				return err
 			}
@@ -103,20 +106,6 @@ func queueClaim(b *pgx.Batch, c apikey.Claim, got func(apiClaimed)) {
 		got(out)
 		return rows.Err()
 	})
-}
-
-// scanClaimAnswer reads a row of apiKeysClaimOrRead: the claimed flag, then apiKeyColumns.
-func scanClaimAnswer(rows pgx.Rows, claimed *bool) (apikey.Record, error) {
-	var r apikey.Record
-	var state, resolution string
-	var remainingMS int64
-	err := rows.Scan(claimed, &r.ScopeHash, &r.KeyHash, &r.Route, &r.ClientHash, &r.RequestHash, &r.RequestHashAlg, &state,
-		&resolution, &r.ResponseStatus, &r.ResponseKeyID, &r.ResponseSealed, &r.ExternalRef, &r.LeaseOwner,
-		&r.LeaseLive, &remainingMS, &r.CallsStarted, &r.Attempts, &r.ReplayUntil, &r.EvidenceUntil, &r.ReplayOpen,
-		&r.Note, &r.CreatedAt, &r.UpdatedAt)
-	r.State, r.Resolution = apikey.State(state), apikey.Resolution(resolution)
-	r.LeaseRemaining = time.Duration(remainingMS) * time.Millisecond
-	return r, err
 }
 
 // apiKeysGetOn reads one record on conn; a zero record when there is none.
