@@ -18,6 +18,8 @@ import (
 
 // Store is what the middleware needs of the ledger; *ledger.Store implements it.
 type Store interface {
+	// CheckSchema refuses a ledger not migrated to this version (`replayctl migrate`).
+	CheckSchema(ctx context.Context) error
 	APIKeysClaim(ctx context.Context, c apikey.Claim) (bool, apikey.Record, error)
 	APIKeysTakeOver(ctx context.Context, c apikey.Claim, seen time.Time) (bool, error)
 	APIKeysCallStarted(ctx context.Context, k apikey.Key, owner string) (bool, error)

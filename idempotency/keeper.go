@@ -69,6 +69,9 @@ func New(ctx context.Context, cfg Config) (*Keeper, error) {
 			ReplayWindow: replay, EvidenceWindow: evidence, Irreversible: r.Irreversible, ExpiredIsNew: r.ExpiredIsNew,
 			RegisteredBy: cfg.Service})
 	}
+	if err := cfg.Store.CheckSchema(ctx); err != nil {
+		return nil, fmt.Errorf("idempotency: %w", err)
+	}
 	if err := cfg.Store.RetentionPoliciesRegister(ctx, policies); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}

@@ -15,6 +15,8 @@ import (
 
 // Store is what the verbs need of the ledger; *ledger.Store implements it.
 type Store interface {
+	// CheckSchema refuses a ledger not migrated to this binary's version (ledger.ErrSchemaOutdated).
+	CheckSchema(ctx context.Context) error
 	RetentionPoliciesList(ctx context.Context, kind apikey.PolicyKind, name string) ([]apikey.Policy, error)
 	APIKeyDailySince(ctx context.Context, since time.Time, route string) ([]apikey.DailyCount, error)
 	APIKeysAttention(ctx context.Context, route string) ([]ledger.APIKeyAttention, error)
@@ -56,6 +58,9 @@ func secondsOf(d time.Duration) int64 { return int64(d / time.Second) }
 
 // Policies returns the registered policies of kind (empty: both) and name (empty: all).
 func Policies(ctx context.Context, store Store, kind apikey.PolicyKind, name string) ([]PolicyView, error) {
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	ps, err := store.RetentionPoliciesList(ctx, kind, name)
 	if err != nil {
 		return nil, err

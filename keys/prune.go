@@ -19,6 +19,9 @@ type PruneRequest struct {
 // processing and uncertain records are never touched. A dry run only counts; otherwise the
 // counts are confirmed first (unless nothing is due), then the batches run.
 func Prune(ctx context.Context, store Store, req PruneRequest) (*ledger.APIKeysPruneReport, error) {
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	o := req.Options
 	if o.DryRun || req.Confirm == nil {
 		return store.APIKeysPrune(ctx, o)

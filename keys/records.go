@@ -96,6 +96,9 @@ func find(ctx context.Context, store Store, l Lookup) ([]apikey.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	recs, err := store.APIKeysOfKey(ctx, keyHash, l.Route)
 	if err != nil {
 		return nil, err
@@ -118,6 +121,9 @@ func find(ctx context.Context, store Store, l Lookup) ([]apikey.Record, error) {
 
 // Uncertain lists up to limit records awaiting a decision, oldest first.
 func Uncertain(ctx context.Context, store Store, route string, limit int) ([]RecordView, error) {
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	recs, err := store.APIKeysUncertain(ctx, route, limit)
 	if err != nil {
 		return nil, err

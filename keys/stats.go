@@ -51,6 +51,9 @@ type StatsReport struct {
 // (package health): replay rate above 0.5 %, ten mismatches a day from one client, an
 // uncertain record older than 15 minutes, any lapsed lease after a call started.
 func Stats(ctx context.Context, store Store, since, now time.Time, route string) (*StatsReport, error) {
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
 	since = since.UTC().Truncate(24 * time.Hour)
 	counts, err := store.APIKeyDailySince(ctx, since, route)
 	if err != nil {
