@@ -62,6 +62,8 @@ type Factory struct {
 
 	mu    sync.Mutex
 	store *ledger.Store
+	// jqOut holds stdout under --jq until the command ends (jq.go).
+	jqOut *jqOutput
 }
 
 // globalFlags holds the persistent flags NewCmdRoot binds. Defaults that come from the
@@ -75,6 +77,8 @@ type globalFlags struct {
 	// progressInterval is --progress-interval: how often a long command logs a progress line
 	// where it draws no bar.
 	progressInterval time.Duration
+	// jq is --jq: a jq expression applied to the --json output (it implies --json).
+	jq string
 }
 
 // NewFactory returns the production Factory writing to ios.
@@ -91,7 +95,7 @@ func NewFactory(ios *iostreams.IOStreams) *Factory {
 		return firstNonEmpty(f.flags.nats.URL, os.Getenv("NATS_URL"), defaultNATSURL)
 	}
 	f.Actor = func() string { return firstNonEmpty(f.flags.actor, os.Getenv("USER"), osUser()) }
-	f.JSON = func() bool { return f.flags.json }
+	f.JSON = func() bool { return f.flags.json || f.flags.jq != "" }
 	f.Ledger = f.openLedger
 	f.JetStream = f.connectJetStream
 	return f

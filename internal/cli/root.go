@@ -94,6 +94,14 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		Args:          noArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if f.flags.jq != "" {
+				code, err := compileJQ(f.flags.jq)
+				if err != nil {
+					return err
+				}
+				f.jqOut = &jqOutput{code: code, out: f.IOStreams.Out}
+				f.IOStreams.Out = f.jqOut
+			}
 			f.IOStreams.SetMachineOutput(f.JSON())
 			if f.flags.progressInterval < 0 {
 				return usageErrorf("--progress-interval %s: must be 0 (no progress lines) or positive, e.g. 30s", f.flags.progressInterval)
@@ -132,6 +140,7 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		pf.StringVar(spec.Value, spec.Name, "", spec.Usage)
 	}
 	pf.BoolVar(&f.flags.json, "json", false, "print machine-readable JSON on stdout; logs stay on stderr")
+	pf.StringVar(&f.flags.jq, "jq", "", "print only what this jq expression selects from the --json output (implies --json), e.g. --jq '.counts.completed'")
 	pf.Var(newDurationValue(&f.flags.progressInterval, defaultProgressInterval), "progress-interval",
 		"without a terminal (nohup, CI) or with --json, long commands (plan, shadow, execute, reconcile, prune) print a progress line on stderr this often (0: none)")
 	pf.StringVar(&f.flags.actor, "actor", "", "operator recorded in the audit log (default: $USER, else the OS user)")
@@ -179,12 +188,21 @@ func run(ctx context.Context, f *Factory, root *cobra.Command, args []string) in
 	defer f.closeLedger()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	if err == nil {
-		return ExitOK
+	code := ExitOK
+	if err != nil {
+		err = withPrivilegeHint(err)
+		code = exitCode(err)
+		reportError(f, cmd, args, err, code)
 	}
-	err = withPrivilegeHint(err)
-	code := exitCode(err)
-	reportError(f, cmd, args, err, code)
+	if j := f.jqOut; j != nil {
+		f.IOStreams.Out, f.jqOut = j.out, nil
+		if jerr := j.flush(); jerr != nil {
+			fmt.Fprintf(f.IOStreams.ErrOut, "replayctl: %s\n", jerr)
+			if code == ExitOK {
+				code = ExitFailure
+			}
+		}
+	}
 	return code
 }
 
@@ -229,7 +247,7 @@ func jsonRequested(args []string) bool {
 		if a == "--" {
 			return false
 		}
-		if a == "--json" || a == "--json=true" {
+		if a == "--json" || a == "--json=true" || a == "--jq" || strings.HasPrefix(a, "--jq=") {
 			return true
 		}
 	}
