@@ -8,13 +8,14 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
 
 // ErrNotDrainable matches a drain refused for the job it names: not finished, planned from a
 // backfill's source stream, or whose stream was recreated since plan (exit code 3).
-var ErrNotDrainable = errors.New("job cannot be drained")
+var ErrNotDrainable = fault.New(fault.Refused, "job cannot be drained")
 
 // drainPage is how many targets' sequences are read from the ledger at a time.
 const drainPage = 5000

@@ -1,27 +1,28 @@
 package executor
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 var (
 	// ErrBadOptions matches every refusal of the execute request itself (exit code 2).
-	ErrBadOptions = errors.New("invalid execute options")
+	ErrBadOptions = fault.New(fault.Invalid, "invalid execute options")
 
 	// ErrGateRefused matches every gate that refused to start or continue a replay: a manifest
 	// that is not its recorded job, no passing shadow verdict, a version not bumped, a stale plan,
 	// another executor, a declined confirmation (exit code 3). The *GateError says which gate.
-	ErrGateRefused = errors.New("a gate refused the replay")
+	ErrGateRefused = fault.New(fault.Refused, "a gate refused the replay")
 
 	// ErrGuardStopped matches a run a guard stopped (budget, error rate, uncertain items, no
 	// progress) or an operator cancelled (exit code 4). The *StopError says which and why.
-	ErrGuardStopped = errors.New("the replay was stopped")
+	ErrGuardStopped = fault.New(fault.Stopped, "the replay was stopped")
 
 	// ErrPublishNotPermitted means the NATS server refused to let this connection publish the
 	// replays (exit code 2): the user's permissions, not the job, are wrong, and every retry
 	// would be refused the same way.
-	ErrPublishNotPermitted = errors.New("publishing replays is not permitted")
+	ErrPublishNotPermitted = fault.New(fault.Invalid, "publishing replays is not permitted")
 )
 
 // Gates, in the order execute checks them.
@@ -48,6 +49,9 @@ func (e *GateError) Error() string { return "execute refused (" + e.Gate + "): "
 // Is makes a GateError match ErrGateRefused.
 func (e *GateError) Is(target error) bool { return target == ErrGateRefused }
 
+// Kind is fault.Refused, as ErrGateRefused's.
+func (e *GateError) Kind() fault.Kind { return fault.Refused }
+
 // OptionsError lists every problem of an execute request at once.
 type OptionsError struct {
 	Problems []string
@@ -61,6 +65,9 @@ func (e *OptionsError) Error() string {
 // Is makes an OptionsError match ErrBadOptions.
 func (e *OptionsError) Is(target error) bool { return target == ErrBadOptions }
 
+// Kind is fault.Invalid, as ErrBadOptions'.
+func (e *OptionsError) Kind() fault.Kind { return fault.Invalid }
+
 // StopError is a run stopped before its end, or ended with a guard exceeded. The Result
 // returned alongside it holds the figures.
 type StopError struct{ Stop *Stop }
@@ -70,3 +77,6 @@ func (e *StopError) Error() string { return e.Stop.Message }
 
 // Is makes a StopError match ErrGuardStopped.
 func (e *StopError) Is(target error) bool { return target == ErrGuardStopped }
+
+// Kind is fault.Stopped, as ErrGuardStopped's.
+func (e *StopError) Kind() fault.Kind { return fault.Stopped }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -35,10 +36,10 @@ type ControlResult struct {
 
 var (
 	// ErrNotControllable matches a pause, resume or cancel the job's status does not allow (exit 3).
-	ErrNotControllable = errors.New("the job's status does not allow this")
+	ErrNotControllable = fault.New(fault.Refused, "the job's status does not allow this")
 
 	// ErrBadControl matches a pause, resume or cancel request that is itself wrong (exit 2).
-	ErrBadControl = errors.New("invalid job control")
+	ErrBadControl = fault.New(fault.Invalid, "invalid job control")
 )
 
 // ControlError lists every problem of a pause, resume or cancel request.
@@ -54,6 +55,9 @@ func (e *ControlError) Error() string {
 
 // Is makes a ControlError match ErrBadControl.
 func (e *ControlError) Is(target error) bool { return target == ErrBadControl }
+
+// Kind is fault.Invalid, as ErrBadControl's.
+func (e *ControlError) Kind() fault.Kind { return fault.Invalid }
 
 // Pause stops the job's publishing; messages already published are still processed.
 func Pause(ctx context.Context, store *ledger.Store, c Control) (*ControlResult, error) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -13,7 +14,7 @@ var (
 	// ErrNotRecorded matches every manifest that is not the job the ledger recorded: a job never
 	// recorded (ErrNoJob) or recorded with another digest (ErrOtherDigest). The *RecordedError
 	// says which.
-	ErrNotRecorded = errors.New("manifest does not match the recorded job")
+	ErrNotRecorded = fault.New(fault.Invalid, "manifest does not match the recorded job")
 
 	// ErrNoJob means the ledger has no job with the manifest's ID: planned against another
 	// ledger, or never recorded.
@@ -21,7 +22,7 @@ var (
 
 	// ErrOtherDigest means the ledger recorded the manifest's job with another digest: the file
 	// was edited and re-sealed, or is older than a re-planned job.
-	ErrOtherDigest = fmt.Errorf("%w: the recorded digest differs", ErrNotRecorded)
+	ErrOtherDigest = fault.Wrap(fault.Refused, ErrNotRecorded, "manifest does not match the recorded job: the recorded digest differs")
 )
 
 // RecordedError is CheckRecorded's refusal. Callers wrap it in their own family: a gate for
@@ -55,6 +56,15 @@ func (e *RecordedError) Is(target error) bool {
 		return e.Recorded != ""
 	}
 	return false
+}
+
+// Kind is fault.Refused for another digest (the manifest was changed after plan), fault.Invalid for
+// a job the ledger never recorded.
+func (e *RecordedError) Kind() fault.Kind {
+	if e.Recorded != "" {
+		return fault.Refused
+	}
+	return fault.Invalid
 }
 
 // CheckRecorded returns m's job as the ledger recorded it, or a *RecordedError when the ledger has

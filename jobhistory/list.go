@@ -2,12 +2,12 @@ package jobhistory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/internal/suggest"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
@@ -15,7 +15,7 @@ import (
 )
 
 // ErrBadFilter matches a list request that cannot select anything meaningful (an unknown status).
-var ErrBadFilter = errors.New("bad job filter")
+var ErrBadFilter = fault.New(fault.Invalid, "bad job filter")
 
 // Statuses are the job statuses a filter may name (job.Statuses as text, for flags and messages).
 var Statuses = func() []string {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/apikey"
+	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -29,14 +30,14 @@ type Store interface {
 var (
 	// ErrBadRequest means the operator's input cannot name what they meant (no key, a bad
 	// resolution, a key under several scopes without --scope-hash).
-	ErrBadRequest = errors.New("bad request")
+	ErrBadRequest = fault.New(fault.Invalid, "bad request")
 	// ErrNotFound means no record matched.
-	ErrNotFound = errors.New("no such API record")
+	ErrNotFound = fault.New(fault.Invalid, "no such API record")
 	// ErrNotUncertain means the record is not awaiting a decision (settled meanwhile, or never
 	// uncertain): nothing was changed.
 	ErrNotUncertain = errors.New("the API record is not uncertain")
 	// ErrNotConfirmed means the operator did not confirm.
-	ErrNotConfirmed = errors.New("not confirmed")
+	ErrNotConfirmed = fault.New(fault.Refused, "not confirmed")
 )
 
 // PolicyView is one registered policy in the verbs' output: windows and delays in whole seconds.

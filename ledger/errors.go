@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 var (
@@ -15,14 +17,14 @@ var (
 
 	// ErrInvalidURL means the ledger database URL does not parse: retrying it unchanged cannot
 	// succeed, unlike ErrUnavailable.
-	ErrInvalidURL = errors.New("invalid ledger database URL")
+	ErrInvalidURL = fault.New(fault.Invalid, "invalid ledger database URL")
 
 	// ErrSchemaOutdated means the ledger schema is not the version this binary needs: older (run
 	// `replayctl migrate`) or newer (upgrade replayctl).
 	ErrSchemaOutdated = errors.New("ledger schema outdated")
 
 	// ErrJobNotFound means the ledger holds no job with the given ID.
-	ErrJobNotFound = errors.New("job not found")
+	ErrJobNotFound = fault.New(fault.Invalid, "job not found")
 
 	// ErrConflict means a write collided with a row already in the ledger (a unique key).
 	ErrConflict = errors.New("conflicts with a row already in the ledger")

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 // Roles names the PostgreSQL roles of a least-privilege ledger (docs/operations.md). The schema's
@@ -48,7 +50,7 @@ const operatorPrivileges = "select, insert, update, delete"
 
 // ErrPermissionDenied means the database role replayctl or the SDK connected as lacks a privilege
 // the statement needs: a deployment's grants, not the ledger's rows, are wrong.
-var ErrPermissionDenied = errors.New("the database role lacks a privilege")
+var ErrPermissionDenied = fault.New(fault.Invalid, "the database role lacks a privilege")
 
 // pgInsufficientPrivilege is SQLSTATE insufficient_privilege.
 const pgInsufficientPrivilege = "42501"

@@ -8,15 +8,17 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 var (
 	// ErrManifestNotStored means the job exists but the ledger holds no manifest for it: it was
 	// planned before manifests were stored with their jobs.
-	ErrManifestNotStored = errors.New("no manifest stored with the job")
+	ErrManifestNotStored = fault.New(fault.Invalid, "no manifest stored with the job")
 
 	// ErrManifestCorrupt means the stored manifest's bytes no longer hash to what was stored.
-	ErrManifestCorrupt = errors.New("stored manifest corrupt")
+	ErrManifestCorrupt = fault.New(fault.Refused, "stored manifest corrupt")
 )
 
 const jobManifestsInsert = `insert into job_manifests (job_id, sha256, body) values ($1, $2, $3)`

@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 // ErrPruneAsOfFuture means a real prune was asked to judge expiry at a time after the database's
 // now(): it would delete evidence before its retention ends. A dry run may look ahead.
-var ErrPruneAsOfFuture = errors.New("prune as of a future time")
+var ErrPruneAsOfFuture = fault.New(fault.Invalid, "prune as of a future time")
 
 // DefaultPruneBatchSize is how many rows one prune transaction changes at most.
 const DefaultPruneBatchSize = 10_000

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 var (
@@ -18,7 +20,7 @@ var (
 	ErrNoVerdict = errors.New("no shadow verdict recorded")
 
 	// ErrShadowRunning means another shadow run of the same job holds its lock.
-	ErrShadowRunning = errors.New("another shadow run of this job is in progress")
+	ErrShadowRunning = fault.New(fault.Refused, "another shadow run of this job is in progress")
 )
 
 // ShadowTarget is a job target as the shadow pass reads it.

@@ -2,20 +2,20 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/internal/suggest"
 )
 
 // ErrUnknownConsumer means the ledger holds nothing for the consumer named: no effects row, no
 // registered version, no job. It is nearly always a typo, and a report of zeros (or a prune that
 // prunes nothing, every night) would hide it.
-var ErrUnknownConsumer = errors.New("unknown consumer")
+var ErrUnknownConsumer = fault.New(fault.Invalid, "unknown consumer")
 
 // Incident kinds, as effect_incidents.kind stores them.
 const (

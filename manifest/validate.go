@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -54,6 +55,9 @@ func (e *ValidationError) Error() string {
 
 // Is reports whether target is ErrInvalid.
 func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// Kind is fault.Invalid, as ErrInvalid's.
+func (e *ValidationError) Kind() fault.Kind { return fault.Invalid }
 
 type problems struct{ ValidationError }
 

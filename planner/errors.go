@@ -1,25 +1,26 @@
 package planner
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 // ErrBadOptions matches every refusal of the plan request itself (exit code 2).
-var ErrBadOptions = errors.New("invalid plan options")
+var ErrBadOptions = fault.New(fault.Invalid, "invalid plan options")
 
 // ErrVersionNotBumped is returned when --effect-version is not above every version the ledger holds.
-var ErrVersionNotBumped = errors.New("effect version not bumped")
+var ErrVersionNotBumped = fault.New(fault.Invalid, "effect version not bumped")
 
 // ErrStreamNotFound is returned when the DLQ stream does not exist.
-var ErrStreamNotFound = errors.New("stream not found")
+var ErrStreamNotFound = fault.New(fault.Invalid, "stream not found")
 
 // ErrNoTargets matches a *NoTargetsError: the boundary holds no event to replay, so nothing was
 // recorded (exit code 2).
-var ErrNoTargets = errors.New("plan has no targets")
+var ErrNoTargets = fault.New(fault.Invalid, "plan has no targets")
 
 // ErrStreamUnsupported is returned for a DLQ stream plan cannot scan without changing it.
-var ErrStreamUnsupported = errors.New("stream cannot be scanned")
+var ErrStreamUnsupported = fault.New(fault.Invalid, "stream cannot be scanned")
 
 // OptionsError lists every problem of a plan request at once, so the operator fixes them in one go.
 type OptionsError struct{ Problems []string }
@@ -31,3 +32,6 @@ func (e *OptionsError) Error() string {
 
 // Is makes an OptionsError match ErrBadOptions.
 func (e *OptionsError) Is(target error) bool { return target == ErrBadOptions }
+
+// Kind is fault.Invalid, as ErrBadOptions'.
+func (e *OptionsError) Kind() fault.Kind { return fault.Invalid }

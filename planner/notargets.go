@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -26,6 +27,9 @@ func (e *NoTargetsError) Error() string {
 
 // Is makes a NoTargetsError match ErrNoTargets.
 func (e *NoTargetsError) Is(target error) bool { return target == ErrNoTargets }
+
+// Kind is fault.Invalid, as ErrNoTargets'.
+func (e *NoTargetsError) Kind() fault.Kind { return fault.Invalid }
 
 // noTargets explains a plan without targets from its manifest's figures.
 func noTargets(m *manifest.Manifest) error {

@@ -3,11 +3,13 @@ package reconcile
 import (
 	"errors"
 	"strings"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 var (
 	// ErrBadOptions matches every refusal of the reconcile request itself (exit code 2).
-	ErrBadOptions = errors.New("invalid reconcile options")
+	ErrBadOptions = fault.New(fault.Invalid, "invalid reconcile options")
 
 	// ErrNoResponder means nothing answers replay.reconcile.<consumer>: the consumer runs without a
 	// look-up (consumer.Config.Lookup), or not at all. Nothing was changed.
@@ -19,7 +21,7 @@ var (
 
 	// ErrNotConfirmed means the operator did not confirm applying the verdicts (on a terminal), or
 	// there was no terminal and no --yes. Nothing was changed.
-	ErrNotConfirmed = errors.New("not confirmed")
+	ErrNotConfirmed = fault.New(fault.Refused, "not confirmed")
 )
 
 // OptionsError lists every problem of a reconcile request at once.
@@ -32,3 +34,6 @@ func (e *OptionsError) Error() string {
 
 // Is makes an OptionsError match ErrBadOptions.
 func (e *OptionsError) Is(target error) bool { return target == ErrBadOptions }
+
+// Kind is fault.Invalid, as ErrBadOptions'.
+func (e *OptionsError) Kind() fault.Kind { return fault.Invalid }

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
@@ -17,7 +18,7 @@ import (
 var (
 	// ErrNothingToResolve means the event has no uncertain row to resolve (under the version
 	// given, or at all), or several and no version was given. Nothing was changed.
-	ErrNothingToResolve = errors.New("nothing to resolve")
+	ErrNothingToResolve = fault.New(fault.Invalid, "nothing to resolve")
 
 	// ErrChangedSinceRead means the row changed between reading and resolving it (reconciled or
 	// marked by a look-up, resolved by someone else). Nothing was changed.

@@ -1,18 +1,19 @@
 package shadow
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 var (
 	// ErrBadOptions matches every refusal of the shadow request itself (exit code 2).
-	ErrBadOptions = errors.New("invalid shadow options")
+	ErrBadOptions = fault.New(fault.Invalid, "invalid shadow options")
 
 	// ErrJobMismatch means the manifest cannot be shadowed against the ledger: it is not its
 	// recorded job (wrapping a *job.RecordedError: no job, or another digest), or the job already
 	// ran (executing, completed, cancelled). A gate refused (exit code 3).
-	ErrJobMismatch = errors.New("manifest does not match a shadowable job")
+	ErrJobMismatch = fault.New(fault.Refused, "manifest does not match a shadowable job")
 )
 
 // OptionsError lists every problem of a shadow request at once, so the operator fixes them in one go.
@@ -25,3 +26,6 @@ func (e *OptionsError) Error() string {
 
 // Is makes an OptionsError match ErrBadOptions.
 func (e *OptionsError) Is(target error) bool { return target == ErrBadOptions }
+
+// Kind is fault.Invalid, as ErrBadOptions'.
+func (e *OptionsError) Kind() fault.Kind { return fault.Invalid }

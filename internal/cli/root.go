@@ -253,3 +253,13 @@ func jsonRequested(args []string) bool {
 	}
 	return false
 }
+
+// withPrivilegeHint marks a statement PostgreSQL refused for the role's privileges and says where
+// the grants come from; other errors are returned unchanged.
+func withPrivilegeHint(err error) error {
+	classified := ledger.ClassifyPermission(err)
+	if classified == err {
+		return err
+	}
+	return fmt.Errorf("%w; the role in --database-url needs the grants of its kind: see replayctl ledger grants --help and docs/operations.md", classified)
+}

@@ -8,17 +8,19 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/replayctl/replayctl/fault"
 )
 
 var (
 	// ErrSettings means the settings cannot be used as given: an unknown or unreadable context,
 	// two kinds of credentials at once, a field this package does not support. Retrying unchanged
 	// cannot succeed.
-	ErrSettings = errors.New("NATS connection settings")
+	ErrSettings = fault.New(fault.Invalid, "NATS connection settings")
 	// ErrRefused means the server refused the credentials, or the TLS handshake failed (an
 	// unknown certificate authority, a server that requires TLS or a client certificate).
 	// Retrying unchanged cannot succeed.
-	ErrRefused = errors.New("NATS refused the connection")
+	ErrRefused = fault.New(fault.Invalid, "NATS refused the connection")
 )
 
 // kindError is an error that matches kind (ErrSettings, ErrRefused) with errors.Is and reads as
@@ -32,6 +34,10 @@ type kindError struct {
 func (e *kindError) Error() string { return e.msg }
 
 func (e *kindError) Is(target error) bool { return target == e.kind }
+
+// Kind is fault.Invalid: settings that cannot work, or credentials the server refused, fail the
+// same way on every retry.
+func (e *kindError) Kind() fault.Kind { return fault.Invalid }
 
 func (e *kindError) Unwrap() error { return e.err }
 
