@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -124,59 +123,11 @@ func (c *Consumer) ServeLookup(ctx context.Context) (stop func(), err error) {
 	if c.cfg.Lookup == nil {
 		return nil, fmt.Errorf("%w: Lookup: required to answer look-ups on %s", ErrBadConfig, subject)
 	}
-	return c.serveRequests(ctx, subject, protocol.ReconcileQueueGroup, lookupConcurrency, "look-up", c.answerLookup)
-}
-
-// serveRequests answers requests on subject in queue group, up to concurrency at once, with
-// answer. ServeShadow has the same shape and could share it.
-func (c *Consumer) serveRequests(ctx context.Context, subject, group string, concurrency int, what string,
-	answer func(context.Context, *nats.Msg)) (stop func(), err error) {
-	// Requests in flight finish when ctx ends: their requester is waiting for the answer.
-	work := context.WithoutCancel(ctx)
-	slots := make(chan struct{}, concurrency)
-	var wg sync.WaitGroup
-	sub, err := c.cfg.Conn.QueueSubscribe(subject, group, func(msg *nats.Msg) {
-		// Blocking here holds further requests in the subscription's buffer: backpressure.
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			answer(work, msg)
+	return c.serveRequests(ctx, subject, protocol.ReconcileQueueGroup, lookupConcurrency, "look-up",
+		func(ctx context.Context, msg *nats.Msg) {
+			reply := c.Lookup(ctx, msg)
+			c.log.Info("look-up answered", "consumer", c.cfg.Name, "event_id", reply.EventID, "verdict", reply.Verdict,
+				"refs", len(reply.ExternalRefs))
+			c.respond(msg, "look-up", reply.EventID, reply)
 		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("subscribe to %s requests on %s: %w", what, subject, err)
-	}
-	closed := sub.StatusChanged(nats.SubscriptionClosed)
-	// The subscription must reach the server before the first request is sent, or that request
-	// finds no responder.
-	if err := c.cfg.Conn.FlushTimeout(subscribeTimeout); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("subscribe to %s requests on %s: %w", what, subject, err)
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			if err := sub.Drain(); err != nil {
-				c.log.Warn("draining a subscription failed", "consumer", c.cfg.Name, "subject", subject, "error", err)
-			} else {
-				<-closed
-			}
-			wg.Wait()
-		})
-	}
-	context.AfterFunc(ctx, stop)
-	return stop, nil
-}
-
-func (c *Consumer) answerLookup(ctx context.Context, msg *nats.Msg) {
-	reply := c.Lookup(ctx, msg)
-	c.log.Info("look-up answered", "consumer", c.cfg.Name, "event_id", reply.EventID, "verdict", reply.Verdict,
-		"refs", len(reply.ExternalRefs))
-	data, err := json.Marshal(reply)
-	if err == nil {
-		err = msg.Respond(data)
-	}
-	if err != nil {
-		c.log.Warn("look-up reply failed", "consumer", c.cfg.Name, "event_id", reply.EventID, "error", err)
-	}
 }

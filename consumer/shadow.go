@@ -2,19 +2,12 @@ package consumer
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/protocol"
 )
-
-// subscribeTimeout bounds the round trip that confirms the subscription reached the server.
-const subscribeTimeout = 5 * time.Second
 
 // Shadow answers one shadow request: the handler runs in ModeShadow, every Effects.Call is
 // recorded with Suppressed and fn is never called, nothing is written to the ledger. The handler
@@ -50,53 +43,11 @@ func (c *Consumer) Shadow(ctx context.Context, msg *nats.Msg) protocol.ShadowRep
 // stop is called. stop drains the subscription, so requests already received are answered, and
 // waits for them; it may be called more than once.
 func (c *Consumer) ServeShadow(ctx context.Context) (stop func(), err error) {
-	subject := protocol.ShadowSubject(c.cfg.Name)
-	// Requests in flight finish when ctx ends: their requester is waiting and nothing is written.
-	work := context.WithoutCancel(ctx)
-	slots := make(chan struct{}, c.cfg.ShadowConcurrency)
-	var wg sync.WaitGroup
-	sub, err := c.cfg.Conn.QueueSubscribe(subject, protocol.ShadowQueueGroup, func(msg *nats.Msg) {
-		// Blocking here holds further requests in the subscription's buffer: backpressure.
-		slots <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slots }()
-			c.answerShadow(work, msg)
+	return c.serveRequests(ctx, protocol.ShadowSubject(c.cfg.Name), protocol.ShadowQueueGroup, c.cfg.ShadowConcurrency, "shadow",
+		func(ctx context.Context, msg *nats.Msg) {
+			reply := c.Shadow(ctx, msg)
+			c.log.Info("shadow request answered", "consumer", c.cfg.Name, "event_id", reply.EventID, "status", reply.Status,
+				"result_hash", reply.ResultHash, "calls", len(reply.Effects))
+			c.respond(msg, "shadow", reply.EventID, reply)
 		})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("subscribe to shadow requests on %s: %w", subject, err)
-	}
-	closed := sub.StatusChanged(nats.SubscriptionClosed)
-	// The subscription must reach the server before the first request is sent, or that request
-	// finds no responder.
-	if err := c.cfg.Conn.FlushTimeout(subscribeTimeout); err != nil {
-		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("subscribe to shadow requests on %s: %w", subject, err)
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			if err := sub.Drain(); err != nil {
-				c.log.Warn("draining the shadow subscription failed", "consumer", c.cfg.Name, "error", err)
-			} else {
-				<-closed
-			}
-			wg.Wait()
-		})
-	}
-	context.AfterFunc(ctx, stop)
-	return stop, nil
-}
-
-func (c *Consumer) answerShadow(ctx context.Context, msg *nats.Msg) {
-	reply := c.Shadow(ctx, msg)
-	c.log.Info("shadow request answered", "consumer", c.cfg.Name, "event_id", reply.EventID, "status", reply.Status,
-		"result_hash", reply.ResultHash, "calls", len(reply.Effects))
-	data, err := json.Marshal(reply)
-	if err == nil {
-		err = msg.Respond(data)
-	}
-	if err != nil {
-		c.log.Warn("shadow reply failed", "consumer", c.cfg.Name, "event_id", reply.EventID, "error", err)
-	}
 }
