@@ -17,6 +17,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -248,7 +249,7 @@ func (e *env) register(version int, state, job string) {
 // recordJob records job as a job of sourceKind, as plan does, so the SDK can read its kind.
 func (e *env) recordJob(job string, version int, sourceKind string) {
 	e.t.Helper()
-	err := ledger.JobsInsert(e.ctx, e.db, ledger.Job{ID: job, Consumer: consumerName, Status: ledger.JobExecuting,
+	err := ledger.JobsInsert(e.ctx, e.db, ledger.Job{ID: job, Consumer: consumerName, Status: jobtype.Executing,
 		ManifestDigest: "sha256:test", EffectVersionFrom: version - 1, EffectVersionTo: version, Reason: "test",
 		Stream: "ORDERS", LedgerStateDigest: "sha256:test", CreatedBy: "alice", SourceKind: sourceKind})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/seal"
 )
@@ -65,7 +66,7 @@ func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) (*delivery, O
 		}
 		// A DLQ job targets only events no version completed, but a job cancelled a moment ago
 		// may still complete one (the registry answer is cached): its replay must not run again.
-		d.anyVersionSettles = kind != ledger.SourceBackfill
+		d.anyVersionSettles = kind != jobtype.SourceBackfill
 		if !ok {
 			out.Kind = OutcomeRefused
 			out.Err = fmt.Errorf("%w: event %q: effect version %d of consumer %s is not registered as executing for job %s; "+

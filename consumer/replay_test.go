@@ -7,6 +7,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -32,7 +33,7 @@ func TestReplayRunsOnlyUnderAnExecutingRegistration(t *testing.T) {
 
 	// Only a backfill re-processes an event a version completed (issue 14: a DLQ replay of it is a
 	// duplicate, see TestDLQReplayOfACompletedEventIsADuplicate).
-	e.recordJob("job-1", 3, ledger.SourceBackfill)
+	e.recordJob("job-1", 3, jobtype.SourceBackfill)
 	e.register(3, ledger.EffectVersionExecuting, "job-1")
 	e.publish("e1", payload, replay("job-1", 3, false))
 	out := e.processNext(c, cons, consumer.OutcomeCompleted)
@@ -65,7 +66,7 @@ func TestDLQReplayOfACompletedEventIsADuplicate(t *testing.T) {
 
 	// A DLQ job registered as executing, whose target another version completed meanwhile (a
 	// cancelled job's last message, a live copy): the replay is answered from the ledger.
-	e.recordJob("job-dlq", 2, ledger.SourceDLQ)
+	e.recordJob("job-dlq", 2, jobtype.SourceDLQ)
 	e.register(2, ledger.EffectVersionExecuting, "job-dlq")
 	e.publish("e1", payload, replay("job-dlq", 2, false))
 	e.processNext(c, cons, consumer.OutcomeDuplicate)

@@ -32,7 +32,7 @@ func newExecutingCache() executingCache {
 }
 
 // replayAllowed reports whether ev's (job, effect version) is registered as executing, and the
-// job's source kind (ledger.SourceDLQ or ledger.SourceBackfill).
+// job's source kind (jobtype.SourceDLQ or jobtype.SourceBackfill).
 func (c *Consumer) replayAllowed(ctx context.Context, ev Event) (bool, string, error) {
 	key := replayKey{version: ev.EffectVersion, job: ev.JobID}
 	c.executing.mu.Lock()

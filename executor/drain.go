@@ -10,6 +10,7 @@ import (
 
 	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -57,7 +58,7 @@ func Drain(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opt
 		return nil, err
 	}
 	switch {
-	case rec.SourceKind == ledger.SourceBackfill:
+	case rec.SourceKind == jobtype.SourceBackfill:
 		return nil, fmt.Errorf("%w: job %s is a backfill: its stream %s holds the original messages, the system of record, and is never drained",
 			ErrNotDrainable, rec.ID, rec.Stream)
 	case !job.Final(rec.Status):

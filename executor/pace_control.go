@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -25,8 +26,8 @@ type PaceRequest struct {
 
 // PaceResult says what a pace changed.
 type PaceResult struct {
-	JobID  string           `json:"jobId"`
-	Status ledger.JobStatus `json:"status"`
+	JobID  string         `json:"jobId"`
+	Status jobtype.Status `json:"status"`
 	// From and To are the stored pace before and after; a nil field was not set (the run's flags
 	// or defaults were in force).
 	From ledger.JobPace `json:"from"`
@@ -65,7 +66,7 @@ func Pace(ctx context.Context, store *ledger.Store, r PaceRequest) (*PaceResult,
 		return nil, err
 	}
 	changed, err := store.JobsSetPace(ctx, ledger.PaceChange{JobID: r.JobID, Pace: ledger.JobPace{Rate: r.Rate, MaxInFlight: r.MaxInFlight},
-		From: ledger.UnfinishedJobStatuses, Actor: r.Actor, Reason: r.Reason, At: r.Now().UTC()})
+		From: jobtype.Unfinished, Actor: r.Actor, Reason: r.Reason, At: r.Now().UTC()})
 	if errors.Is(err, ledger.ErrJobStatus) {
 		return nil, fmt.Errorf("%w: %w; a completed, cancelled or failed job is final: plan a new job for what is left", job.ErrNotControllable, err)
 	}

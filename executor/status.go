@@ -30,7 +30,7 @@ type StatusReport struct {
 	Ticket         string                 `json:"ticket,omitempty"`
 	EffectVersion  manifest.EffectVersion `json:"effectVersion"`
 	WriteForbidden bool                   `json:"writeForbidden"`
-	// SourceKind is dlq or backfill (ledger.SourceDLQ, ledger.SourceBackfill).
+	// SourceKind is dlq or backfill (jobtype.SourceDLQ, jobtype.SourceBackfill).
 	SourceKind    string   `json:"sourceKind"`
 	ExpectedCalls int64    `json:"expectedExternalCalls"`
 	Counts        Progress `json:"counts"`

@@ -3,27 +3,26 @@
 // (pause, resume, cancel). It never prints; it returns values and typed errors.
 package job
 
-import "github.com/replayctl/replayctl/ledger"
+import "github.com/replayctl/replayctl/jobtype"
 
-// Status is a job's status. The type and its values are the ledger's, since they are its
-// schema's check constraint; job names them for the packages that decide with them, as os does
-// fs.FileMode.
-type Status = ledger.JobStatus
+// Status is a job's status, the leaf package jobtype's (the ledger stores it and imports it from
+// there); job names it and its values for the packages that decide with them.
+type Status = jobtype.Status
 
 // Job statuses, in the order a job moves through them; completed, cancelled and failed are final.
 const (
-	Planned   = ledger.JobPlanned
-	Shadowing = ledger.JobShadowing
-	Shadowed  = ledger.JobShadowed
-	Executing = ledger.JobExecuting
-	Paused    = ledger.JobPaused
-	Completed = ledger.JobCompleted
-	Cancelled = ledger.JobCancelled
-	Failed    = ledger.JobFailed
+	Planned   = jobtype.Planned
+	Shadowing = jobtype.Shadowing
+	Shadowed  = jobtype.Shadowed
+	Executing = jobtype.Executing
+	Paused    = jobtype.Paused
+	Completed = jobtype.Completed
+	Cancelled = jobtype.Cancelled
+	Failed    = jobtype.Failed
 )
 
 // Statuses are every status, in the order a job moves through them.
-var Statuses = []Status{Planned, Shadowing, Shadowed, Executing, Paused, Completed, Cancelled, Failed}
+var Statuses = jobtype.Statuses
 
 // Final reports whether a job in status s is over: no transition leaves it.
 func Final(s Status) bool {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/replayctl/replayctl/job"
-	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/jobtype"
 )
 
 // TestCanTransitionEveryPair lists every move the lifecycle allows; every other pair of statuses
@@ -100,8 +100,8 @@ func TestFinalAndUnfinished(t *testing.T) {
 	}
 	// plan keeps the targets of these jobs out of a new plan; the ledger cannot import this
 	// package, so its list is held to the table here.
-	if !slices.Equal(ledger.UnfinishedJobStatuses, unfinished) {
-		t.Fatalf("ledger.UnfinishedJobStatuses = %v, the table leaves %v unfinished", ledger.UnfinishedJobStatuses, unfinished)
+	if !slices.Equal(jobtype.Unfinished, unfinished) {
+		t.Fatalf("jobtype.Unfinished = %v, the table leaves %v unfinished", jobtype.Unfinished, unfinished)
 	}
 }
 

@@ -41,7 +41,7 @@ select exists (select from effect_versions
 type ExecutingReplay struct {
 	// Executing says the (job, version) is registered as executing.
 	Executing bool
-	// SourceKind is the job's SourceDLQ or SourceBackfill: a DLQ replay is done once any version
+	// SourceKind is the job's jobtype.SourceDLQ or jobtype.SourceBackfill: a DLQ replay is done once any version
 	// settled the event for real, a backfill re-processes events completed under older versions.
 	SourceKind string
 }

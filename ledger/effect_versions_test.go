@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -54,7 +55,7 @@ func TestEffectVersionsIsExecutingOnlyForItsJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Executing != tt.want || got.SourceKind != ledger.SourceDLQ {
+		if got.Executing != tt.want || got.SourceKind != jobtype.SourceDLQ {
 			t.Errorf("%s version %d job %s: executing %v, want %v", tt.consumer, tt.version, tt.job, got, tt.want)
 		}
 	}

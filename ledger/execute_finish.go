@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/jobtype"
 )
 
 // ExecuteEnd is what recording the end of a run changes: the job's targets, its status (by
@@ -63,7 +65,7 @@ func (s *Store) ExecuteGuardStopped(ctx context.Context, e ExecuteEnd) error {
 
 // jobIs is whether job id's status is now status (set by by, when by is not empty): after a lost
 // connection, whether the transaction that sets it committed.
-func (s *Store) jobIs(id string, status JobStatus, by string) func(context.Context) (bool, error) {
+func (s *Store) jobIs(id string, status jobtype.Status, by string) func(context.Context) (bool, error) {
 	return func(ctx context.Context) (bool, error) {
 		job, err := s.JobsGet(ctx, id)
 		if err != nil {

@@ -6,13 +6,15 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/jobtype"
 )
 
 // JobTransition moves a job from one of From to To, recording who did it and why.
 type JobTransition struct {
 	ID     string
-	From   []JobStatus
-	To     JobStatus
+	From   []jobtype.Status
+	To     jobtype.Status
 	Reason string
 	By     string
 }

@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
 func executeStart(jobID string) ledger.ExecuteStart {
 	return ledger.ExecuteStart{JobID: jobID, Consumer: "billing",
-		Transition: ledger.JobTransition{ID: jobID, From: []ledger.JobStatus{ledger.JobShadowed}, To: ledger.JobExecuting, Reason: "started by alice", By: "alice"},
+		Transition: ledger.JobTransition{ID: jobID, From: []jobtype.Status{jobtype.Shadowed}, To: jobtype.Executing, Reason: "started by alice", By: "alice"},
 		Actor:      "alice", EffectVersion: 2, HashAlgorithm: execAlg,
 		Audit: ledger.AuditEntry{At: time.Now().UTC(), Actor: "alice", JobID: jobID, Action: "execute.started"}}
 }
@@ -35,7 +36,7 @@ func TestExecuteStartIsAllOrNothing(t *testing.T) {
 	}
 
 	st := executeStart("job-a")
-	st.Transition.From = []ledger.JobStatus{ledger.JobPaused}
+	st.Transition.From = []jobtype.Status{jobtype.Paused}
 	if err := store.ExecuteStart(ctx, st); !errors.Is(err, ledger.ErrJobStatus) {
 		t.Fatalf("from a status the job is not in: %v, want ErrJobStatus", err)
 	}
@@ -52,7 +53,7 @@ func TestExecuteStartIsAllOrNothing(t *testing.T) {
 	execSQL(t, store, `update jobs set status = 'paused' where id = 'job-b'`)
 	err := store.ExecuteStart(ctx, executeStart("job-a"))
 	busy, ok := errors.AsType[*ledger.ConsumerBusyError](err)
-	if !ok || !errors.Is(err, ledger.ErrConsumerBusy) || busy.Other.ID != "job-b" || busy.Other.Status != ledger.JobPaused {
+	if !ok || !errors.Is(err, ledger.ErrConsumerBusy) || busy.Other.ID != "job-b" || busy.Other.Status != jobtype.Paused {
 		t.Fatalf("another job of the consumer paused: %v, want a *ConsumerBusyError naming job-b", err)
 	}
 	execSQL(t, store, `update jobs set status = 'shadowed' where id = 'job-b'`)

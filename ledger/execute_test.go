@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -332,7 +333,7 @@ func planJob(t *testing.T, store *ledger.Store, id string, eventIDs []string) {
 	if _, err := session.ScanCopy(ctx, pgx.CopyFromRows(scan)); err != nil {
 		t.Fatal(err)
 	}
-	if err := session.Classify(ctx, "billing", ledger.SourceDLQ, 2, []string{execAlg}, 400*24*time.Hour, 0, ledger.ScanRepeats{}); err != nil {
+	if err := session.Classify(ctx, "billing", jobtype.SourceDLQ, 2, []string{execAlg}, 400*24*time.Hour, 0, ledger.ScanRepeats{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := session.RecordTargets(ctx, id); err != nil {
@@ -472,7 +473,7 @@ func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
 	if before.StatusReason != "" || before.StatusBy != "" || !before.StatusAt.IsZero() || before.RunState != nil || !before.RunStateAt.IsZero() {
 		t.Fatalf("a new job reads %+v, want no transition and no run state", before)
 	}
-	err = ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"planned", "shadowed"},
+	err = ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-t", From: []jobtype.Status{"planned", "shadowed"},
 		To: "paused", Reason: "error rate 12% above 5%", By: "guard"})
 	if err != nil {
 		t.Fatal(err)
@@ -486,18 +487,18 @@ func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
 		t.Fatalf("after the transition: %+v", job)
 	}
 
-	err = ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"executing"}, To: "completed", Reason: "done", By: "bob"})
+	err = ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-t", From: []jobtype.Status{"executing"}, To: "completed", Reason: "done", By: "bob"})
 	if !errors.Is(err, ledger.ErrJobStatus) || !strings.Contains(err.Error(), "job job-t is paused") {
 		t.Fatalf("err = %v, want ErrJobStatus naming the status", err)
 	}
 	if job, _ := store.JobsGet(ctx, "job-t"); job.StatusReason != "error rate 12% above 5%" || job.StatusBy != "guard" {
 		t.Fatalf("a refused transition rewrote the record: %+v", job)
 	}
-	err = ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-none", From: []ledger.JobStatus{"paused"}, To: "executing"})
+	err = ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-none", From: []jobtype.Status{"paused"}, To: "executing"})
 	if !errors.Is(err, ledger.ErrJobNotFound) {
 		t.Fatalf("err = %v, want ErrJobNotFound", err)
 	}
-	if err := ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-t", From: []ledger.JobStatus{"paused"}, To: "executing", By: "bob"}); err != nil {
+	if err := ledger.JobsTransition(ctx, store.Pool(), ledger.JobTransition{ID: "job-t", From: []jobtype.Status{"paused"}, To: "executing", By: "bob"}); err != nil {
 		t.Fatal(err)
 	}
 	if job, _ := store.JobsGet(ctx, "job-t"); job.StatusReason != "" || job.StatusBy != "bob" {
@@ -534,7 +535,7 @@ func TestJobsActiveForConsumerListsOtherRunningJobsOldestFirst(t *testing.T) {
 	base := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	for i, j := range []struct {
 		id, consumer string
-		status       ledger.JobStatus
+		status       jobtype.Status
 	}{
 		{"job-3", "billing", "paused"}, {"job-1", "billing", "executing"}, {"job-self", "billing", "executing"},
 		{"job-2", "billing", "planned"}, {"job-4", "billing", "completed"}, {"job-5", "refunds", "executing"},

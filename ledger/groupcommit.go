@@ -12,7 +12,7 @@ import (
 )
 
 // Group commit: PostgreSQL here commits about 5,000 one-row transactions a second but 87,000 rows
-// a second in batched ones (docs/benchmarks.md, "Why the consumer does not scale with handlers"),
+// a second in batched ones (docs/benchmarks-history.md, "Why the consumer does not scale with handlers"),
 // so the SDK's keyed row updates from concurrent handlers are sent as one statement per kind
 // (unnest of array parameters), each caller answered with its own row's result.
 //

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -85,7 +86,7 @@ func TestJobsSetPaceAuditsBeforeAndAfterAndRefusesFinishedJobs(t *testing.T) {
 	}
 	rate, inFlight := 5.0, 7
 	got, err := store.JobsSetPace(ctx, ledger.PaceChange{JobID: "job-p", Pace: ledger.JobPace{Rate: &rate},
-		From: ledger.UnfinishedJobStatuses, Actor: "erin", Reason: "slow down"})
+		From: jobtype.Unfinished, Actor: "erin", Reason: "slow down"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func TestJobsSetPaceAuditsBeforeAndAfterAndRefusesFinishedJobs(t *testing.T) {
 		t.Fatalf("first pace %+v", got)
 	}
 	got, err = store.JobsSetPace(ctx, ledger.PaceChange{JobID: "job-p", Pace: ledger.JobPace{MaxInFlight: &inFlight},
-		From: ledger.UnfinishedJobStatuses, Actor: "erin"})
+		From: jobtype.Unfinished, Actor: "erin"})
 	if err != nil || *got.Before.Rate != 5 || *got.After.Rate != 5 || *got.After.MaxInFlight != 7 {
 		t.Fatalf("second pace %+v, %v: the rate must keep its value", got, err)
 	}
@@ -110,11 +111,11 @@ func TestJobsSetPaceAuditsBeforeAndAfterAndRefusesFinishedJobs(t *testing.T) {
 	if _, err := store.Pool().Exec(ctx, `update jobs set status = 'completed' where id = 'job-p'`); err != nil {
 		t.Fatal(err)
 	}
-	_, err = store.JobsSetPace(ctx, ledger.PaceChange{JobID: "job-p", Pace: ledger.JobPace{Rate: &rate}, From: ledger.UnfinishedJobStatuses, Actor: "erin"})
+	_, err = store.JobsSetPace(ctx, ledger.PaceChange{JobID: "job-p", Pace: ledger.JobPace{Rate: &rate}, From: jobtype.Unfinished, Actor: "erin"})
 	if !errors.Is(err, ledger.ErrJobStatus) {
 		t.Fatalf("pace of a completed job: %v, want ErrJobStatus", err)
 	}
-	if _, err := store.JobsSetPace(ctx, ledger.PaceChange{JobID: "job-none", Pace: ledger.JobPace{Rate: &rate}, From: ledger.UnfinishedJobStatuses}); !errors.Is(err, ledger.ErrJobNotFound) {
+	if _, err := store.JobsSetPace(ctx, ledger.PaceChange{JobID: "job-none", Pace: ledger.JobPace{Rate: &rate}, From: jobtype.Unfinished}); !errors.Is(err, ledger.ErrJobNotFound) {
 		t.Fatalf("pace of no job: %v, want ErrJobNotFound", err)
 	}
 	if n := queryInt(t, store, `select count(*) from audit where job_id = 'job-p'`); n != 2 {

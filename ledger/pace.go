@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/jobtype"
 )
 
 // PaceChange is a change of a job's pace by an operator: nil fields keep their value.
@@ -15,7 +17,7 @@ type PaceChange struct {
 	JobID string
 	Pace  JobPace
 	// From are the statuses the job may be in; another is refused with ErrJobStatus.
-	From   []JobStatus
+	From   []jobtype.Status
 	Actor  string
 	Reason string
 	At     time.Time
@@ -23,7 +25,7 @@ type PaceChange struct {
 
 // PaceChanged is what JobsSetPace did: the pace before and after, and the job's status.
 type PaceChanged struct {
-	Status         JobStatus
+	Status         jobtype.Status
 	ManifestDigest string
 	Before, After  JobPace
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/replayctl/replayctl/jobtype"
 )
 
 // Target classes a plan assigns to each distinct event ID of the scan.
@@ -30,16 +32,6 @@ const (
 	// ClassEvidenceReconciled: evidence_expired until the consumer's look-up said the effect
 	// happened; recorded reconciled, kept out.
 	ClassEvidenceReconciled = "evidence_reconciled"
-)
-
-// Source kinds of a plan (docs/contract.md, "Source kinds").
-const (
-	// SourceDLQ is a stream of dead-lettered messages: its targets are events with no completed
-	// row under any version.
-	SourceDLQ = "dlq"
-	// SourceBackfill is a retained stream of original messages: its targets are events completed
-	// under an older version than the job's.
-	SourceBackfill = "backfill"
 )
 
 // PlanScanColumns are the columns, in order, of each row a plan copies in with PlanSession.ScanCopy.
@@ -386,8 +378,8 @@ func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (in
 }
 
 // Classify joins the scan against the consumer's ledger rows and unfinished jobs and classifies
-// each event ID for a replay to targetVersion from a source of sourceKind (SourceDLQ or
-// SourceBackfill); maxTargets > 0 keeps only the oldest maxTargets targets. hashAlgorithms name
+// each event ID for a replay to targetVersion from a source of sourceKind (jobtype.SourceDLQ or
+// jobtype.SourceBackfill); maxTargets > 0 keeps only the oldest maxTargets targets. hashAlgorithms name
 // the scan rows' fingerprints, in order: a ledger row is compared with the fingerprint under its
 // own algorithm, and a row under any other algorithm is a conflict.
 //
@@ -403,7 +395,7 @@ func (p *PlanSession) Classify(ctx context.Context, consumer, sourceKind string,
 	// from its size, and the classification's plan (hash joins against effects and job_targets) was
 	// the same with and without `analyze plan_first (event_id)`, which cost 36-39 ms of a
 	// 20,000-message plan (docs/benchmarks.md, issue 17).
-	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithms, evidenceWindow.Milliseconds(), sourceKind, UnfinishedJobStatuses); err != nil {
+	if _, err := p.tx.Exec(ctx, planEventsClassify, consumer, targetVersion, hashAlgorithms, evidenceWindow.Milliseconds(), sourceKind, jobtype.Unfinished); err != nil {
 		return fmt.Errorf("plan: join scan with the ledger of consumer %q: %w", consumer, err)
 	}
 	if maxTargets > 0 {

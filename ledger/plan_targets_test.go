@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -33,7 +34,7 @@ func TestRecordTargetsReturnsTheTargetsInByteOrder(t *testing.T) {
 	if _, err := session.ScanCopy(ctx, pgx.CopyFromRows(scan)); err != nil {
 		t.Fatal(err)
 	}
-	if err := session.Classify(ctx, "billing", ledger.SourceDLQ, 2, []string{execAlg}, 400*24*time.Hour, 0, ledger.ScanRepeats{Known: true}); err != nil {
+	if err := session.Classify(ctx, "billing", jobtype.SourceDLQ, 2, []string{execAlg}, 400*24*time.Hour, 0, ledger.ScanRepeats{Known: true}); err != nil {
 		t.Fatal(err)
 	}
 	ids, digest, err := session.RecordTargets(ctx, "job-order")

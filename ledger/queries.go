@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/replayctl/replayctl/jobtype"
 )
 
 // Querier is what the package-level queries need: pgx.Tx, *pgxpool.Pool and *pgxpool.Conn all
@@ -47,12 +49,12 @@ func (s *Store) EffectVersionsMaxKnown(ctx context.Context, consumer string) (in
 type Job struct {
 	ID                string
 	Consumer          string
-	Status            JobStatus
+	Status            jobtype.Status
 	ManifestDigest    string
 	EffectVersionFrom int
 	EffectVersionTo   int
 	WriteForbidden    bool
-	// SourceKind is SourceDLQ or SourceBackfill; an empty one is recorded as SourceDLQ.
+	// SourceKind is jobtype.SourceDLQ or jobtype.SourceBackfill; an empty one is recorded as jobtype.SourceDLQ.
 	SourceKind            string
 	Reason                string
 	Ticket                string

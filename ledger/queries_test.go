@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -65,7 +66,7 @@ func sampleJob(id string) ledger.Job {
 		EffectVersionFrom: 1, EffectVersionTo: 2, WriteForbidden: true,
 		Reason: "replay timeouts after the INC-42 fix", Ticket: "INC-42", Stream: "DLQ_BILLING",
 		StreamLastSeq: 1234, Targets: 3, ExpectedExternalCalls: 6, LedgerStateDigest: "sha256:def",
-		CreatedBy: "alice", CreatedAt: time.Date(2025, 3, 4, 5, 6, 7, 123456000, time.UTC), SourceKind: ledger.SourceDLQ,
+		CreatedBy: "alice", CreatedAt: time.Date(2025, 3, 4, 5, 6, 7, 123456000, time.UTC), SourceKind: jobtype.SourceDLQ,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -97,7 +98,7 @@ func TestEffectsReconcileApplySettlesRowsTargetsAndAuditTogether(t *testing.T) {
 		where consumer = 'billing' and event_id = 'u-0'`); err != nil {
 		t.Fatal(err)
 	}
-	if err := ledger.JobsInsert(ctx, store.Pool(), ledger.Job{ID: "job-1", Consumer: "billing", Status: ledger.JobCompleted,
+	if err := ledger.JobsInsert(ctx, store.Pool(), ledger.Job{ID: "job-1", Consumer: "billing", Status: jobtype.Completed,
 		ManifestDigest: "sha256:dd", EffectVersionFrom: 0, EffectVersionTo: 1, Reason: "test", Stream: "DLQ",
 		LedgerStateDigest: "sha256:ee", CreatedBy: "alice"}); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,11 @@
 // It does no I/O beyond reading and writing the manifest file.
 package manifest
 
-import "time"
+import (
+	"time"
+
+	"github.com/replayctl/replayctl/jobtype"
+)
 
 // APIVersion is the only manifest schema this build reads and writes.
 const APIVersion = "replayctl/v1"
@@ -41,10 +45,10 @@ type Manifest struct {
 const (
 	// SourceDLQ is a stream of dead-lettered messages carrying the DLQ headers; targets are
 	// events with no completed row under any version. A manifest without source.kind is one.
-	SourceDLQ = "dlq"
+	SourceDLQ = jobtype.SourceDLQ
 	// SourceBackfill is a retained stream of original messages; each replays to its own subject,
 	// and targets are events completed under an older version than the job's.
-	SourceBackfill = "backfill"
+	SourceBackfill = jobtype.SourceBackfill
 )
 
 // Source is the scan boundary the targets were chosen from.

@@ -18,6 +18,7 @@ import (
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
@@ -256,8 +257,8 @@ func TestPlanBoundary(t *testing.T) {
 
 func cancelJob(t testing.TB, f *fixture, id string) {
 	t.Helper()
-	err := ledger.JobsTransition(f.ctx, f.db, ledger.JobTransition{ID: id, From: ledger.UnfinishedJobStatuses,
-		To: ledger.JobCancelled, Reason: "test: plan the next case on its own", By: "alice"})
+	err := ledger.JobsTransition(f.ctx, f.db, ledger.JobTransition{ID: id, From: jobtype.Unfinished,
+		To: jobtype.Cancelled, Reason: "test: plan the next case on its own", By: "alice"})
 	if err != nil {
 		t.Fatal(err)
 	}

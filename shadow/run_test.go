@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/shadow"
@@ -391,7 +392,7 @@ func TestShadowRefusesAManifestThatIsNotItsJob(t *testing.T) {
 		})
 	}
 	t.Run("job already executing", func(t *testing.T) {
-		if err := ledger.JobsTransition(f.ctx, f.db, ledger.JobTransition{ID: m.ID, From: []ledger.JobStatus{"planned"}, To: "executing"}); err != nil {
+		if err := ledger.JobsTransition(f.ctx, f.db, ledger.JobTransition{ID: m.ID, From: []jobtype.Status{"planned"}, To: "executing"}); err != nil {
 			t.Fatal(err)
 		}
 		_, err := f.run(f.options(m, nil))

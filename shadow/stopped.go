@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -17,7 +18,7 @@ const returnTimeout = 10 * time.Second
 // stoppedAndReturned is stopped, after moving the job back from shadowing to prev, audited: a
 // job left "shadowing" with nothing running reads as a run in progress forever. A run that lost
 // its lock leaves the job alone, since another run may be shadowing it now.
-func stoppedAndReturned(ctx context.Context, store *ledger.Store, opts *Options, r *Report, prev ledger.JobStatus, err error) error {
+func stoppedAndReturned(ctx context.Context, store *ledger.Store, opts *Options, r *Report, prev jobtype.Status, err error) error {
 	err = stopped(ctx, r.JobID, err)
 	if errors.Is(context.Cause(ctx), ledger.ErrLockLost) {
 		return err

@@ -86,7 +86,7 @@ func (p *Provider) SendReceipt(ctx context.Context, customer, orderID string) (s
 // counts it and returns its reference, then FailAfter may fail its answer. store runs outside
 // the lock: held across a database commit, the lock let one charge at a time through for every
 // handler of the process, which capped the whole consumer at the commit rate of one connection
-// (docs/benchmarks.md, "What held the consumer back").
+// (docs/benchmarks-history.md, "What held the consumer back").
 func (p *Provider) call(ctx context.Context, kind, orderID string, store func(context.Context) error, took func() string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -21,8 +22,8 @@ func jobsWorld(t *testing.T) (*execWorld, string) {
 		t.Fatalf("execute: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, j := range []ledger.Job{
-		{ID: "job-cli-jobs-shipping", Consumer: "shipping", Status: ledger.JobExecuting, CreatedAt: fixedNow.Add(-24 * time.Hour)},
-		{ID: "job-cli-jobs-old", Consumer: "billing", Status: ledger.JobCancelled, CreatedAt: fixedNow.Add(-5 * 24 * time.Hour)},
+		{ID: "job-cli-jobs-shipping", Consumer: "shipping", Status: jobtype.Executing, CreatedAt: fixedNow.Add(-24 * time.Hour)},
+		{ID: "job-cli-jobs-old", Consumer: "billing", Status: jobtype.Cancelled, CreatedAt: fixedNow.Add(-5 * 24 * time.Hour)},
 	} {
 		j.ManifestDigest, j.EffectVersionFrom, j.EffectVersionTo = "sha256:x", 3, 4
 		j.Reason, j.Stream, j.Targets, j.LedgerStateDigest, j.CreatedBy = "planned by hand", "DLQ", 2, "sha256:y", "bob"
@@ -31,7 +32,7 @@ func jobsWorld(t *testing.T) (*execWorld, string) {
 		}
 	}
 	if err := ledger.JobsTransition(w.Ctx, w.DB, ledger.JobTransition{ID: "job-cli-jobs-shipping",
-		From: []ledger.JobStatus{ledger.JobExecuting}, To: ledger.JobPaused, By: "carol",
+		From: []jobtype.Status{jobtype.Executing}, To: jobtype.Paused, By: "carol",
 		Reason: "shipping provider rate-limits us; " + strings.Repeat("a long story ", 20)}); err != nil {
 		t.Fatal(err)
 	}

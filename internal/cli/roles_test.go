@@ -13,6 +13,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -78,7 +79,7 @@ func TestLeastPrivilegeRolesRunTheirCommandsAndAreRefusedTheRest(t *testing.T) {
 				r.args, r.role, code, ExitUsage, stdout, stderr)
 		}
 	}
-	if s := w.JobStatus(m.ID); s != ledger.JobCompleted {
+	if s := w.JobStatus(m.ID); s != jobtype.Completed {
 		t.Errorf("job %s after the refused commands, want completed", s)
 	}
 

@@ -21,6 +21,7 @@ import (
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
@@ -362,7 +363,7 @@ func (e *Env) StreamMessages() uint64 {
 }
 
 // JobStatus is job id's status in the ledger.
-func (e *Env) JobStatus(id string) ledger.JobStatus {
+func (e *Env) JobStatus(id string) jobtype.Status {
 	e.T.Helper()
 	job, err := e.Store.JobsGet(e.Ctx, id)
 	if err != nil {
