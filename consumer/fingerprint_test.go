@@ -34,7 +34,7 @@ var volatileOptions = fingerprint.Options{Exclude: []string{"sentAt", "trace.*"}
 // importRow stands in for a row an older SDK (or another instance) wrote for e1 under version 1.
 func (e *env) importRow(state, hash, alg string) {
 	e.t.Helper()
-	if _, err := e.store.EffectsImport(e.ctx, []ledger.Effect{{Consumer: consumerName, EventID: "e1", EffectVersion: 1,
+	if _, err := e.store.EffectsImport(e.ctx, []ledger.EffectRow{{Consumer: consumerName, EventID: "e1", EffectVersion: 1,
 		State: state, RequestHash: hash, RequestHashAlg: alg}}); err != nil {
 		e.t.Fatal(err)
 	}

@@ -21,13 +21,13 @@ func TestAnExpiredEventTheLookupSaysDidNotHappenIsReplayedOnce(t *testing.T) {
 	e.Seed(3)
 	verdicts := map[string]string{exectest.EventID(0): protocol.VerdictHappened, exectest.EventID(1): protocol.VerdictNotHappened,
 		exectest.EventID(2): protocol.VerdictUnknown}
-	var rows []ledger.Effect
+	var rows []ledger.EffectRow
 	for i := range 3 {
 		data, err := json.Marshal(exectest.Order(i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows = append(rows, ledger.Effect{Consumer: exectest.Consumer, EventID: exectest.EventID(i), EffectVersion: 1, State: "completed",
+		rows = append(rows, ledger.EffectRow{Consumer: exectest.Consumer, EventID: exectest.EventID(i), EffectVersion: 1, State: "completed",
 			RequestHash: fingerprint.Payload(data), RequestHashAlg: fingerprint.Algorithm, EffectCount: 2})
 	}
 	if _, err := e.Store.EffectsImport(e.Ctx, rows); err != nil {

@@ -20,7 +20,7 @@ import (
 func TestRetryRoundSkipsTargetsTheLedgerHasAndFailsOnlyTheRefusedOne(t *testing.T) {
 	e := exectest.New(t, exectest.Options{})
 	const jobID, version = "job-retry-round", 2
-	_, err := e.Store.EffectsImport(e.Ctx, []ledger.Effect{{Consumer: exectest.Consumer, EventID: "evt-landed", EffectVersion: version,
+	_, err := e.Store.EffectsImport(e.Ctx, []ledger.EffectRow{{Consumer: exectest.Consumer, EventID: "evt-landed", EffectVersion: version,
 		State: "completed", RequestHash: "sha256:00", RequestHashAlg: fingerprint.Algorithm, JobID: jobID}})
 	if err != nil {
 		t.Fatal(err)

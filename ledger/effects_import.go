@@ -2,37 +2,23 @@ package ledger
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Effect is one ledger row as imported in bulk (a backfill of an existing service's history, the
-// demo and tests). Live consumers write rows through the consumer SDK instead.
-type Effect struct {
-	Consumer       string
-	EventID        string
-	EffectVersion  int
-	State          string
-	RequestHash    string
-	RequestHashAlg string
-	ResultHash     string
-	ResultBody     json.RawMessage
-	EffectCount    int
-	LeaseOwner     string
-	LeaseExpiresAt *time.Time
-	JobID          string
-}
-
+// EffectsImport takes EffectRow, the type every read of an effects row returns: a bulk import
+// (a backfill of an existing service's history, the demo and tests) writes the columns below and
+// leaves the rest to their defaults. Live consumers write rows through the consumer SDK instead.
 var effectsImportColumns = []string{
 	"consumer", "event_id", "effect_version", "state", "request_hash", "request_hash_alg",
 	"result_hash", "result_body", "effect_count", "lease_owner", "lease_expires_at", "job_id",
 }
 
-// EffectsImport copies rows into the effects table with one COPY.
-func (s *Store) EffectsImport(ctx context.Context, rows []Effect) (int64, error) {
+// EffectsImport copies rows into the effects table with one COPY: the columns of
+// effectsImportColumns; the lease's liveness, dates and counters an EffectRow also carries are
+// the database's.
+func (s *Store) EffectsImport(ctx context.Context, rows []EffectRow) (int64, error) {
 	n, err := s.pool.CopyFrom(ctx, pgx.Identifier{"effects"}, effectsImportColumns, pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 		e := rows[i]
 		var body any

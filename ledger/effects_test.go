@@ -281,12 +281,12 @@ func TestEffectsMarkUncertainKeepsTheEvidence(t *testing.T) {
 
 func TestEffectsForEventReadsEveryVersionInOrder(t *testing.T) {
 	store := pgtest.Ledger(t)
-	var rows []ledger.Effect
+	var rows []ledger.EffectRow
 	for _, v := range []int{3, 1, 2} {
-		rows = append(rows, ledger.Effect{Consumer: "billing", EventID: "evt-1", EffectVersion: v, State: "received",
+		rows = append(rows, ledger.EffectRow{Consumer: "billing", EventID: "evt-1", EffectVersion: v, State: "received",
 			RequestHash: "sha256:1", RequestHashAlg: "canonical-json-v1", JobID: map[int]string{1: "", 2: "job-2", 3: "job-3"}[v]})
 	}
-	rows = append(rows, ledger.Effect{Consumer: "billing", EventID: "evt-2", EffectVersion: 1, State: "received",
+	rows = append(rows, ledger.EffectRow{Consumer: "billing", EventID: "evt-2", EffectVersion: 1, State: "received",
 		RequestHash: "sha256:1", RequestHashAlg: "canonical-json-v1"})
 	if _, err := store.EffectsImport(t.Context(), rows); err != nil {
 		t.Fatal(err)

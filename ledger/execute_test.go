@@ -21,12 +21,12 @@ const execAlg = "canonical-json-v1"
 
 // execEffect is a billing row of eventID under version, fingerprinted "sha256:<eventID>" as the
 // plans in these tests fingerprint their payloads.
-func execEffect(eventID string, version int, state, jobID string) ledger.Effect {
-	return ledger.Effect{Consumer: "billing", EventID: eventID, EffectVersion: version, State: state,
+func execEffect(eventID string, version int, state, jobID string) ledger.EffectRow {
+	return ledger.EffectRow{Consumer: "billing", EventID: eventID, EffectVersion: version, State: state,
 		RequestHash: "sha256:" + eventID, RequestHashAlg: execAlg, JobID: jobID}
 }
 
-func execImport(t *testing.T, store *ledger.Store, rows ...ledger.Effect) {
+func execImport(t *testing.T, store *ledger.Store, rows ...ledger.EffectRow) {
 	t.Helper()
 	if _, err := store.EffectsImport(t.Context(), rows); err != nil {
 		t.Fatal(err)
@@ -91,7 +91,7 @@ func TestJobTargetsPageToPublishLeavesOutTargetsWithARowUnderTheVersion(t *testi
 	execImport(t, store,
 		execEffect("f", 2, "processing", "job-x"), // under the version: the consumer has it
 		execEffect("g", 1, "completed", ""),       // an older version does not count
-		ledger.Effect{Consumer: "refunds", EventID: "h", EffectVersion: 2, State: "completed", RequestHash: "x", RequestHashAlg: execAlg},
+		ledger.EffectRow{Consumer: "refunds", EventID: "h", EffectVersion: 2, State: "completed", RequestHash: "x", RequestHashAlg: execAlg},
 	)
 
 	page := func(after uint64, limit int) []string {
@@ -231,7 +231,7 @@ func TestJobTargetsDriftReportsEachKind(t *testing.T) {
 	}
 
 	live, lapsed := time.Now().Add(time.Minute), time.Now().Add(-time.Second)
-	lease := func(e ledger.Effect, until time.Time) ledger.Effect {
+	lease := func(e ledger.EffectRow, until time.Time) ledger.EffectRow {
 		e.LeaseOwner, e.LeaseExpiresAt = "host-1", &until
 		return e
 	}
@@ -249,7 +249,7 @@ func TestJobTargetsDriftReportsEachKind(t *testing.T) {
 		execEffect("own-version-foreign", 2, "completed", ""),
 		lease(execEffect("latest-wins", 3, "processing", "job-other"), live),
 		execEffect("settled", 1, "completed", ""),
-		ledger.Effect{Consumer: "refunds", EventID: "unchanged", EffectVersion: 1, State: "completed", RequestHash: "x", RequestHashAlg: execAlg},
+		ledger.EffectRow{Consumer: "refunds", EventID: "unchanged", EffectVersion: 1, State: "completed", RequestHash: "x", RequestHashAlg: execAlg},
 	)
 	execSQL(t, store, `update effects set state = 'uncertain' where event_id = 'uncertain'`)
 	execSQL(t, store, `update effects set state = 'expired', final_state = state where event_id = 'expired'`)
@@ -373,7 +373,7 @@ func execJobRows(t *testing.T, store *ledger.Store) {
 		execEffect("noise-job", 2, "completed", "job-other"),
 		execEffect("noise-job2", 2, "uncertain", "job-other"),
 		execEffect("noise-version", 1, "uncertain", "job-c"),
-		ledger.Effect{Consumer: "refunds", EventID: "noise-consumer", EffectVersion: 2, State: "completed",
+		ledger.EffectRow{Consumer: "refunds", EventID: "noise-consumer", EffectVersion: 2, State: "completed",
 			RequestHash: "x", RequestHashAlg: execAlg, JobID: "job-c"},
 	)
 	execOutcome(t, store, "ok", 2, "job-c", "", 2, 2, "")
@@ -645,7 +645,7 @@ func TestEffectVersionsHighestOutsideJobIgnoresOnlyTheJobsOwn(t *testing.T) {
 	}
 	execImport(t, store, execEffect("a", 1, "completed", ""), execEffect("a", 3, "completed", "job-h"),
 		execEffect("b", 3, "processing", "job-h"),
-		ledger.Effect{Consumer: "refunds", EventID: "a", EffectVersion: 9, State: "completed", RequestHash: "x", RequestHashAlg: execAlg})
+		ledger.EffectRow{Consumer: "refunds", EventID: "a", EffectVersion: 9, State: "completed", RequestHash: "x", RequestHashAlg: execAlg})
 	if v := highest(); v != 1 {
 		t.Fatalf("with the job's own registration and rows: %d, want 1", v)
 	}

@@ -28,11 +28,11 @@ func TestEffectVersionsMaxKnown(t *testing.T) {
 		t.Fatalf("empty ledger: %d, want 0", v)
 	}
 
-	effect := func(consumer, eventID string, version int) ledger.Effect {
-		return ledger.Effect{Consumer: consumer, EventID: eventID, EffectVersion: version, State: "completed",
+	effect := func(consumer, eventID string, version int) ledger.EffectRow {
+		return ledger.EffectRow{Consumer: consumer, EventID: eventID, EffectVersion: version, State: "completed",
 			RequestHash: "sha256:00", RequestHashAlg: "canonical-json-v1"}
 	}
-	if _, err := store.EffectsImport(ctx, []ledger.Effect{
+	if _, err := store.EffectsImport(ctx, []ledger.EffectRow{
 		effect("billing", "e1", 1), effect("billing", "e1", 3), effect("billing", "e2", 2), effect("refunds", "e1", 9),
 	}); err != nil {
 		t.Fatal(err)
@@ -52,7 +52,7 @@ func TestEffectVersionsMaxKnown(t *testing.T) {
 		}
 	}
 
-	if _, err := store.EffectsImport(ctx, []ledger.Effect{effect("billing", "e3", 7)}); err != nil {
+	if _, err := store.EffectsImport(ctx, []ledger.EffectRow{effect("billing", "e3", 7)}); err != nil {
 		t.Fatal(err)
 	}
 	if v := maxKnown("billing"); v != 7 {

@@ -16,14 +16,14 @@ import (
 // rows reconcile must never list (another state, another consumer).
 func seedReconcileRows(t *testing.T, store *ledger.Store, n int) {
 	t.Helper()
-	var rows []ledger.Effect
+	var rows []ledger.EffectRow
 	for i := range n {
-		rows = append(rows, ledger.Effect{Consumer: "billing", EventID: fmt.Sprintf("u-%d", i), EffectVersion: 1, State: "uncertain",
+		rows = append(rows, ledger.EffectRow{Consumer: "billing", EventID: fmt.Sprintf("u-%d", i), EffectVersion: 1, State: "uncertain",
 			RequestHash: "sha256:aa", RequestHashAlg: "canonical-json-v1"})
 	}
 	rows = append(rows,
-		ledger.Effect{Consumer: "billing", EventID: "done", EffectVersion: 1, State: "completed", RequestHash: "sha256:aa", RequestHashAlg: "canonical-json-v1"},
-		ledger.Effect{Consumer: "mailer", EventID: "u-0", EffectVersion: 1, State: "uncertain", RequestHash: "sha256:aa", RequestHashAlg: "canonical-json-v1"},
+		ledger.EffectRow{Consumer: "billing", EventID: "done", EffectVersion: 1, State: "completed", RequestHash: "sha256:aa", RequestHashAlg: "canonical-json-v1"},
+		ledger.EffectRow{Consumer: "mailer", EventID: "u-0", EffectVersion: 1, State: "uncertain", RequestHash: "sha256:aa", RequestHashAlg: "canonical-json-v1"},
 	)
 	if _, err := store.EffectsImport(t.Context(), rows); err != nil {
 		t.Fatal(err)
@@ -62,7 +62,7 @@ func TestEffectsUncertainPageListsOneConsumersUncertainRowsInKeysetPages(t *test
 	store := pgtest.Ledger(t)
 	seedReconcileRows(t, store, 5)
 	// The same event uncertain under a second version, written by a job: listed after version 1.
-	if _, err := store.EffectsImport(t.Context(), []ledger.Effect{{Consumer: "billing", EventID: "u-1", EffectVersion: 2,
+	if _, err := store.EffectsImport(t.Context(), []ledger.EffectRow{{Consumer: "billing", EventID: "u-1", EffectVersion: 2,
 		State: "uncertain", RequestHash: "sha256:aa", RequestHashAlg: "canonical-json-v1", JobID: "job-1"}}); err != nil {
 		t.Fatal(err)
 	}

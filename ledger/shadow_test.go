@@ -114,15 +114,15 @@ func TestJobTargetsPageBySeqWalksTheJobInStreamOrder(t *testing.T) {
 func TestEffectsOriginalsPicksTheLatestComparableResult(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
-	row := func(consumer, eventID string, version int, state, hash, body string, count int) ledger.Effect {
-		e := ledger.Effect{Consumer: consumer, EventID: eventID, EffectVersion: version, State: state,
+	row := func(consumer, eventID string, version int, state, hash, body string, count int) ledger.EffectRow {
+		e := ledger.EffectRow{Consumer: consumer, EventID: eventID, EffectVersion: version, State: state,
 			RequestHash: "sha256:req", RequestHashAlg: "canonical-json-v1", ResultHash: hash, EffectCount: count}
 		if body != "" {
 			e.ResultBody = json.RawMessage(body)
 		}
 		return e
 	}
-	if _, err := store.EffectsImport(ctx, []ledger.Effect{
+	if _, err := store.EffectsImport(ctx, []ledger.EffectRow{
 		row("billing", "a", 1, "completed", "sha256:a1", `{"v": 1}`, 1),
 		row("billing", "a", 2, "reconciled", "sha256:a2", `{"v": 2}`, 2),
 		row("billing", "a", 3, "completed", "sha256:a3", `{"v": 3}`, 3), // the target version: not an original

@@ -19,7 +19,7 @@ func TestWindowRecountCost(t *testing.T) {
 	}
 	store := pgtest.Ledger(t)
 	const n = 200_000
-	rows := make([]ledger.Effect, 0, 10_000)
+	rows := make([]ledger.EffectRow, 0, 10_000)
 	for i := range n {
 		state := "completed"
 		if i%10 == 0 {

@@ -30,8 +30,8 @@ func TestPlanComparesEachRowUnderItsOwnAlgorithm(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	row := func(eventID, hash, alg string) ledger.Effect {
-		return ledger.Effect{Consumer: "billing", EventID: eventID, EffectVersion: 1, State: "completed",
+	row := func(eventID, hash, alg string) ledger.EffectRow {
+		return ledger.EffectRow{Consumer: "billing", EventID: eventID, EffectVersion: 1, State: "completed",
 			RequestHash: hash, RequestHashAlg: alg, EffectCount: 1}
 	}
 	v1 := fingerprint.Payload
@@ -45,7 +45,7 @@ func TestPlanComparesEachRowUnderItsOwnAlgorithm(t *testing.T) {
 	f.dlq("dlq.billing", "source-conflict", "timeout", `{"n":7,"sentAt":"02:00"}`)
 	f.dlq("dlq.billing", "source-conflict", "timeout", `{"n":70,"sentAt":"02:00"}`)
 	unknown := fingerprint.V2Prefix + "00000000"
-	if _, err := f.store.EffectsImport(f.ctx, []ledger.Effect{
+	if _, err := f.store.EffectsImport(f.ctx, []ledger.EffectRow{
 		row("v1-same", v1([]byte(`{"n":2,"sentAt":"02:00"}`)), fingerprint.Algorithm),
 		row("v1-changed", v1([]byte(`{"n":3,"sentAt":"02:00"}`)), fingerprint.Algorithm),
 		row("v2-same", v2.Sum([]byte(`{"n":4,"sentAt":"01:00","tags":["x","y"]}`)), v2.Algorithm()),

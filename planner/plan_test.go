@@ -70,7 +70,7 @@ func (f *fixture) dlq(subject, eventID, reason, payload string) uint64 {
 
 func (f *fixture) effect(eventID, state, payload string, effectCount int, leaseExpires *time.Time) {
 	f.t.Helper()
-	_, err := f.store.EffectsImport(f.ctx, []ledger.Effect{{
+	_, err := f.store.EffectsImport(f.ctx, []ledger.EffectRow{{
 		Consumer: "billing", EventID: eventID, EffectVersion: 1, State: state,
 		RequestHash: fingerprint.Payload([]byte(payload)), RequestHashAlg: fingerprint.Algorithm,
 		EffectCount: effectCount, LeaseExpiresAt: leaseExpires, LeaseOwner: "billing-1",
@@ -470,7 +470,7 @@ func TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted(t *testing.T) {
 	f.dlq("dlq.billing", "e1", "timeout", `{"n":1}`)
 	f.dlq("dlq.billing", "e2", "timeout", `{"n":2}`)
 	f.effect("h1", "completed", `{"h":1}`, 2, nil)
-	if _, err := f.store.EffectsImport(f.ctx, []ledger.Effect{{
+	if _, err := f.store.EffectsImport(f.ctx, []ledger.EffectRow{{
 		Consumer: "billing", EventID: "e1", EffectVersion: 2, State: "completed", JobID: "job-wf",
 		RequestHash: fingerprint.Payload([]byte(`{"n":1}`)), RequestHashAlg: fingerprint.Algorithm, EffectCount: 0,
 	}}); err != nil {
@@ -498,7 +498,7 @@ func TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted(t *testing.T) {
 			m.ExpectedExternalCalls, m.ExternalCallsEstimate)
 	}
 
-	if _, err := f.store.EffectsImport(f.ctx, []ledger.Effect{{
+	if _, err := f.store.EffectsImport(f.ctx, []ledger.EffectRow{{
 		Consumer: "billing", EventID: "e2", EffectVersion: 4, State: "completed", JobID: "job-wf-2",
 		RequestHash: fingerprint.Payload([]byte(`{"n":2}`)), RequestHashAlg: fingerprint.Algorithm,
 	}}); err != nil {

@@ -120,7 +120,7 @@ func (f *fixture) original(eventID string, c charge) {
 func (f *fixture) recordOriginal(eventID string, c charge) {
 	f.t.Helper()
 	body := result(c, 1, planNow.Add(-24*time.Hour))
-	_, err := f.store.EffectsImport(f.ctx, []ledger.Effect{{
+	_, err := f.store.EffectsImport(f.ctx, []ledger.EffectRow{{
 		Consumer: "billing", EventID: eventID, EffectVersion: 1, State: "completed",
 		RequestHash: fingerprint.Payload([]byte(payloadOf(c))), RequestHashAlg: fingerprint.Algorithm,
 		ResultHash: fingerprint.Payload(body), ResultBody: body, EffectCount: 1,

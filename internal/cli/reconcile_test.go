@@ -135,7 +135,7 @@ func TestReconcileSettlesAJobsUncertainTargets(t *testing.T) {
 
 func TestReconcileWithoutAResponderExits1AndChangesNothing(t *testing.T) {
 	w := newExecWorld(t)
-	if _, err := w.Store.EffectsImport(w.Ctx, []ledger.Effect{{Consumer: "billing", EventID: "evt-u", EffectVersion: 1,
+	if _, err := w.Store.EffectsImport(w.Ctx, []ledger.EffectRow{{Consumer: "billing", EventID: "evt-u", EffectVersion: 1,
 		State: "uncertain", RequestHash: fingerprint.Payload([]byte(`{}`)), RequestHashAlg: fingerprint.Algorithm}}); err != nil {
 		t.Fatal(err)
 	}

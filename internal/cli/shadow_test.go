@@ -103,19 +103,19 @@ func newShadowEnv(t *testing.T, planFlags ...string) *shadowEnv {
 	// One completed event outside the DLQ gives the plan its calls per target (2); the originals
 	// are recorded after the plan, which keeps out events completed under any version (issue 14).
 	receipt, _ := json.Marshal(billing.ReceiptFor(shadowOrder(-1), 1, fixedNow.Add(-time.Hour)))
-	if _, err := store.EffectsImport(ctx, []ledger.Effect{{Consumer: "billing", EventID: "evt-history", EffectVersion: 1,
+	if _, err := store.EffectsImport(ctx, []ledger.EffectRow{{Consumer: "billing", EventID: "evt-history", EffectVersion: 1,
 		State: "completed", RequestHash: fingerprint.Payload([]byte(`{}`)), RequestHashAlg: fingerprint.Algorithm,
 		ResultHash: fingerprint.Payload(receipt), ResultBody: receipt, EffectCount: 2}}); err != nil {
 		t.Fatal(err)
 	}
-	var history []ledger.Effect
+	var history []ledger.EffectRow
 	for i := range shadowEvents {
 		o := shadowOrder(i)
 		order, _ := json.Marshal(o)
 		if i%4 == 0 {
 			// Charged and mailed by version 1 on a live retry: the original the shadow compares with.
 			receipt, _ := json.Marshal(billing.ReceiptFor(o, 1, fixedNow.Add(-time.Hour)))
-			history = append(history, ledger.Effect{Consumer: "billing", EventID: fmt.Sprintf("evt-%02d", i), EffectVersion: 1,
+			history = append(history, ledger.EffectRow{Consumer: "billing", EventID: fmt.Sprintf("evt-%02d", i), EffectVersion: 1,
 				State: "completed", RequestHash: fingerprint.Payload(order), RequestHashAlg: fingerprint.Algorithm,
 				ResultHash: fingerprint.Payload(receipt), ResultBody: receipt, EffectCount: 2})
 			if billing.FeeCents(o.AmountCents, 1) != billing.FeeCents(o.AmountCents, 2) {

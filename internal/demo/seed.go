@@ -138,12 +138,12 @@ type effectTotals struct{ completed, calls int64 }
 func (e effectTotals) meanEffectCount() float64 { return float64(e.calls) / float64(e.completed) }
 
 func seedLedger(ctx context.Context, store *ledger.Store, sc Scenario, truth *Truth) (effectTotals, error) {
-	var rows []ledger.Effect
+	var rows []ledger.EffectRow
 	var totals effectTotals
 	// Completed rows hold what the billing consumer's version 1 returned a day earlier.
 	processedAt := sc.Now.Add(-24 * time.Hour)
 	add := func(eventID string, state string, i, variant int, effectCount int, leaseExpires *time.Time) {
-		e := ledger.Effect{Consumer: sc.Consumer, EventID: eventID, EffectVersion: liveVersion, State: state,
+		e := ledger.EffectRow{Consumer: sc.Consumer, EventID: eventID, EffectVersion: liveVersion, State: state,
 			RequestHash: fingerprint.Payload(payload(i, variant)), RequestHashAlg: fingerprint.Algorithm,
 			EffectCount: effectCount, LeaseExpiresAt: leaseExpires}
 		if state == "processing" {

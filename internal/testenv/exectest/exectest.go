@@ -131,7 +131,7 @@ func (e *Env) Seed(n int) {
 		e.PublishDLQ(EventID(i), Order(i))
 	}
 	body := json.RawMessage(`{"status":"charged"}`)
-	_, err := e.Store.EffectsImport(e.Ctx, []ledger.Effect{{
+	_, err := e.Store.EffectsImport(e.Ctx, []ledger.EffectRow{{
 		Consumer: Consumer, EventID: "evt-history", EffectVersion: 1, State: "completed",
 		RequestHash: fingerprint.Payload([]byte(`{"orderId":"ord-history"}`)), RequestHashAlg: fingerprint.Algorithm,
 		ResultHash: fingerprint.Payload(body), ResultBody: body, EffectCount: 2,
