@@ -91,6 +91,9 @@ type runState struct {
 	// drained says every target was published; wake asks the watcher to poll now (window.go).
 	drained atomic.Bool
 	wake    chan struct{}
+	// drainRecounts and drainTargetReads count the ledger reads after the last publish
+	// (Result.DrainReads).
+	drainRecounts, drainTargetReads atomic.Int64
 }
 
 // inFlight is how many published targets have no outcome yet, as of the last poll.

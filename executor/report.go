@@ -118,6 +118,10 @@ type Result struct {
 	// the ledger when retried and not sent again; Republished were sent again and acknowledged.
 	LandedUnacknowledged int64 `json:"landedUnacknowledged"`
 	Republished          int64 `json:"republished"`
+	// DrainReads counts what the run read from the ledger after its last publish, while it waited
+	// for the outcomes: the re-counts of settled rows and the reads of the job's target statuses
+	// (docs/decisions.md, "A fleet's in-flight window").
+	DrainReads DrainReads `json:"drainReads"`
 	// PublishStartedAt and PublishFinishedAt bound this run's publishing: from its first publish
 	// to the acknowledgement of its last, when every target was published (zero otherwise). The
 	// rest of the run waits for the consumer's outcomes.
@@ -152,3 +156,9 @@ func (r *Result) PublishRate() float64 {
 
 // maxListed bounds the review lists a result carries; the ledger keeps them all.
 const maxListed = 100
+
+// DrainReads are a run's ledger reads after its last publish.
+type DrainReads struct {
+	SettledRecounts   int64 `json:"settledRecounts"`
+	TargetStatusReads int64 `json:"targetStatusReads"`
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -126,6 +125,7 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	}
 	r.Published, r.Deduplicated = st.acked.Load(), st.deduplicated.Load()
 	r.LandedUnacknowledged, r.Republished = st.landedUnacked.Load(), st.republished.Load()
+	r.DrainReads = DrainReads{SettledRecounts: st.drainRecounts.Load(), TargetStatusReads: st.drainTargetReads.Load()}
 	w.writeRunState(ctx, "stopped", "")
 	return stop, loopErr
 }
@@ -149,10 +149,6 @@ type watcher struct {
 	drainTargets map[string]int64
 }
 
-// targetCounts counts the polls' reads of the job's target statuses in this process, for the test
-// that holds a drain to one.
-var targetCounts atomic.Int64
-
 // readProgress reads the job's target statuses and its ledger rows. Only the publisher and the
 // acknowledgement collector write target statuses during a run (skipped, source failures,
 // published), and both have stored everything they will once they have ended, so from then on
@@ -165,7 +161,9 @@ func (w *watcher) readProgress(ctx context.Context, rec ledger.Job, publishing b
 		if ts, err = w.s.store.JobTargetsCount(ctx, rec.ID); err != nil {
 			return Progress{}, ledger.JobEffectCounts{}, err
 		}
-		targetCounts.Add(1)
+		if w.st.drained.Load() {
+			w.st.drainTargetReads.Add(1)
+		}
 		if !publishing {
 			w.drainTargets = ts
 		}

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,10 +37,6 @@ const windowIdleMax = time.Second
 // acknowledge early. Counting on the 4x rule alone took PostgreSQL time from the consumers still
 // settling thousands of targets (docs/decisions.md, "A fleet's in-flight window").
 const drainedCountMax = time.Second
-
-// settledRecounts counts the window's ledger re-counts in this process, for the test that holds
-// a drained run's re-counts to the durable's backlog.
-var settledRecounts atomic.Int64
 
 // recountKind is what the window waits on.
 type recountKind int
@@ -143,7 +138,9 @@ func (w *window) watch(ctx context.Context) {
 			}
 			n, err := s.store.EffectsJobSettled(ctx, s.job.Consumer, s.job.EffectVersionTo, s.job.ID)
 			w.counted, w.countTook = began, time.Since(began)
-			settledRecounts.Add(1)
+			if st.drained.Load() {
+				st.drainRecounts.Add(1)
+			}
 			if err != nil {
 				break
 			}

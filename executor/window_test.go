@@ -130,12 +130,11 @@ func drainedRun(t *testing.T, poll time.Duration) drain {
 	for e.StreamMessages() < streamBefore+targets {
 		time.Sleep(5 * time.Millisecond)
 	}
-	settledBefore, targetsBefore := executor.SettledRecounts(), executor.TargetCounts()
 	r := <-done
 	if r == nil {
 		t.FailNow()
 	}
-	d := drain{settledCounts: executor.SettledRecounts() - settledBefore, targetCounts: executor.TargetCounts() - targetsBefore}
+	d := drain{settledCounts: r.DrainReads.SettledRecounts, targetCounts: r.DrainReads.TargetStatusReads}
 	if r.Final.Completed != targets {
 		t.Fatalf("%d of %d completed", r.Final.Completed, targets)
 	}
