@@ -17,6 +17,8 @@ import (
 // only at 10 targets/s or more: plan says so, and execute says so again at --rate 5 (4 s), naming
 // what the ledger guarantees regardless, and not at --rate 20 (1 s).
 func TestARunLongerThanTheDedupWindowIsWarnedAtPlanAndExecute(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 20
 	w := newExecWorld(t)
 	w.updateBillingStream(t, func(cfg *jetstream.StreamConfig) { cfg.Duplicates = 2 * time.Second })

@@ -144,6 +144,8 @@ func (w *execWorld) waitCompleted(t *testing.T, p *replayctlProcess, m *manifest
 }
 
 func TestCrashKill9MidRunThenExecuteAgainChargesEveryOrderExactlyOnce(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 300
 	w, m := newShadowedWorld(t, n, "job-cli-crash")
 
@@ -256,6 +258,8 @@ func pausedRemoteExecutor(t *testing.T, w *execWorld, jobID string) (*manifest.M
 }
 
 func TestCrashPauseAndCancelFromAnotherProcessStopTheExecutor(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	w := newExecWorld(t)
 	m, p, _ := pausedRemoteExecutor(t, w, "job-cli-remote")
 
@@ -297,6 +301,8 @@ func TestCrashPauseAndCancelFromAnotherProcessStopTheExecutor(t *testing.T) {
 // the cancelled job, which the consumer SDK still accepts within its 5 s cache. It was a race
 // (it failed in one run in three to eight before the fix).
 func TestCrashCancelOfAPausedJobPublishesNothingMore(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	w := newExecWorld(t)
 	m, p, paused := pausedRemoteExecutor(t, w, "job-cli-cancel-paused")
 	if _, stderr, code := w.replayctl(t, "cancel "+m.ID); code != ExitOK {

@@ -11,6 +11,8 @@ import (
 // said nothing on a non-TTY stderr until --settle-timeout stopped it; the stall is one timestamped
 // line when it begins and one when outcomes land again, not a line per poll.
 func TestExecuteLogsAStallOnceWhenItBeginsAndOnceWhenItEnds(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	w := newExecWorld(t)
 	m := w.Shadowed(20, "job-cli-stall-log")
 	p := startReplayctl(t, w.executeArgs("--settle-timeout", "40s", "--canary", "0")...)

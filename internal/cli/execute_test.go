@@ -286,6 +286,8 @@ func TestExecuteWithAnUncertainTargetExits5AndListsIt(t *testing.T) {
 }
 
 func TestExecuteStoppedByTheCallBudgetGuardExits4AndPausesTheJob(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 60
 	w := newExecWorld(t)
 	m := w.Shadowed(n, "job-cli-budget")

@@ -114,6 +114,8 @@ func killed9(t *testing.T, p *replayctlProcess) {
 }
 
 func TestFaultConsumerKilledHoldingALeaseLeavesItsEventUncertain(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 20
 	const lease = 2 * time.Second
 	w := newExecWorld(t)

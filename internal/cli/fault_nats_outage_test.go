@@ -26,6 +26,8 @@ const natsOutage = 12 * time.Second
 // completed. A 1 s dedup window on the stream stands for an outage longer than JetStream's default
 // 2 minutes, after which a publish sent again is stored again.
 func TestFaultNATSOutageLongerThanTheAckTimeoutRecoversInSeconds(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n, rate, completedAtOutage = 300, 50, 60
 	w := newFaultWorld(t)
 	m := w.Shadowed(n, "job-fault-nats-outage")

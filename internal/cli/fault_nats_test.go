@@ -23,6 +23,8 @@ func (w *execWorld) assertReconnected(t *testing.T) {
 }
 
 func TestFaultNATSRestartDuringExecute(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 300
 	w := newFaultWorld(t)
 	m := w.Shadowed(n, "job-fault-nats-exec")
@@ -68,6 +70,8 @@ func TestFaultNATSRestartDuringExecute(t *testing.T) {
 }
 
 func TestFaultNATSRestartDuringShadow(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 300
 	w := newFaultWorld(t)
 	w.Seed(n)
@@ -140,6 +144,8 @@ func TestFaultNATSDownAtExecuteStart(t *testing.T) {
 // timestamped line when the connection is lost and one when it is back, with how long it was
 // down; nats.go's reconnect attempts in between add none.
 func TestReconnectIsLoggedOnceDuringExecute(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 200
 	w := newFaultWorld(t)
 	m := w.Shadowed(n, "job-nats-reconnect-log")

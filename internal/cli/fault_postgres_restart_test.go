@@ -23,6 +23,8 @@ const restartDown = 2 * time.Second
 // the shared one must never be restarted under other tests. The executor and the SDK ride
 // through: one run, exit 0, every order charged exactly once, none uncertain.
 func TestFaultPostgresServerRestartedDuringExecute(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 300
 	pg := pgtest.StartPrivate(t)
 	e := exectest.New(t, exectest.Options{Listen: true, DatabaseURL: pg.URL()})

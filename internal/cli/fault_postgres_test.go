@@ -132,6 +132,8 @@ func (w *execWorld) assertSettledOnce(t *testing.T, m *manifest.Manifest, n int)
 }
 
 func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 300
 	w := newExecWorld(t)
 	m := w.Shadowed(n, "job-fault-pg-kill")
@@ -218,6 +220,8 @@ func taggedExecutorRunning(t *testing.T, n int, jobID string) (*execWorld, *mani
 // terminated went on publishing while `status` said no executor was attached, and a second
 // execute of the job was let in beside it.
 func TestFaultPostgresLockConnectionKilledExecutorTakesItBack(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 200
 	w, m, p, execTag := taggedExecutorRunning(t, n, "job-fault-pg-lock")
 	// Within a check interval the executor holds the lock again, on a new connection.
@@ -246,6 +250,8 @@ func TestFaultPostgresLockConnectionKilledExecutorTakesItBack(t *testing.T) {
 // in the moment the executor's lock connection is gone, the executor must stop publishing, not
 // run beside whoever holds it now.
 func TestFaultPostgresLockTakenWhileLostStopsTheExecutor(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 200
 	w, m, p, execTag := taggedExecutorRunning(t, n, "job-fault-pg-lock-taken")
 	var release func()
@@ -283,6 +289,8 @@ func TestFaultPostgresLockTakenWhileLostStopsTheExecutor(t *testing.T) {
 // TestFaultPostgresShadowLockConnectionKilled: shadow holds its job's lock the same way execute
 // does, and must take it back, or a second shadow run interleaves its outcomes with the first's.
 func TestFaultPostgresShadowLockConnectionKilled(t *testing.T) {
+	// Waits on timeouts and restarts in a world of its own: runs beside the others.
+	t.Parallel()
 	const n = 300
 	w := newExecWorld(t)
 	w.Seed(n)
