@@ -17,6 +17,8 @@ import (
 // instance is on is killed and later restarted. Every order is charged exactly once, and the
 // run completes (a run the outage stopped is run again, as an operator would).
 func TestAFleetOfThreeOnAClusterRidesThroughAStepDownAndAServerKill(t *testing.T) {
+	// Waits on a cluster, a lease or a stall in a world of its own: runs beside the others.
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{Cluster: true})
 	const orders = 300
 	m := e.Shadowed(orders, "job-exec-fleet")

@@ -16,6 +16,8 @@ import (
 // died holding a lease of the job left the run waiting with nothing said; the lapsed lease is
 // reported once with its owner and age, and once when it is live again, not at every poll.
 func TestAStuckLeaseIsNoticedOnceWhenItBeginsAndOnceWhenItEnds(t *testing.T) {
+	// Waits on a cluster, a lease or a stall in a world of its own: runs beside the others.
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(10, "job-exec-stuck-lease")
 	var mu sync.Mutex

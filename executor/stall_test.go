@@ -77,6 +77,8 @@ func TestAPublishingRunWithNoConsumerStopsOnTheSettleTimeout(t *testing.T) {
 // said nothing until --settle-timeout stopped it; the stall is reported once, well before the
 // timeout, and its end once when a consumer starts and outcomes land, not at every poll.
 func TestAStallIsNoticedOnceWhenItBeginsAndOnceWhenItEnds(t *testing.T) {
+	// Waits on a cluster, a lease or a stall in a world of its own: runs beside the others.
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(20, "job-exec-stall-notice")
 	var mu sync.Mutex
