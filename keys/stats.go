@@ -70,7 +70,7 @@ func Stats(ctx context.Context, store Store, since, now time.Time, route string)
 		}
 		return byRoute[name]
 	}
-	r := &StatsReport{Since: since, MismatchingClients: []ClientDay{}, Warnings: []health.Warning{}, Thresholds: map[string]string{
+	r := &StatsReport{Since: since, Routes: []RouteStats{}, MismatchingClients: []ClientDay{}, Warnings: []health.Warning{}, Thresholds: map[string]string{
 		"replayRate": fmt.Sprintf("> %.1f%%", 100*health.MaxReplayRate), "mismatchesPerClientDay": fmt.Sprintf(">= %g", health.MaxMismatchesPerDay),
 		"oldestUncertain": "> " + health.MaxUncertainAge.String(), "lapsedLeases": "> 0"}}
 	for _, c := range counts {

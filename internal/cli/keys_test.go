@@ -75,6 +75,7 @@ func TestKeysVerbsShowPolicyStatsAndAKeyWithoutItsBody(t *testing.T) {
 	w := newKeysWorld(t)
 
 	out, errOut, code := w.replayctl(t, "keys policy --json")
+	validateJSON(t, "keys-policy.schema.json", out)
 	var policy struct{ Policies []keys.PolicyView }
 	if code != 0 || json.Unmarshal([]byte(out), &policy) != nil || len(policy.Policies) != 1 ||
 		policy.Policies[0].Name != "POST /v1/charges" || policy.Policies[0].OfflineResendSeconds != 72*3600 ||
@@ -83,6 +84,7 @@ func TestKeysVerbsShowPolicyStatsAndAKeyWithoutItsBody(t *testing.T) {
 	}
 
 	out, errOut, code = w.replayctl(t, "keys stats --json")
+	validateJSON(t, "keys-stats.schema.json", out)
 	var stats keys.StatsReport
 	if code != 0 || json.Unmarshal([]byte(out), &stats) != nil || len(stats.Routes) != 1 {
 		t.Fatalf("stats: %d %s %s", code, out, errOut)
@@ -112,6 +114,7 @@ func TestKeysVerbsShowPolicyStatsAndAKeyWithoutItsBody(t *testing.T) {
 func TestKeysResolveSettlesAnUncertainRecordWithAnAuditEntry(t *testing.T) {
 	w := newKeysWorld(t)
 	out, _, code := w.replayctl(t, "keys uncertain --json")
+	validateJSON(t, "keys-records.schema.json", out)
 	var list struct{ Records []keys.RecordView }
 	if code != 0 || json.Unmarshal([]byte(out), &list) != nil || len(list.Records) != 1 || list.Records[0].CallsStarted != 1 {
 		t.Fatalf("uncertain: %d %s", code, out)
@@ -130,6 +133,7 @@ func TestKeysResolveSettlesAnUncertainRecordWithAnAuditEntry(t *testing.T) {
 		t.Fatalf("resolve: %d %s %s", code, out, errOut)
 	}
 	out, _, _ = w.replayctl(t, "keys show --key-hash "+hash+" --json")
+	validateJSON(t, "keys-records.schema.json", out)
 	var shown struct{ Records []keys.RecordView }
 	_ = json.Unmarshal([]byte(out), &shown)
 	if len(shown.Records) != 1 || shown.Records[0].State != "reconciled" || shown.Records[0].ExternalRef != "ch_1" {
