@@ -54,7 +54,7 @@ func TestKeysStatsRendersALiteralReport(t *testing.T) {
 	ios, _, out, _ := iostreams.Test()
 	since := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
 	printKeysStats(ios, &keys.StatsReport{Since: since,
-		Routes: []keys.RouteStats{{Route: "POST /v1/charges", Requests: 400, Replays: 3, ReplayRate: 0.0075, InProgress: 2, Mismatches: 11, Uncertain: 1, OldestUncertainAgeSeconds: 1200}},
+		Routes:   []keys.RouteStats{{Route: "POST /v1/charges", Requests: 400, Replays: 3, ReplayRate: 0.0075, InProgress: 2, Mismatches: 11, Uncertain: 1, OldestUncertainAgeSeconds: 1200}},
 		Warnings: []health.Warning{{Metric: "replayRate", Summary: "POST /v1/charges: 0.75% of the keyed requests since 2026-11-29 were replays (3 of 400), above 0.5%", Action: "clients retry too much"}},
 	})
 	want := "API idempotency since 2026-11-29 (UTC days)\n\n" +
