@@ -83,11 +83,16 @@ func (k *Keeper) serve(rt *route, next http.Handler, w http.ResponseWriter, r *h
 		k.answer(rt, problemUnavailable, answerUnavailable, w, "retry later with the same key", "", 30*time.Second)
 		return
 	}
-	if claimed {
+	switch {
+	case claimed:
 		k.run(q)
-		return
+	case rec.KeyHash == "":
+		// The claim lost to a record that was gone when read back (pruned between the two):
+		// nothing can be compared, and the retry claims afresh.
+		k.answer(rt, problemInProgress, answerInProgress, w, "retry shortly", "", retryShortly)
+	default:
+		k.answerExisting(q, rec)
 	}
-	k.answerExisting(q, rec)
 }
 
 // answerExisting answers a request whose key already has a record it could not claim.
