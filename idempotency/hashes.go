@@ -52,7 +52,3 @@ func ScopeHash(s Scope, route string) string { return apikey.ScopeHash(s.Tenant,
 
 // ClientHash names a caller in the daily counts without naming it.
 func ClientHash(s Scope) string { return apikey.ClientHash(s.Tenant, s.Principal) }
-
-func operationID(scopeHash, keyHash string) string { return apikey.OperationID(scopeHash, keyHash) }
-
-func shortHash(h string) string { return apikey.ShortHash(h) }

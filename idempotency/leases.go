@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/internal/every"
 )
 
@@ -57,7 +58,7 @@ func (l *leases) renew() {
 		ok, err := l.store.APIKeysHeartbeat(ctx, c.key, c.owner, l.lease)
 		cancel()
 		if err == nil && !ok {
-			l.log.Warn("idempotency: lease lost while the handler ran", "key", shortHash(c.key.KeyHash))
+			l.log.Warn("idempotency: lease lost while the handler ran", "key", apikey.ShortHash(c.key.KeyHash))
 		}
 	}
 }

@@ -41,7 +41,7 @@ func (k *Keeper) ReconcileOnce(ctx context.Context, minAge time.Duration) (Recon
 	rep.Lapsed = lapsed
 	for _, rec := range recs {
 		rt := k.routes[rec.Route]
-		res, err := rt.Lookup(ctx, LookupRequest{Route: rec.Route, OperationID: operationID(rec.ScopeHash, rec.KeyHash), ExternalRef: rec.ExternalRef})
+		res, err := rt.Lookup(ctx, LookupRequest{Route: rec.Route, OperationID: apikey.OperationID(rec.ScopeHash, rec.KeyHash), ExternalRef: rec.ExternalRef})
 		rep.Asked++
 		k.metrics.lookups.WithLabelValues(rec.Route, lookupLabel(res.Verdict, err)).Inc()
 		if err != nil || (res.Verdict != VerdictHappened && res.Verdict != VerdictNotHappened) {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/replayctl/replayctl/apikey"
+	"github.com/replayctl/replayctl/seal"
 )
 
 // capture buffers a handler's response, so it can be stored before the client sees it.
@@ -98,13 +101,11 @@ func sealContext(scopeHash, keyHash string) []byte {
 	return []byte("replayctl.api-response\x1f" + scopeHash + "\x1f" + keyHash)
 }
 
-// OpenStored opens a record's sealed response with keyring-holding code (an operator's `keys
-// show --keyring`): its status, headers and body.
-func OpenStored(open func(keyID string, sealed, context []byte) ([]byte, error), scopeHash, keyHash, keyID string, sealed []byte) (status int, header map[string][]string, body []byte, err error) {
-	plain, err := open(keyID, sealed, sealContext(scopeHash, keyHash))
+// openStored opens a record's sealed response with kr.
+func openStored(kr *seal.Keyring, rec apikey.Record) (storedResponse, error) {
+	plain, err := kr.Open(rec.ResponseKeyID, rec.ResponseSealed, sealContext(rec.ScopeHash, rec.KeyHash))
 	if err != nil {
-		return 0, nil, nil, err
+		return storedResponse{}, err
 	}
-	s, err := decodeStored(plain)
-	return s.Status, s.Header, s.Body, err
+	return decodeStored(plain)
 }

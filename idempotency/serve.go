@@ -79,7 +79,7 @@ func (k *Keeper) serve(rt *route, next http.Handler, w http.ResponseWriter, r *h
 	claimed, rec, err := k.cfg.Store.APIKeysClaim(r.Context(), q.claim)
 	if err != nil {
 		// Fail closed: without the ledger nobody can tell a retry from a first request.
-		k.cfg.Logger.Warn("idempotency: claim failed; answered 503", "route", rt.name, "key", shortHash(q.claim.KeyHash), "err", err)
+		k.cfg.Logger.Warn("idempotency: claim failed; answered 503", "route", rt.name, "key", apikey.ShortHash(q.claim.KeyHash), "err", err)
 		k.answer(rt, problemUnavailable, answerUnavailable, w, "retry later with the same key", "", 30*time.Second)
 		return
 	}
@@ -112,7 +112,7 @@ func (k *Keeper) answerExisting(q *request, rec apikey.Record) {
 		}
 		// The operator sees which record and when; the caller never sees the stored response.
 		k.cfg.Logger.Warn("idempotency: key reused with a different request", "route", rt.name,
-			"key", shortHash(rec.KeyHash), "client", shortHash(rec.ClientHash), "firstAt", rec.CreatedAt, "firstAlg", rec.RequestHashAlg)
+			"key", apikey.ShortHash(rec.KeyHash), "client", apikey.ShortHash(rec.ClientHash), "firstAt", rec.CreatedAt, "firstAlg", rec.RequestHashAlg)
 		k.answer(rt, problemKeyReused, answerMismatch, q.w, detail, "", 0)
 		return
 	}
@@ -157,16 +157,16 @@ func (k *Keeper) sameIntent(rt *route, rec apikey.Record, body []byte) (bool, er
 }
 
 func (k *Keeper) replay(q *request, rec apikey.Record) {
-	_, header, body, err := OpenStored(k.cfg.Keyring.Open, rec.ScopeHash, rec.KeyHash, rec.ResponseKeyID, rec.ResponseSealed)
+	stored, err := openStored(k.cfg.Keyring, rec)
 	if err != nil {
 		k.cfg.Logger.Error("idempotency: a stored response does not open (a key retired from the keyring too early?)",
-			"route", q.rt.name, "key", shortHash(rec.KeyHash), "keyId", rec.ResponseKeyID, "err", err)
+			"route", q.rt.name, "key", apikey.ShortHash(rec.KeyHash), "keyId", rec.ResponseKeyID, "err", err)
 		k.answer(q.rt, problemUnreadable, answerUnreadable, q.w, "the request was done once and is not run again", rec.ExternalRef, 0)
 		return
 	}
 	k.counts.add(q.rt.name, q.claim.ClientHash, k.cfg.Now(), countReplay)
 	k.metrics.requests.WithLabelValues(q.rt.name, answerReplayed).Inc()
-	storedResponse{Status: rec.ResponseStatus, Header: header, Body: body}.replay(q.w)
+	stored.replay(q.w)
 }
 
 // lookUpExpired answers a retry whose replay window closed on a route that does not take it as
@@ -175,7 +175,7 @@ func (k *Keeper) lookUpExpired(q *request, rec apikey.Record) {
 	rt := q.rt
 	verdict, ref, detail := VerdictUnknown, "", "the route has no look-up"
 	if rt.Lookup != nil {
-		res, err := rt.Lookup(q.r.Context(), LookupRequest{Route: rt.name, OperationID: operationID(rec.ScopeHash, rec.KeyHash), ExternalRef: rec.ExternalRef})
+		res, err := rt.Lookup(q.r.Context(), LookupRequest{Route: rt.name, OperationID: apikey.OperationID(rec.ScopeHash, rec.KeyHash), ExternalRef: rec.ExternalRef})
 		verdict, ref, detail = res.Verdict, res.ExternalRef, res.Detail
 		if err != nil {
 			verdict, detail = VerdictUnknown, "the look-up failed"
@@ -213,7 +213,7 @@ func (k *Keeper) becameUncertain(rt *route, keyHash, client, why string) {
 	k.metrics.uncertain.WithLabelValues(rt.name).Inc()
 	k.counts.add(rt.name, client, k.cfg.Now(), countUncertain)
 	k.cfg.Logger.Warn("idempotency: record uncertain; it is never re-run automatically (reconcile worker or `replayctl keys resolve`)",
-		"route", rt.name, "key", shortHash(keyHash), "why", why)
+		"route", rt.name, "key", apikey.ShortHash(keyHash), "why", why)
 }
 
 // transient statuses are not outcomes: the record is released (no call took effect) so a retry
@@ -225,7 +225,7 @@ func transient(status int) bool {
 // run runs the handler of a claimed request, stores its response sealed, and sends it.
 func (k *Keeper) run(q *request) {
 	rt := q.rt
-	c := &calls{store: k.cfg.Store, key: q.key(), owner: q.claim.Owner, opID: operationID(q.claim.ScopeHash, q.claim.KeyHash)}
+	c := &calls{store: k.cfg.Store, key: q.key(), owner: q.claim.Owner, opID: apikey.OperationID(q.claim.ScopeHash, q.claim.KeyHash)}
 	ctx := context.WithValue(q.r.Context(), callsKey{}, c)
 	stopHeartbeat := k.leases.hold(c)
 	out := newCapture()
@@ -238,11 +238,11 @@ func (k *Keeper) run(q *request) {
 	if panicked || transient(status) {
 		if c.mayHaveActed() {
 			if _, err := k.cfg.Store.APIKeysMarkUncertain(bg, c.key, c.owner, fmt.Sprintf("handler ended with status %d after an external call started", status)); err != nil {
-				k.cfg.Logger.Warn("idempotency: mark uncertain failed; the lapsed lease will", "route", rt.name, "key", shortHash(c.key.KeyHash), "err", err)
+				k.cfg.Logger.Warn("idempotency: mark uncertain failed; the lapsed lease will", "route", rt.name, "key", apikey.ShortHash(c.key.KeyHash), "err", err)
 			}
 			k.becameUncertain(rt, c.key.KeyHash, q.claim.ClientHash, fmt.Sprintf("handler status %d", status))
 		} else if _, err := k.cfg.Store.APIKeysRelease(bg, c.key, c.owner); err != nil {
-			k.cfg.Logger.Warn("idempotency: release failed; the lease lapses", "route", rt.name, "key", shortHash(c.key.KeyHash), "err", err)
+			k.cfg.Logger.Warn("idempotency: release failed; the lease lapses", "route", rt.name, "key", apikey.ShortHash(c.key.KeyHash), "err", err)
 		}
 		if panicked {
 			k.answer(rt, problemHandlerFailed, answerHandlerFailed, q.w, "", "", 0)
@@ -259,7 +259,7 @@ func (k *Keeper) run(q *request) {
 	if err != nil || !ok {
 		// The effect happened and the caller is told so; the record stays processing until its
 		// lease lapses into uncertain (a call started) or a retry runs it (none did).
-		k.cfg.Logger.Warn("idempotency: the response was not stored", "route", rt.name, "key", shortHash(c.key.KeyHash), "owned", ok, "err", err)
+		k.cfg.Logger.Warn("idempotency: the response was not stored", "route", rt.name, "key", apikey.ShortHash(c.key.KeyHash), "owned", ok, "err", err)
 	}
 	k.metrics.requests.WithLabelValues(rt.name, answerHandled).Inc()
 	out.writeTo(q.w)

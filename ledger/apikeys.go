@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,9 +9,6 @@ import (
 
 	"github.com/replayctl/replayctl/apikey"
 )
-
-// ErrAPIKeyNotFound means the ledger holds no API record under the given scope and key.
-var ErrAPIKeyNotFound = errors.New("no API idempotency record")
 
 // apiKeyColumns are the columns scanAPIKey reads, in its order.
 const apiKeyColumns = `scope_hash, key_hash, route, client_hash, request_hash, request_hash_alg, state,
@@ -120,22 +116,6 @@ func apiKeysGetOn(ctx context.Context, conn batchSender, k apikey.Key) (apikey.R
 		return err
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return apikey.Record{}, fmt.Errorf("read an API record: %w", err)
-	}
-	return rec, nil
-}
-
-// APIKeysGet returns one record, or ErrAPIKeyNotFound.
-func (s *Store) APIKeysGet(ctx context.Context, k apikey.Key) (apikey.Record, error) {
-	rows, err := s.pool.Query(ctx, apiKeysGet, k.ScopeHash, k.KeyHash)
-	if err != nil {
-		return apikey.Record{}, fmt.Errorf("read an API record: %w", err)
-	}
-	rec, err := pgx.CollectExactlyOneRow(rows, scanAPIKey)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return apikey.Record{}, ErrAPIKeyNotFound
-	}
-	if err != nil {
 		return apikey.Record{}, fmt.Errorf("read an API record: %w", err)
 	}
 	return rec, nil

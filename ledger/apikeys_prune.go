@@ -40,17 +40,28 @@ type APIKeysPruneReport struct {
 }
 
 // Processing and uncertain records are never touched: their outcome is still being decided.
+// Each condition takes its horizon as $1 and the route (empty: every route) as $2.
 const (
 	apiKeysPruneBodiesWhere    = `response_sealed is not null and state in ('completed', 'reconciled') and replay_until <= $1 and ($2 = '' or route = $2)`
 	apiKeysPruneTombstoneWhere = `state in ('completed', 'reconciled') and evidence_until <= $1 and ($2 = '' or route = $2)`
-	apiKeysPruneDeleteWhere    = `state = 'expired' and evidence_until <= $3 and ($2 = '' or route = $2)`
-	apiKeysPruneBodies         = `update api_keys k set response_sealed = null, response_key_id = null from (select scope_hash, key_hash from api_keys where ` + apiKeysPruneBodiesWhere + ` limit $4 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash and $3::timestamptz is not null`
-	apiKeysPruneTombstones     = `update api_keys k set state = 'expired', response_sealed = null, response_key_id = null, response_status = null, note = null, lease_owner = null from (select scope_hash, key_hash from api_keys where ` + apiKeysPruneTombstoneWhere + ` limit $4 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash and $3::timestamptz is not null`
-	apiKeysPruneDelete         = `delete from api_keys k using (select scope_hash, key_hash from api_keys where ` + apiKeysPruneDeleteWhere + ` and $1::timestamptz is not null limit $4 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash`
-	apiKeysPruneDaily          = `delete from api_key_daily where day < $1::date and ($2 = '' or route = $2)`
-	apiKeysPruneCount          = `select (select count(*) from api_keys where ` + apiKeysPruneBodiesWhere + `), (select count(*) from api_keys where ` + apiKeysPruneTombstoneWhere + `), (select count(*) from api_keys where ` + apiKeysPruneDeleteWhere + `), (select count(*) from api_key_daily where day < $4::date and ($2 = '' or route = $2))`
-	apiKeysPruneDatabaseNow    = `select now()`
+	apiKeysPruneDeleteWhere    = `state = 'expired' and evidence_until <= $1 and ($2 = '' or route = $2)`
+	apiKeysPruneDailyWhere     = `day < $1::date and ($2 = '' or route = $2)`
+	// Each batch locks at most $3 rows and skips those another prune holds.
+	apiKeysPruneBatch       = ` (select scope_hash, key_hash from api_keys where %s limit $3 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash`
+	apiKeysPruneDatabaseNow = `select now()`
 )
+
+var (
+	apiKeysPruneBodies     = `update api_keys k set response_sealed = null, response_key_id = null from` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneBodiesWhere)
+	apiKeysPruneTombstones = `update api_keys k set state = 'expired', response_sealed = null, response_key_id = null, response_status = null, note = null, lease_owner = null from` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneTombstoneWhere)
+	apiKeysPruneDelete     = `delete from api_keys k using` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneDeleteWhere)
+	apiKeysPruneDaily      = `delete from api_key_daily where ` + apiKeysPruneDailyWhere
+)
+
+// apiKeysPruneCount counts what a step would change: the table and condition of the step.
+func apiKeysPruneCount(table, where string) string {
+	return `select count(*) from ` + table + ` where ` + where
+}
 
 // APIKeysPrune drops sealed responses past replay_until, turns records past evidence_until into
 // tombstones and deletes tombstones past the retention, in batches of BatchSize rows that each
@@ -72,21 +83,31 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 	if o.CountsRetention > 0 {
 		countsBefore = o.AsOf.Add(-o.CountsRetention)
 	}
+	steps := []struct {
+		table, where, query string
+		horizon             time.Time
+		into                *int64
+	}{
+		{"api_keys", apiKeysPruneBodiesWhere, apiKeysPruneBodies, o.AsOf, &r.Bodies},
+		{"api_keys", apiKeysPruneTombstoneWhere, apiKeysPruneTombstones, o.AsOf, &r.Tombstoned},
+		{"api_keys", apiKeysPruneDeleteWhere, apiKeysPruneDelete, r.TombstonesBefore, &r.Rows},
+	}
 	if o.DryRun {
-		err := s.pool.QueryRow(ctx, apiKeysPruneCount, o.AsOf, o.Route, r.TombstonesBefore, countsBefore).
-			Scan(&r.Bodies, &r.Tombstoned, &r.Rows, &r.DailyCounts)
-		if err != nil {
-			return nil, fmt.Errorf("count the API records to prune: %w", err)
+		for _, step := range steps {
+			if err := s.pool.QueryRow(ctx, apiKeysPruneCount(step.table, step.where), step.horizon, o.Route).Scan(step.into); err != nil {
+				return nil, fmt.Errorf("count the API records to prune: %w", err)
+			}
+		}
+		if !countsBefore.IsZero() {
+			if err := s.pool.QueryRow(ctx, apiKeysPruneCount("api_key_daily", apiKeysPruneDailyWhere), countsBefore, o.Route).Scan(&r.DailyCounts); err != nil {
+				return nil, fmt.Errorf("count the API key counts to prune: %w", err)
+			}
 		}
 		return r, nil
 	}
-	steps := []struct {
-		query string
-		into  *int64
-	}{{apiKeysPruneBodies, &r.Bodies}, {apiKeysPruneTombstones, &r.Tombstoned}, {apiKeysPruneDelete, &r.Rows}}
 	for _, step := range steps {
 		for {
-			tag, err := s.pool.Exec(ctx, step.query, o.AsOf, o.Route, r.TombstonesBefore, o.BatchSize)
+			tag, err := s.pool.Exec(ctx, step.query, step.horizon, o.Route, o.BatchSize)
 			if err != nil {
 				return r, fmt.Errorf("prune API records (%d bodies, %d tombstoned, %d deleted so far; run it again to continue): %w",
 					r.Bodies, r.Tombstoned, r.Rows, err)
