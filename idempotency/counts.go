@@ -32,18 +32,11 @@ const (
 )
 
 func (d *dailyCounts) add(route, client string, at time.Time, kind countKind) {
+	at = at.UTC()
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
-	k := dailyKey{route, client, day}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.counts == nil {
-		d.counts = map[dailyKey]*apikey.DailyCount{}
-	}
-	c := d.counts[k]
-	if c == nil {
-		c = &apikey.DailyCount{Route: route, ClientHash: client, Day: day}
-		d.counts[k] = c
-	}
+	c := d.entry(route, client, day)
 	switch kind {
 	case countRequest:
 		c.Requests++
@@ -56,6 +49,20 @@ func (d *dailyCounts) add(route, client string, at time.Time, kind countKind) {
 	case countUncertain:
 		c.Uncertain++
 	}
+}
+
+// entry returns the counts of route, client and day, created at zero; d.mu is held.
+func (d *dailyCounts) entry(route, client string, day time.Time) *apikey.DailyCount {
+	if d.counts == nil {
+		d.counts = map[dailyKey]*apikey.DailyCount{}
+	}
+	k := dailyKey{route, client, day}
+	c := d.counts[k]
+	if c == nil {
+		c = &apikey.DailyCount{Route: route, ClientHash: client, Day: day}
+		d.counts[k] = c
+	}
+	return c
 }
 
 // take empties the counts and returns them.
@@ -74,17 +81,8 @@ func (d *dailyCounts) take() []apikey.DailyCount {
 func (d *dailyCounts) putBack(counts []apikey.DailyCount) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.counts == nil {
-		d.counts = map[dailyKey]*apikey.DailyCount{}
-	}
 	for _, c := range counts {
-		k := dailyKey{c.Route, c.ClientHash, c.Day}
-		cur := d.counts[k]
-		if cur == nil {
-			cc := c
-			d.counts[k] = &cc
-			continue
-		}
+		cur := d.entry(c.Route, c.ClientHash, c.Day)
 		cur.Requests += c.Requests
 		cur.Replays += c.Replays
 		cur.InProgress += c.InProgress
