@@ -30,7 +30,7 @@ const (
 	// ResolutionHappened: the external call took effect; a retry is told so, never run again.
 	ResolutionHappened Resolution = "happened"
 	// ResolutionNotHappened: the call certainly did not take effect; the next retry runs.
-	ResolutionNotHappened Resolution = "not-happened"
+	ResolutionNotHappened Resolution = "not_happened"
 )
 
 // Record is one api_keys row. Nothing in it is a raw key, a payload field or a plaintext body:

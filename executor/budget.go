@@ -17,7 +17,7 @@ import (
 // Budget sources.
 const (
 	// BudgetFromVerdict: the shadow verdict's measured external calls.
-	BudgetFromVerdict = "shadow-verdict"
+	BudgetFromVerdict = "shadow_verdict"
 	// BudgetFromPlan: the manifest's expectedExternalCalls, for a verdict recorded before
 	// verdicts carried the shadow's calls.
 	BudgetFromPlan = "plan"
@@ -31,7 +31,7 @@ type CallBudget struct {
 	// Calls is the figure the budget is based on; Budget is Calls × (1 + MaxCallsOver), rounded up.
 	Calls        int64   `json:"calls"`
 	MaxCallsOver float64 `json:"maxCallsOver"`
-	Budget       int64   `json:"budget"`
+	Budget       int64   `json:"callBudget"`
 	// PlanExpected is the manifest's expectedExternalCalls, shown beside a measured figure.
 	PlanExpected int64 `json:"planExpected"`
 	// PerTarget is the average calls of a target behind Calls, which the prorated guard holds

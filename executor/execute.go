@@ -172,7 +172,7 @@ func preflightDetails(p Preflight) map[string]any {
 		"targets": p.Targets, "toPublish": p.ToPublish, "completed": p.Counts.Completed, "failed": p.Counts.Failed,
 		"uncertain": p.Counts.Uncertain, "skipped": p.Counts.Skipped, "drifted": p.Drift.Drifted, "driftByKind": p.Drift.ByKind,
 		"expectedExternalCalls": p.ExpectedExternalCalls, "callBudget": p.CallBudget, "guards": p.Guards,
-		"effectVersion": p.EffectVersion.To, "writeForbidden": p.WriteForbidden, "verdict": p.Verdict.ID,
+		"effectVersion": p.EffectVersion, "writeForbidden": p.WriteForbidden, "verdictId": p.Verdict.ID,
 		"rate": p.Rate, "maxInFlight": p.MaxInFlight, "resume": p.Resume, "canary": p.Canary,
 	}
 }

@@ -225,7 +225,7 @@ func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift
 		WriteForbidden: m.WriteForbidden, JobStatus: rec.Status, Resume: rec.Status == job.Executing, Verdict: verdict,
 		Targets: rec.Targets, Counts: job.ProgressOf(rec.Targets, ts, e, false), Drift: drift,
 		ExpectedExternalCalls: m.ExpectedExternalCalls, CallBudget: s.budget.Budget, Budget: s.budget,
-		Guards: s.opts.Guards, Durable: s.opts.Durable, Rate: s.opts.Rate, MaxInFlight: s.opts.MaxInFlight,
+		Guards: s.opts.Guards, Durable: Durable{Name: s.opts.Durable}, Rate: s.opts.Rate, MaxInFlight: s.opts.MaxInFlight,
 		FirstTargets: []PlannedPublish{}, Warnings: []string{}}
 	p.Counts.CallBudget = p.CallBudget
 	rowsUnderVersion := e.Settled() + e.Processing + e.Retrying
@@ -291,6 +291,7 @@ func (s *session) lookUpDurable(ctx context.Context, stream string, p *Preflight
 	// the fleet test) instead of failing in seconds, to be run again.
 	ctx, cancel := context.WithTimeout(ctx, durableInfoTimeout)
 	defer cancel()
+	p.Durable.Stream = stream
 	if _, err := s.js.Consumer(ctx, stream, s.opts.Durable); err == nil {
 		p.DurableFound = true
 	} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {

@@ -18,9 +18,9 @@ type NoticeKind string
 
 const (
 	NoticeStall      NoticeKind = "stall"
-	NoticeStallOver  NoticeKind = "stall-over"
-	NoticeLeaseStuck NoticeKind = "lease-stuck"
-	NoticeLeaseFreed NoticeKind = "lease-freed"
+	NoticeStallOver  NoticeKind = "stall_over"
+	NoticeLeaseStuck NoticeKind = "lease_stuck"
+	NoticeLeaseFreed NoticeKind = "lease_freed"
 )
 
 // maxStallNoticeGap reports a stall within a minute whatever --settle-timeout is.

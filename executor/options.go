@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -91,7 +92,7 @@ const (
 	// maxRate is the highest --rate taken literally: above it the interval between publishes
 	// rounds towards zero, so a typo such as 1e12 would silently mean "no limit".
 	maxRate            = 1e6
-	defaultMaxInFlight = 1000
+	defaultMaxInFlight = jobtype.DefaultMaxInFlight
 	// maxMaxInFlight admits a backfill that puts a whole million-target job on the stream at
 	// once and lets the consumer drain it; the bound holds no memory per target in flight.
 	maxMaxInFlight       = 10_000_000

@@ -19,7 +19,7 @@ type Preflight struct {
 	WriteForbidden bool                   `json:"writeForbidden"`
 	// JobStatus is the job's status before this run: shadowed for a first run, executing for a
 	// run that continues an interrupted one.
-	JobStatus job.Status `json:"jobStatus"`
+	JobStatus job.Status `json:"status"`
 	Resume    bool       `json:"resume"`
 	// Verdict is the passing shadow verdict the run relies on.
 	Verdict VerdictRef `json:"verdict"`
@@ -39,7 +39,7 @@ type Preflight struct {
 	Budget     CallBudget `json:"callBudgetSource"`
 	Guards     Guards     `json:"guards"`
 	// Durable is the consumer whose pending count throttles; DurableFound says whether it exists.
-	Durable      string  `json:"durable"`
+	Durable      Durable `json:"durable"`
 	DurableFound bool    `json:"durableFound"`
 	Rate         float64 `json:"rate"`
 	MaxInFlight  int     `json:"maxInFlight"`
@@ -56,7 +56,7 @@ type Preflight struct {
 
 // VerdictRef names a shadow verdict.
 type VerdictRef struct {
-	ID    int64     `json:"id"`
+	ID    int64     `json:"verdictId"`
 	At    time.Time `json:"at"`
 	Actor string    `json:"actor"`
 }
@@ -84,8 +84,8 @@ type Progress = job.Progress
 
 // Stop kinds: why a run ended before its end, or ended with a guard exceeded.
 const (
-	StopCallBudget = "call-budget"
-	StopErrorRate  = "error-rate"
+	StopCallBudget = "call_budget"
+	StopErrorRate  = "error_rate"
 	StopUncertain  = "uncertain"
 	StopStalled    = "stalled"
 	StopCancelled  = "cancelled"
@@ -137,11 +137,11 @@ type Result struct {
 	// Final is where the targets stand at the end.
 	Final Progress `json:"final"`
 	// JobStatus is the job's status at the end.
-	JobStatus job.Status `json:"jobStatus"`
+	JobStatus job.Status `json:"status"`
 	Stop      *Stop      `json:"stop,omitempty"`
 	// Uncertain and Failed list targets for manual review (the first maxListed of each).
-	Uncertain []ledger.ReviewItem `json:"uncertain"`
-	Failed    []ledger.ReviewItem `json:"failed"`
+	Uncertain []ledger.ReviewItem `json:"uncertainTargets"`
+	Failed    []ledger.ReviewItem `json:"failedTargets"`
 }
 
 // PublishRate is this run's targets published per second while it published, or 0 when it did not

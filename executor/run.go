@@ -341,14 +341,13 @@ type RunState struct {
 	Reason    string        `json:"reason,omitempty"`
 	Published int64         `json:"published"`
 	Rate      float64       `json:"ratePerSecond"`
-	ETA       time.Duration `json:"etaNanos"`
+	ETA       time.Duration `json:"-"`
 	StartedAt time.Time     `json:"startedAt"`
 	// Budget is the run's call budget, which status shows beside the calls made.
-	Budget CallBudget `json:"callBudget"`
-	// Stream and Durable are where the run's replays land and the durable it throttles on, for
-	// status to read the durable's counts.
-	Stream  string `json:"stream,omitempty"`
-	Durable string `json:"durable,omitempty"`
+	Budget CallBudget `json:"callBudgetSource"`
+	// Durable is where the run's replays land and the durable it throttles on, for status to read
+	// the durable's counts.
+	Durable *Durable `json:"durable,omitempty"`
 	// Guards are the run's guards, for status --watch to show against the counts.
 	Guards *Guards `json:"guards,omitempty"`
 	// At is when the state was stored, by the ledger's clock (run_state_at).
@@ -359,7 +358,7 @@ func (w *watcher) writeRunState(ctx context.Context, state, reason string) {
 	s := w.s
 	body, err := json.Marshal(RunState{Owner: s.opts.Owner, Actor: s.opts.Actor, State: state, Reason: reason,
 		Published: w.st.acked.Load(), Rate: w.r.Final.Rate, ETA: w.r.Final.ETA, StartedAt: w.r.StartedAt, Budget: s.budget,
-		Stream: s.stream, Durable: s.opts.Durable, Guards: &s.opts.Guards})
+		Durable: &Durable{Stream: s.stream, Name: s.opts.Durable}, Guards: &s.opts.Guards})
 	if err != nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -30,10 +31,10 @@ type StatusReport struct {
 	Ticket         string                 `json:"ticket,omitempty"`
 	EffectVersion  manifest.EffectVersion `json:"effectVersion"`
 	WriteForbidden bool                   `json:"writeForbidden"`
-	// SourceKind is dlq or backfill (jobtype.SourceDLQ, jobtype.SourceBackfill).
-	SourceKind    string   `json:"sourceKind"`
-	ExpectedCalls int64    `json:"expectedExternalCalls"`
-	Counts        Progress `json:"counts"`
+	// Source.Kind is dlq or backfill (jobtype.SourceDLQ, jobtype.SourceBackfill).
+	Source        jobtype.SourceRef `json:"source"`
+	ExpectedCalls int64             `json:"expectedExternalCalls"`
+	Counts        Progress          `json:"counts"`
 	// Pace is the rate and in-flight cap stored with the job (the last run's, or `replayctl
 	// pace`'s); nil fields were never set.
 	Pace ledger.JobPace `json:"pace"`
@@ -43,8 +44,8 @@ type StatusReport struct {
 	// Executor is the attached executor's live state: attached when it holds the job's lock.
 	ExecutorAttached bool                `json:"executorAttached"`
 	Executor         *RunState           `json:"executor,omitempty"`
-	Uncertain        []ledger.ReviewItem `json:"uncertain"`
-	Failed           []ledger.ReviewItem `json:"failed"`
+	Uncertain        []ledger.ReviewItem `json:"uncertainTargets"`
+	Failed           []ledger.ReviewItem `json:"failedTargets"`
 	// Instances is each consumer instance's share of the job's ledger rows, by lease owner.
 	Instances []ledger.OwnerShare `json:"instances"`
 	// Durable is the durable's counts from JetStream (StatusOf); DurableNote says why they are
@@ -69,7 +70,7 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 	r := &StatusReport{JobID: rec.ID, Consumer: rec.Consumer, Status: rec.Status, StatusReason: rec.StatusReason,
 		StatusBy: rec.StatusBy, ManifestDigest: rec.ManifestDigest, Reason: rec.Reason, Ticket: rec.Ticket,
 		EffectVersion:  manifest.EffectVersion{From: rec.EffectVersionFrom, To: rec.EffectVersionTo},
-		WriteForbidden: rec.WriteForbidden, SourceKind: rec.SourceKind, ExpectedCalls: rec.ExpectedExternalCalls, Counts: p,
+		WriteForbidden: rec.WriteForbidden, Source: jobtype.SourceRef{Kind: rec.SourceKind}, ExpectedCalls: rec.ExpectedExternalCalls, Counts: p,
 		Pace: rec.Pace}
 	if !rec.StatusAt.IsZero() {
 		at := rec.StatusAt.UTC()

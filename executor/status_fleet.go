@@ -23,9 +23,16 @@ type StatusOptions struct {
 }
 
 // DurableState is the durable consumer the job's replays reach, as JetStream reports it.
+// Durable names the JetStream consumer a job's replays land in: `durable` is this object in every
+// --json document.
+type Durable struct {
+	Stream string `json:"stream"`
+	Name   string `json:"name"`
+}
+
+// DurableState is a durable with its counts.
 type DurableState struct {
-	Stream  string `json:"stream"`
-	Durable string `json:"durable"`
+	Durable
 	// Pending messages are not yet delivered; AckPending delivered and not acknowledged;
 	// Redelivered delivered more than once and not yet acknowledged; WaitingPulls the pull
 	// requests the consumer instances have outstanding (0: nobody pulls).
@@ -59,8 +66,8 @@ func StatusOf(ctx context.Context, store *ledger.Store, o StatusOptions) (*Statu
 // that captures the targets' subject.
 func readDurableState(ctx context.Context, store *ledger.Store, js jetstream.JetStream, r *StatusReport) {
 	stream, durable := "", r.Consumer
-	if r.Executor != nil && r.Executor.Stream != "" {
-		stream, durable = r.Executor.Stream, r.Executor.Durable
+	if r.Executor != nil && r.Executor.Durable != nil {
+		stream, durable = r.Executor.Durable.Stream, r.Executor.Durable.Name
 	}
 	if stream == "" {
 		subject, err := store.JobTargetsAnySubject(ctx, r.JobID)
@@ -83,6 +90,6 @@ func readDurableState(ctx context.Context, store *ledger.Store, js jetstream.Jet
 		r.DurableNote = fmt.Sprintf("the durable's counts are left out: durable %s of stream %s could not be read (%v)", durable, stream, err)
 		return
 	}
-	r.Durable = &DurableState{Stream: stream, Durable: durable, Pending: info.NumPending, AckPending: info.NumAckPending,
+	r.Durable = &DurableState{Durable: Durable{Stream: stream, Name: durable}, Pending: info.NumPending, AckPending: info.NumAckPending,
 		Redelivered: info.NumRedelivered, WaitingPulls: info.NumWaiting}
 }

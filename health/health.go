@@ -28,7 +28,7 @@ const (
 type Report struct {
 	Consumer string `json:"consumer"`
 	// Window is the window as Go writes a duration ("24h0m0s"); WindowSeconds the same.
-	Window        string    `json:"window"`
+	Window        string    `json:"-"`
 	WindowSeconds float64   `json:"windowSeconds"`
 	Since         time.Time `json:"since"`
 	Until         time.Time `json:"until"`

@@ -8,7 +8,7 @@ type Verdict string
 // The verdicts of a look-up.
 const (
 	VerdictHappened    Verdict = "happened"
-	VerdictNotHappened Verdict = "not-happened"
+	VerdictNotHappened Verdict = "not_happened"
 	VerdictUnknown     Verdict = "unknown"
 )
 

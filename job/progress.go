@@ -30,7 +30,7 @@ type Progress struct {
 	CallBudget    int64 `json:"callBudget"`
 	// Rate is targets settled per second, over the last few polls; ETA follows from it.
 	Rate float64       `json:"ratePerSecond"`
-	ETA  time.Duration `json:"etaNanos"`
+	ETA  time.Duration `json:"-"`
 	// State is publishing, throttled, paused, waiting (for outcomes), or the job's final status.
 	State string `json:"state"`
 	// Reason says why the run is paused or throttled.

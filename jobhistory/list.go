@@ -10,6 +10,7 @@ import (
 	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/internal/suggest"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -38,10 +39,10 @@ type ListOptions struct {
 
 // JobSummary is one job as a list shows it. Its JSON names are a contract for scripts.
 type JobSummary struct {
-	ID            string                 `json:"id"`
+	ID            string                 `json:"jobId"`
 	Consumer      string                 `json:"consumer"`
-	Status        string                 `json:"status"`
-	SourceKind    string                 `json:"sourceKind"`
+	Status        jobtype.Status         `json:"status"`
+	Source        jobtype.SourceRef      `json:"source"`
 	EffectVersion manifest.EffectVersion `json:"effectVersion"`
 	Targets       int64                  `json:"targets"`
 	Completed     int64                  `json:"completed"`
@@ -56,9 +57,9 @@ type JobSummary struct {
 	CreatedAt time.Time `json:"createdAt"`
 	// StatusBy, StatusAt and StatusReason record the last change of status (pause, resume,
 	// cancel, a guard's stop, the end); nil and empty before the first.
-	StatusBy     string     `json:"statusBy"`
-	StatusAt     *time.Time `json:"statusAt"`
-	StatusReason string     `json:"statusReason"`
+	StatusBy     string     `json:"statusBy,omitempty"`
+	StatusAt     *time.Time `json:"statusAt,omitempty"`
+	StatusReason string     `json:"statusReason,omitempty"`
 }
 
 // LastBy is who acted on the job last: who changed its status, else who planned it.
@@ -106,7 +107,7 @@ func List(ctx context.Context, store *ledger.Store, o ListOptions) ([]JobSummary
 	jobs := make([]JobSummary, 0, len(rows))
 	for _, r := range rows {
 		p := job.ProgressOfJob(r.Job, r.TargetCounts, r.Effects)
-		s := JobSummary{ID: r.ID, Consumer: r.Consumer, Status: string(r.Status), SourceKind: r.SourceKind,
+		s := JobSummary{ID: r.ID, Consumer: r.Consumer, Status: r.Status, Source: jobtype.SourceRef{Kind: r.SourceKind},
 			EffectVersion: manifest.EffectVersion{From: r.EffectVersionFrom, To: r.EffectVersionTo},
 			Targets:       r.Targets, Completed: p.Completed, Failed: p.Failed, Uncertain: p.Uncertain,
 			Skipped: p.Skipped, Remaining: p.Remaining, Reason: r.Reason, Ticket: r.Ticket,

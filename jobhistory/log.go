@@ -9,7 +9,7 @@ import (
 
 // LogEntry is one audit entry of a job. Its JSON names are a contract for scripts.
 type LogEntry struct {
-	ID     int64     `json:"id"`
+	ID     int64     `json:"entryId"`
 	At     time.Time `json:"at"`
 	Actor  string    `json:"actor"`
 	Action string    `json:"action"`

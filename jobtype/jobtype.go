@@ -36,3 +36,12 @@ const (
 	// and targets are events completed under an older version than the job's.
 	SourceBackfill = "backfill"
 )
+
+// SourceRef is a job's source as the --json outputs show it beside the job (the manifest's
+// source holds the whole selection): `.source.kind` in every document.
+type SourceRef struct {
+	Kind string `json:"kind"`
+}
+
+// DefaultMaxInFlight is execute's --max-in-flight when neither the flag nor a stored pace sets it.
+const DefaultMaxInFlight = 1000

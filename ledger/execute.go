@@ -273,15 +273,15 @@ const (
 
 // ReviewItem is an effects row a person has to look at. It holds no payload and no result body.
 type ReviewItem struct {
-	EventID      string
-	State        string
-	OutcomeKind  string
-	EffectCount  int
-	CallsStarted int
-	ExternalRefs json.RawMessage
-	LeaseOwner   string
-	LastError    string
-	UpdatedAt    time.Time
+	EventID      string          `json:"eventId"`
+	State        string          `json:"state"`
+	OutcomeKind  string          `json:"outcomeKind"`
+	EffectCount  int             `json:"effectCount"`
+	CallsStarted int             `json:"callsStarted"`
+	ExternalRefs json.RawMessage `json:"externalRefs"`
+	LeaseOwner   string          `json:"leaseOwner"`
+	LastError    string          `json:"lastError"`
+	UpdatedAt    time.Time       `json:"updatedAt"`
 }
 
 // $4 is the review kind; the list is short by nature, so the sort in byte order is cheap.

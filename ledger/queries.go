@@ -81,8 +81,37 @@ type Job struct {
 
 // JobPace is a job's publish rate (per second, 0 for no limit) and in-flight cap; nil is not set.
 type JobPace struct {
-	Rate        *float64 `json:"rate"`
-	MaxInFlight *int     `json:"maxInFlight"`
+	Rate        *float64
+	MaxInFlight *int
+}
+
+// MarshalJSON shows the pace a run would keep to without flags: an unset rate is 0 (no limit), an
+// unset cap jobtype.DefaultMaxInFlight. Every --json gives numbers here, never null.
+func (p JobPace) MarshalJSON() ([]byte, error) {
+	rate, inFlight := 0.0, jobtype.DefaultMaxInFlight
+	if p.Rate != nil {
+		rate = *p.Rate
+	}
+	if p.MaxInFlight != nil {
+		inFlight = *p.MaxInFlight
+	}
+	return json.Marshal(struct {
+		Rate        float64 `json:"rate"`
+		MaxInFlight int     `json:"maxInFlight"`
+	}{rate, inFlight})
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (p *JobPace) UnmarshalJSON(data []byte) error {
+	var v struct {
+		Rate        *float64 `json:"rate"`
+		MaxInFlight *int     `json:"maxInFlight"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	p.Rate, p.MaxInFlight = v.Rate, v.MaxInFlight
+	return nil
 }
 
 // A zero CreatedAt becomes now(); UpdatedAt always starts at now().

@@ -17,7 +17,7 @@ const DigestPrefix = "sha256:"
 // than the embedded one, so encoding/json uses it and omits the key.
 type canonicalForm struct {
 	*Manifest
-	Digest string `json:"digest,omitempty"`
+	Digest string `json:"manifestDigest,omitempty"`
 }
 
 // Canonical returns the canonical encoding of m that the digest covers: compact encoding/json output

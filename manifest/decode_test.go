@@ -20,15 +20,18 @@ func TestDecodeRefusesMalformed(t *testing.T) {
 		{"empty", "", "malformed manifest: the file is empty; expected a JSON object"},
 		{"not an object", "[1]", "malformed manifest: line 1, column 1: expected a JSON object"},
 		{"truncated", valid[:len(valid)/2], "malformed manifest: the JSON ends before the manifest is complete (truncated file?)"},
-		{"syntax", "{\n  \"id\": \"x\",\n  oops\n}",
+		{"syntax", "{\n  \"jobId\": \"x\",\n  oops\n}",
 			"malformed manifest: line 3, column 3: invalid character 'o' looking for beginning of object key string"},
-		{"wrong type", "{\n  \"id\": 5\n}", "malformed manifest: line 2, column 9: id: cannot use a JSON number as string"},
+		{"wrong type", "{\n  \"jobId\": 5\n}", "malformed manifest: line 2, column 12: jobId: cannot use a JSON number as string"},
 		{"unknown top-level field", strings.Replace(valid, "{\n", "{\n  \"approvedBy\": \"bob\",\n", 1),
 			"malformed manifest: line 2, column 3: unknown field \"approvedBy\" in $: replayctl/v1 has no such field; re-run `replayctl plan` instead of editing the file"},
 		{"unknown nested field", strings.Replace(valid, `"stream": "PAYMENTS_DLQ",`, `"stream": "PAYMENTS_DLQ", "replicas": 3,`, 1),
-			"malformed manifest: line 10, column 31: unknown field \"replicas\" in $.source: replayctl/v1 has no such field; re-run `replayctl plan` instead of editing the file"},
-		{"trailing object", valid + "{}\n", "malformed manifest: line 100, column 1: trailing data after the manifest object"},
-		{"trailing garbage", strings.TrimSuffix(valid, "\n") + " x", "malformed manifest: line 99, column 3: trailing data after the manifest object"},
+			"malformed manifest: line 11, column 31: unknown field \"replicas\" in $.source: replayctl/v1 has no such field; re-run `replayctl plan` instead of editing the file"},
+		{"a file from before the JSON contract", strings.Replace(valid, `"jobId"`, `"id"`, 1),
+			"malformed manifest: line 4, column 3: unknown field \"id\" in $: replayctl/v1 has no such field; the file was written by a replayctl " +
+				"from before the JSON contract renamed it to \"jobId\" (docs/contract.md); re-run `replayctl plan` instead of editing the file"},
+		{"trailing object", valid + "{}\n", "malformed manifest: line 101, column 1: trailing data after the manifest object"},
+		{"trailing garbage", strings.TrimSuffix(valid, "\n") + " x", "malformed manifest: line 100, column 3: trailing data after the manifest object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,7 +162,7 @@ func TestStoredFileStillLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Decode of the stored manifest: %v", err)
 	}
-	const want = "sha256:55c1c13f5097e9af6c24d0e8bd1ab555cfe9f21f0f16679a72be5e86a298bf07"
+	const want = "sha256:2c805ce1cd757c47fab589907ff0d2906196c678d3369fecf251145f3c82514c"
 	if m.Digest != want || len(m.EventIDs) != 3 {
 		t.Errorf("stored manifest has digest %s and %d targets, want %s and 3", m.Digest, len(m.EventIDs), want)
 	}

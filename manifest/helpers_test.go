@@ -22,6 +22,7 @@ func validManifest(tb testing.TB, n int) *manifest.Manifest {
 	targets := int64(n)
 	return &manifest.Manifest{
 		APIVersion: manifest.APIVersion,
+		Kind:       manifest.KindManifest,
 		ID:         "job-20250302-payments",
 		CreatedAt:  time.Date(2025, 3, 2, 14, 0, 0, 123456789, time.UTC),
 		CreatedBy:  "alice",

@@ -116,9 +116,16 @@ func unknownKey(data []byte, offset int, path, key string, shape *keyShape) erro
 			hint = fmt.Sprintf("; field names are exact and case-sensitive: the field is %q", name)
 		}
 	}
+	if renamed, ok := renamedFields[key]; ok && path == "$" {
+		hint = fmt.Sprintf("; the file was written by a replayctl from before the JSON contract renamed it to %q (docs/contract.md)", renamed)
+	}
 	return fmt.Errorf("%w: %s: unknown field %q in %s: %s has no such field%s; re-run `replayctl plan` instead of editing the file",
 		ErrMalformed, position(data, int64(offset)), clip.Bytes(key, maxQuoted), path, APIVersion, hint)
 }
+
+// renamedFields are the top-level names a manifest had before the JSON contract (docs/contract.md,
+// "JSON outputs"), and what they are called now: a file planned by an older build is told so.
+var renamedFields = map[string]string{"id": "jobId", "digest": "manifestDigest"}
 
 // keyShape is what a JSON value of the manifest may hold: an object with exactly fields, or an
 // array or a map (any keys) of elem. A scalar has neither.

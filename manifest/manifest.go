@@ -14,13 +14,15 @@ const APIVersion = "replayctl/v1"
 
 // Manifest is one replay job as planned. Every field except Digest is covered by the digest.
 type Manifest struct {
-	APIVersion string    `json:"apiVersion"`
-	ID         string    `json:"id"`
-	CreatedAt  time.Time `json:"createdAt"`
-	CreatedBy  string    `json:"createdBy"`
-	Reason     string    `json:"reason"`
-	Ticket     string    `json:"ticket,omitempty"`
-	Consumer   string    `json:"consumer"`
+	APIVersion string `json:"apiVersion"`
+	// Kind is KindManifest; the file is one of replayctl's JSON documents (docs/contract.md).
+	Kind      string    `json:"kind"`
+	ID        string    `json:"jobId"`
+	CreatedAt time.Time `json:"createdAt"`
+	CreatedBy string    `json:"createdBy"`
+	Reason    string    `json:"reason"`
+	Ticket    string    `json:"ticket,omitempty"`
+	Consumer  string    `json:"consumer"`
 
 	Source         Source        `json:"source"`
 	EffectVersion  EffectVersion `json:"effectVersion"`
@@ -38,8 +40,11 @@ type Manifest struct {
 	EventIDs []string `json:"eventIds"`
 
 	// Digest is "sha256:" + hex of the canonical encoding of every other field.
-	Digest string `json:"digest"`
+	Digest string `json:"manifestDigest"`
 }
+
+// KindManifest is a manifest's kind.
+const KindManifest = "Manifest"
 
 // Source kinds (docs/contract.md, "Source kinds").
 const (
@@ -225,7 +230,7 @@ type CompletedExclusion struct {
 type JobExclusion struct {
 	EventID   string `json:"eventId"`
 	JobID     string `json:"jobId"`
-	JobStatus string `json:"jobStatus"`
+	JobStatus string `json:"status"`
 }
 
 // LedgerExclusion is an event ID kept out because of its ledger row.

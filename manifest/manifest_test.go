@@ -37,7 +37,7 @@ func TestRoundTrip(t *testing.T) {
 
 func TestEncodeFileForm(t *testing.T) {
 	data := fileForm(t, sealed(t, 2))
-	if !bytes.HasPrefix(data, []byte("{\n  \"apiVersion\": \"replayctl/v1\",\n  \"id\": ")) {
+	if !bytes.HasPrefix(data, []byte("{\n  \"apiVersion\": \"replayctl/v1\",\n  \"kind\": \"Manifest\",\n  \"jobId\": ")) {
 		t.Errorf("file does not start with two-space indented apiVersion:\n%.80s", data)
 	}
 	if !bytes.HasSuffix(data, []byte("\n}\n")) {
@@ -54,6 +54,7 @@ func TestEncodeFileForm(t *testing.T) {
 func TestCanonicalEncoding(t *testing.T) {
 	m := &manifest.Manifest{
 		APIVersion: manifest.APIVersion,
+		Kind:       manifest.KindManifest,
 		ID:         "j1",
 		CreatedAt:  time.Date(2025, 3, 2, 16, 0, 0, 500, time.FixedZone("CET", 3600)),
 		Reason:     "a&b <c>",
@@ -64,7 +65,7 @@ func TestCanonicalEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"apiVersion":"replayctl/v1","id":"j1","createdAt":"2025-03-02T15:00:00.0000005Z","createdBy":"",` +
+	want := `{"apiVersion":"replayctl/v1","kind":"Manifest","jobId":"j1","createdAt":"2025-03-02T15:00:00.0000005Z","createdBy":"",` +
 		`"reason":"a&b <c>","consumer":"","source":{"stream":"","headers":{"eventId":"","reason":"",` +
 		`"originalSubject":"","attempts":"","failedAt":""},"firstSeq":0,"lastSeq":0,"streamLastSeq":0},` +
 		`"effectVersion":{"from":0,"to":0},"writeForbidden":false,"stats":{"scanned":0,"missingEventId":0,` +

@@ -82,7 +82,10 @@ func Validate(m *Manifest) error {
 	if m.APIVersion != APIVersion {
 		p.add("apiVersion", fmt.Sprintf("must be %q, found %q", APIVersion, clip.Bytes(m.APIVersion, maxQuoted)))
 	}
-	p.check("id", protocol.ValidateJobID(m.ID))
+	if m.Kind != KindManifest {
+		p.add("kind", fmt.Sprintf("must be %q, found %q", KindManifest, clip.Bytes(m.Kind, maxQuoted)))
+	}
+	p.check("jobId", protocol.ValidateJobID(m.ID))
 	if m.CreatedAt.IsZero() {
 		p.add("createdAt", "is missing")
 	}

@@ -28,9 +28,9 @@ func TestValidateReportsField(t *testing.T) {
 		problem string
 	}{
 		{"apiVersion", func(m *manifest.Manifest) { m.APIVersion = "v1" }, "apiVersion", `must be "replayctl/v1", found "v1"`},
-		{"id with space", func(m *manifest.Manifest) { m.ID = "job 1" }, "id", `job ID "job 1" is not allowed`},
-		{"id leading dot", func(m *manifest.Manifest) { m.ID = ".job" }, "id", `job ID ".job" is not allowed`},
-		{"id too long", func(m *manifest.Manifest) { m.ID = strings.Repeat("j", 129) }, "id", "use 1-128 characters"},
+		{"id with space", func(m *manifest.Manifest) { m.ID = "job 1" }, "jobId", `job ID "job 1" is not allowed`},
+		{"id leading dot", func(m *manifest.Manifest) { m.ID = ".job" }, "jobId", `job ID ".job" is not allowed`},
+		{"id too long", func(m *manifest.Manifest) { m.ID = strings.Repeat("j", 129) }, "jobId", "use 1-128 characters"},
 		{"createdAt", func(m *manifest.Manifest) { m.CreatedAt = time.Time{} }, "createdAt", "is missing"},
 		{"createdAt year", func(m *manifest.Manifest) {
 			m.CreatedAt = time.Date(0, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600))

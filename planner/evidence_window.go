@@ -17,7 +17,7 @@ const (
 	// EvidenceFromFlag: --evidence-window, an operator's override.
 	EvidenceFromFlag EvidenceWindowSource = "flag"
 	// EvidenceFromPolicy: the EvidenceRetention the consumer's SDK registered when it started.
-	EvidenceFromPolicy EvidenceWindowSource = "registered-policy"
+	EvidenceFromPolicy EvidenceWindowSource = "registered_policy"
 	// EvidenceFromDefault: neither; the SDK's default.
 	EvidenceFromDefault EvidenceWindowSource = "default"
 )

@@ -18,6 +18,7 @@ import (
 
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
@@ -140,10 +141,9 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 			"targets":               m.Stats.Targets,
 			"scanned":               m.Stats.Scanned,
 			"expectedExternalCalls": m.ExpectedExternalCalls,
-			"effectVersionFrom":     m.EffectVersion.From,
-			"effectVersionTo":       m.EffectVersion.To,
+			"effectVersion":         m.EffectVersion,
 			"writeForbidden":        m.WriteForbidden,
-			"sourceKind":            m.SourceKind(),
+			"source":                jobtype.SourceRef{Kind: m.SourceKind()},
 			"reason":                m.Reason,
 			"ticket":                m.Ticket,
 		},
@@ -265,12 +265,14 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	}
 	m := &manifest.Manifest{
 		APIVersion: manifest.APIVersion,
+		Kind:       manifest.KindManifest,
 		ID:         opts.JobID,
-		CreatedAt:  opts.Now,
-		CreatedBy:  opts.Actor,
-		Reason:     opts.Reason,
-		Ticket:     opts.Ticket,
-		Consumer:   opts.Consumer,
+		// The ledger keeps microseconds: the manifest says the same instant the jobs table does.
+		CreatedAt: opts.Now.UTC().Truncate(time.Microsecond),
+		CreatedBy: opts.Actor,
+		Reason:    opts.Reason,
+		Ticket:    opts.Ticket,
+		Consumer:  opts.Consumer,
 		Source: manifest.Source{
 			Kind:          opts.sourceKind(),
 			Stream:        opts.Stream,

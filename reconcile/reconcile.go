@@ -167,7 +167,7 @@ feed:
 // rowOf is a listed row with its look-up's answer and the outcome that answer leads to.
 func rowOf(u ledger.UncertainRow, ans answer) Row {
 	row := Row{EventID: u.EventID, EffectVersion: u.EffectVersion, JobID: u.JobID,
-		UncertainForSeconds: int64(u.Age / time.Second), Calls: max(u.EffectCount, u.CallsStarted),
+		UncertainForSeconds: u.Age.Seconds(), Calls: max(u.EffectCount, u.CallsStarted),
 		ExternalRefs: u.ExternalRefs, LastError: u.LastError, PreviousVerdict: u.ReviewVerdict, StuckLease: u.Stuck,
 		seenUpdatedAt: u.UpdatedAt, seenReviewedAt: u.ReviewedAt}
 	if ans.err != "" {

@@ -47,7 +47,7 @@ type Row struct {
 	JobID         string `json:"jobId,omitempty"`
 	// UncertainForSeconds is how long the row had been uncertain when listed (database clock); for
 	// a stuck lease, how long since its last heartbeat or call.
-	UncertainForSeconds int64 `json:"uncertainForSeconds"`
+	UncertainForSeconds float64 `json:"uncertainForSeconds"`
 	// StuckLease says the row was not uncertain but processing under a lease that lapsed over
 	// 15 minutes ago after a call started, with no message left to bring the SDK back to it. It
 	// is settled like an uncertain row: reconciled, or uncertain for manual review.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/replayctl/replayctl/fault"
@@ -62,7 +61,7 @@ type Resolution struct {
 	From string `json:"from"`
 	To   string `json:"to"`
 	// UncertainForSeconds is how long the row had been uncertain when read.
-	UncertainForSeconds int64           `json:"uncertainForSeconds"`
+	UncertainForSeconds float64         `json:"uncertainForSeconds"`
 	Calls               int             `json:"calls"`
 	ExternalRefs        json.RawMessage `json:"externalRefs"`
 	LastError           string          `json:"lastError,omitempty"`
@@ -133,7 +132,7 @@ func Resolve(ctx context.Context, store *ledger.Store, o ResolveOptions) (*Resol
 	}
 	res := &Resolution{RunID: newRunID("resolve"), Consumer: o.Consumer, EventID: row.EventID, EffectVersion: row.EffectVersion,
 		JobID: row.JobID, As: o.As, Note: o.Note, From: row.State, To: ledger.EffectReconciled,
-		UncertainForSeconds: int64(row.Age / time.Second), Calls: max(row.EffectCount, row.CallsStarted),
+		UncertainForSeconds: row.Age.Seconds(), Calls: max(row.EffectCount, row.CallsStarted),
 		ExternalRefs: row.ExternalRefs, LastError: row.LastError, PreviousVerdict: row.ReviewVerdict, PreviousNote: row.ReviewNote}
 	if o.As == ledger.VerdictNotHappened {
 		res.To = ledger.EffectReceived

@@ -90,7 +90,7 @@ grep -q "shadow would make 40 external calls, 100.0% above the plan's expected 2
 replayctl shadow "$work/job.json" --max-calls-over 1
 replayctl execute "$work/job.json" --dry-run >/dev/null
 replayctl execute "$work/job.json" --yes
-job=$(jq -r .id "$work/job.json")
+job=$(jq -r .jobId "$work/job.json")
 replayctl status "$job"
 replayctl --json status "$job" >"$work/status.json"
 replayctl reconcile --consumer billing --dry-run

@@ -26,7 +26,7 @@ type Thresholds struct {
 	MaxChangedRatio float64 `json:"maxChangedRatio"`
 	// MaxCallsOverExpected (--max-calls-over) is the fraction by which the shadow's external calls
 	// may exceed the manifest's expectedExternalCalls.
-	MaxCallsOverExpected float64 `json:"maxCallsOverExpected"`
+	MaxCallsOverExpected float64 `json:"maxCallsOver"`
 }
 
 // DefaultThresholds tolerates no shadow error, no business failure and no unanswered request,

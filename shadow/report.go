@@ -90,9 +90,9 @@ const (
 	// BaselineLedger is the original's retained result body.
 	BaselineLedger = "ledger"
 	// BaselineLedgerHash is the original's result hash, its body pruned: compared on hash only.
-	BaselineLedgerHash = "ledger-hash"
+	BaselineLedgerHash = "ledger_hash"
 	// BaselineShadowFrom is a shadow run under effectVersion.from, for events with no original.
-	BaselineShadowFrom = "shadow-from"
+	BaselineShadowFrom = "shadow_from"
 	// BaselineNone means no original and no older version to shadow under (effectVersion.from is
 	// 0: the ledger knew no version of the consumer at plan time).
 	BaselineNone = "none"

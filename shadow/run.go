@@ -123,7 +123,7 @@ func start(ctx context.Context, store *ledger.Store, opts *Options, r *Report) e
 			At: r.StartedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.started",
 			Details: map[string]any{
 				"targets": r.Totals.Targets, "seed": r.Seed, "sample": opts.Sample, "concurrency": opts.Concurrency,
-				"timeout": opts.Timeout.String(), "effectVersion": r.EffectVersion.To, "subject": r.Subject,
+				"timeoutSeconds": opts.Timeout.Seconds(), "effectVersion": r.EffectVersion, "subject": r.Subject,
 			},
 		},
 	})
@@ -150,7 +150,7 @@ func record(ctx context.Context, store *ledger.Store, opts *Options, r *Report) 
 	}, job.Transition(job.EventVerdict, r.JobID, "shadow verdict: "+passFail(r.Verdict.Pass), opts.Actor), ledger.AuditEntry{
 		At: r.FinishedAt, Actor: opts.Actor, JobID: r.JobID, ManifestDigest: r.ManifestDigest, Action: "shadow.verdict",
 		Details: map[string]any{
-			"verdict": passFail(r.Verdict.Pass), "reasons": r.Verdict.Reasons, "seed": r.Seed,
+			"verdict": r.Verdict, "seed": r.Seed,
 			"reportPath": opts.ReportPath, "totals": r.Totals,
 		},
 	})

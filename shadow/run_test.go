@@ -133,16 +133,16 @@ func TestShadowDiffSeparatesChangesNoiseAndIgnoredFields(t *testing.T) {
 	if e01 := items["e01"]; e01.Outcome != "identical" || e01.OriginalEffects != 1 || e01.ShadowEffects != 1 {
 		t.Fatalf("e01 %+v: want identical once noise and ignored fields are left out", e01)
 	}
-	if e05 := items["e05"]; e05.Outcome != "identical" || e05.Baseline != "ledger-hash" {
+	if e05 := items["e05"]; e05.Outcome != "identical" || e05.Baseline != shadow.BaselineLedgerHash {
 		t.Fatalf("e05 %+v: want identical on the hash of a pruned body", e05)
 	}
-	if e06 := items["e06"]; e06.Outcome != "changed" || e06.Baseline != "ledger-hash" || len(e06.Changed) != 0 {
+	if e06 := items["e06"]; e06.Outcome != "changed" || e06.Baseline != shadow.BaselineLedgerHash || len(e06.Changed) != 0 {
 		t.Fatalf("e06 %+v: want changed on hash (body past replay_until), with no field paths", e06)
 	}
-	if e08 := items["e08"]; e08.Baseline != "shadow-from" || e08.BaselineVersion != 1 || !slices.Equal(changed("e08"), []string{"feeCents"}) {
+	if e08 := items["e08"]; e08.Baseline != shadow.BaselineShadowFrom || e08.BaselineVersion != 1 || !slices.Equal(changed("e08"), []string{"feeCents"}) {
 		t.Fatalf("e08 %+v: want a shadow run under version 1 as baseline, feeCents changed", e08)
 	}
-	if e09 := items["e09"]; e09.Baseline != "shadow-from" || e09.Outcome != "identical" {
+	if e09 := items["e09"]; e09.Baseline != shadow.BaselineShadowFrom || e09.Outcome != "identical" {
 		t.Fatalf("e09 %+v: want identical to the version 1 shadow run", e09)
 	}
 

@@ -94,7 +94,7 @@ func controlRun(ctx context.Context, opts *ControlOptions, verb controlVerb) err
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, r)
+		return printJSON(opts.IO.Out, "JobControl", r)
 	}
 	out := opts.IO.Out
 	fmt.Fprintf(out, "job %s: %s -> %s\n", r.JobID, r.From, r.To)

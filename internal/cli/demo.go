@@ -269,8 +269,7 @@ type demoExecutionJSON struct {
 	DryRun           *executor.Result `json:"dryRun"`
 	Result           *executor.Result `json:"result"`
 	Error            string           `json:"error,omitempty"`
-	Stream           string           `json:"stream"`
-	Durable          string           `json:"durable"`
+	Durable          executor.Durable `json:"durable"`
 	TargetsPerSecond float64          `json:"targetsPerSecond"`
 	StreamMessages   struct {
 		AfterDryRun uint64 `json:"afterDryRun"`
@@ -296,7 +295,7 @@ type demoExecutionJSON struct {
 }
 
 func demoExecution(x *demo.Execution) demoExecutionJSON {
-	j := demoExecutionJSON{DryRun: x.DryRun, Result: x.Result, Stream: x.Stream, Durable: x.Durable,
+	j := demoExecutionJSON{DryRun: x.DryRun, Result: x.Result, Durable: executor.Durable{Stream: x.Stream, Name: x.Durable},
 		TargetsPerSecond: x.TargetsPerSecond(), ChargedOnce: x.ChargedOnce, NotCharged: x.NotCharged,
 		Duplicates: x.Duplicates, DuplicateExamples: nonNil(x.DuplicateExamples), ExcludedCharged: nonNil(x.ExcludedCharged),
 		Strays: x.Strays, SecondRefused: x.SecondRefusal != nil, SecondGate: x.SecondGate()}
@@ -321,9 +320,9 @@ func nonNil(s []string) []string {
 
 func printDemoJSON(ios *iostreams.IOStreams, r *demo.Report) error {
 	t := r.Timings
-	err := printJSON(ios.Out, struct {
+	err := printJSON(ios.Out, "Demo", struct {
 		JobID         string             `json:"jobId"`
-		Manifest      string             `json:"manifest"`
+		Manifest      string             `json:"manifestPath"`
 		Schema        string             `json:"schema"`
 		Stats         manifest.Stats     `json:"stats"`
 		ExpectedCalls int64              `json:"expectedExternalCalls"`
@@ -332,7 +331,7 @@ func printDemoJSON(ios *iostreams.IOStreams, r *demo.Report) error {
 		TamperRefused bool               `json:"tamperedCopyRefused"`
 		ShadowReport  string             `json:"shadowReport"`
 		ShadowTotals  shadow.Totals      `json:"shadowTotals"`
-		ShadowVerdict shadow.Verdict     `json:"shadowVerdict"`
+		ShadowVerdict shadow.Verdict     `json:"verdict"`
 		ProviderCalls int64              `json:"providerCallsDuringShadow"`
 		Execute       demoExecutionJSON  `json:"execute"`
 		Backfill      *demo.Backfill     `json:"backfill"`

@@ -71,7 +71,7 @@ func drainRun(ctx context.Context, opts *DrainOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, res)
+		return printJSON(opts.IO.Out, "Drain", res)
 	}
 	printDrainResult(opts.IO.Out, res)
 	return nil

@@ -157,7 +157,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 		return err
 	}
 	if opts.JSON {
-		if perr := printJSON(opts.IO.Out, result); perr != nil {
+		if perr := printJSON(opts.IO.Out, "Execute", result); perr != nil {
 			return perr
 		}
 	} else if perr := printExecuteResult(opts.IO, result); perr != nil {

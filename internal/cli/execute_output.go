@@ -26,7 +26,7 @@ func printExecuteResult(ios *iostreams.IOStreams, r *executor.Result) error {
 		fmt.Fprintf(out, "drift since plan: %d of %d targets skipped (%s)\n", pre.Drift.Drifted, pre.Drift.Checked, driftKinds(pre.Drift.ByKind))
 	}
 	if !pre.DurableFound && !r.DryRun {
-		fmt.Fprintf(ios.ErrOut, "note: durable consumer %s was not found; only the ledger's in-flight count throttled publishing\n", clip.Line(pre.Durable))
+		fmt.Fprintf(ios.ErrOut, "note: durable consumer %s was not found; only the ledger's in-flight count throttled publishing\n", clip.Line(pre.Durable.Name))
 	}
 	fmt.Fprintln(out)
 	if err := printProgressTable(ios, progressRows(r.Final, r.DryRun, pre, r)); err != nil {

@@ -320,7 +320,7 @@ func TestExecuteStoppedByTheCallBudgetGuardExits4AndPausesTheJob(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("status: exit %d:\n%s", code, stderr)
 	}
-	for _, want := range []string{"job " + m.ID + " of consumer billing: paused by replayctl-guard", "because: guard call-budget:", "--max-calls-over",
+	for _, want := range []string{"job " + m.ID + " of consumer billing: paused by replayctl-guard", "because: guard call_budget:", "--max-calls-over",
 		"executor: none attached", "run `replayctl execute " + m.ID + "` to continue"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, stdout)

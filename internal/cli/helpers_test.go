@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,11 @@ func execCommandIO(t *testing.T, isTTY bool, stdin, args string, setup func(f *F
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	code := run(ctx, f, root, splitArgs(t, args))
+	argv := splitArgs(t, args)
+	code := run(ctx, f, root, argv)
+	if setup == nil && slices.Contains(argv, "--json") && !slices.Contains(argv, "--jq") {
+		checkDocuments(t, out.String())
+	}
 	return out.String(), errOut.String(), code
 }
 
@@ -122,6 +127,7 @@ func testManifest(t *testing.T) *manifest.Manifest {
 	lease := time.Date(2026, 12, 2, 9, 45, 0, 0, time.UTC)
 	m := &manifest.Manifest{
 		APIVersion: manifest.APIVersion,
+		Kind:       manifest.KindManifest,
 		ID:         "job-20261202-test01",
 		CreatedAt:  fixedNow,
 		CreatedBy:  "alice",
@@ -272,4 +278,15 @@ func waitUntil(t *testing.T, limit time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// jsonItems decodes the items of a list document (jobs, log) into v.
+func jsonItems(stdout string, v any) error {
+	var doc struct {
+		Items json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		return err
+	}
+	return json.Unmarshal(doc.Items, v)
 }

@@ -91,7 +91,7 @@ func jobsRun(ctx context.Context, opts *JobsOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, jobs)
+		return printJSON(opts.IO.Out, "JobList", jobs)
 	}
 	if len(jobs) == 0 {
 		fmt.Fprintln(opts.IO.ErrOut, "no jobs match")
@@ -118,7 +118,7 @@ func printJobs(ios *iostreams.IOStreams, jobs []jobhistory.JobSummary) error {
 		if reason == "" {
 			reason = j.Reason
 		}
-		rows[i] = []string{j.ID, j.Consumer, j.Status,
+		rows[i] = []string{j.ID, j.Consumer, string(j.Status),
 			fmt.Sprintf("%d->%d", j.EffectVersion.From, j.EffectVersion.To),
 			strconv.FormatInt(j.Targets, 10),
 			fmt.Sprintf("%d/%d/%d", j.Completed, j.Failed, j.Uncertain),

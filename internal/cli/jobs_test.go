@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -94,24 +93,25 @@ func TestJobsJSONHasStableFieldNames(t *testing.T) {
 		t.Fatalf("jobs --json: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var jobs []map[string]any
-	if err := json.Unmarshal([]byte(stdout), &jobs); err != nil || len(jobs) != 1 {
+	if err := jsonItems(stdout, &jobs); err != nil || len(jobs) != 1 {
 		t.Fatalf("jobs --json: %v, %d jobs:\n%s", err, len(jobs), stdout)
 	}
 	j := jobs[0]
-	for _, key := range []string{"id", "consumer", "status", "sourceKind", "effectVersion", "targets", "completed", "failed",
+	for _, key := range []string{"jobId", "consumer", "status", "source", "effectVersion", "targets", "completed", "failed",
 		"uncertain", "skipped", "remaining", "reason", "ticket", "createdBy", "createdAt", "statusBy", "statusAt", "statusReason"} {
 		if _, ok := j[key]; !ok {
 			t.Errorf("jobs --json lacks %q: %v", key, j)
 		}
 	}
-	if j["id"] != "job-cli-jobs-shipping" || j["statusBy"] != "carol" || !strings.HasPrefix(j["statusReason"].(string), "shipping provider") ||
+	if j["jobId"] != "job-cli-jobs-shipping" || j["statusBy"] != "carol" || !strings.HasPrefix(j["statusReason"].(string), "shipping provider") ||
 		j["effectVersion"].(map[string]any)["to"] != 4.0 || j["createdAt"] != "2026-12-01T09:30:00Z" {
 		t.Errorf("jobs --json: %v", j)
 	}
 
 	stdout, _, code = w.replayctl(t, "jobs --json --status planned")
-	if code != ExitOK || strings.TrimSpace(stdout) != "[]" {
-		t.Errorf("jobs --json matching nothing: exit %d, %q; want []", code, stdout)
+	var none []map[string]any
+	if code != ExitOK || jsonItems(stdout, &none) != nil || none == nil || len(none) != 0 {
+		t.Errorf("jobs --json matching nothing: exit %d, %q; want no items", code, stdout)
 	}
 }
 

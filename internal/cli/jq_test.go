@@ -8,7 +8,7 @@ import (
 func TestJQSelectsFromTheJSONOutputAndImpliesJSON(t *testing.T) {
 	m := testManifest(t)
 	path := writeManifest(t, m)
-	out, errOut, code := runCommand(t, false, "validate "+path+" --jq .id")
+	out, errOut, code := runCommand(t, false, "validate "+path+" --jq .jobId")
 	if code != 0 || out != m.ID+"\n" {
 		t.Fatalf("--jq .id: exit %d, stdout %q, stderr %q; want the bare ID", code, out, errOut)
 	}

@@ -76,7 +76,7 @@ func keysPolicyRun(ctx context.Context, opts *KeysPolicyOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, struct {
+		return printJSON(opts.IO.Out, "KeyPolicies", struct {
 			Policies []keys.PolicyView `json:"policies"`
 		}{policies})
 	}

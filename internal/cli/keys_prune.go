@@ -125,13 +125,13 @@ func keysPruneRun(ctx context.Context, opts *KeysPruneOptions) error {
 	r, err := keys.Prune(ctx, store, pr)
 	if err != nil {
 		if r != nil && opts.JSON {
-			_ = printJSON(opts.IO.Out, r)
+			_ = printJSON(opts.IO.Out, "KeyPrune", r)
 			return &ExitError{Code: exitCode(err), Reported: true, Err: err}
 		}
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, r)
+		return printJSON(opts.IO.Out, "KeyPrune", r)
 	}
 	verb := "pruned"
 	if r.DryRun {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -50,7 +51,7 @@ such record, 3 when not confirmed, 1 when the record changed meanwhile.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
 			req.Actor = f.Actor()
-			req.As = apikey.Resolution(opts.As)
+			req.As = apikey.Resolution(strings.ReplaceAll(strings.TrimSpace(opts.As), "-", "_"))
 			secret, err := readKeySecret(opts.SecretFile, req.RawKey)
 			if err != nil {
 				return err
@@ -95,7 +96,7 @@ func keysResolveRun(ctx context.Context, opts *KeysResolveOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, struct {
+		return printJSON(opts.IO.Out, "KeyResolution", struct {
 			Resolved   keys.RecordView   `json:"resolved"`
 			Resolution apikey.Resolution `json:"resolution"`
 		}{*rec, req.As})

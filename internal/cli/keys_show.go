@@ -80,7 +80,7 @@ func keysShowRun(ctx context.Context, opts *KeysShowOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, struct {
+		return printJSON(opts.IO.Out, "KeyRecords", struct {
 			Records []keys.RecordView `json:"records"`
 		}{recs})
 	}
@@ -180,7 +180,7 @@ func keysUncertainRun(ctx context.Context, opts *KeysUncertainOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, struct {
+		return printJSON(opts.IO.Out, "KeyRecords", struct {
 			Records []keys.RecordView `json:"records"`
 		}{recs})
 	}

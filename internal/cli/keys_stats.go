@@ -80,7 +80,7 @@ func keysStatsRun(ctx context.Context, opts *KeysStatsOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, r)
+		return printJSON(opts.IO.Out, "KeyStats", r)
 	}
 	printKeysStats(opts.IO, r)
 	return nil

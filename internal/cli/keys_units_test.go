@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/health"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/keys"
@@ -35,7 +36,7 @@ func TestKeysFlagsReachTheRunWithoutOpeningTheLedger(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	r := resolve.Request
-	if r.Route != "POST /v1/charges" || r.KeyHash != "hmac-sha256:ab" || r.As != "not-happened" || r.ExternalRef != "ch_1" ||
+	if r.Route != "POST /v1/charges" || r.KeyHash != "hmac-sha256:ab" || r.As != apikey.ResolutionNotHappened || r.ExternalRef != "ch_1" ||
 		r.Note != "no charge at the provider" || r.Actor != "bob" || !resolve.Yes {
 		t.Fatalf("resolve options %+v", r)
 	}

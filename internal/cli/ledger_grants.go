@@ -79,7 +79,7 @@ func runLedgerGrants(ctx context.Context, opts *LedgerGrantsOptions) error {
 		return usageErrorf("%v", err)
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, struct {
+		return printJSON(opts.IO.Out, "LedgerGrants", struct {
 			Schema     string   `json:"schema"`
 			Statements []string `json:"statements"`
 		}{schema, stmts})

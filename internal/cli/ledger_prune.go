@@ -203,7 +203,7 @@ func confirmPrune(ios *iostreams.IOStreams, r *ledger.PruneReport) error {
 
 func printPrune(opts *LedgerPruneOptions, r *ledger.PruneReport) error {
 	if opts.JSON {
-		return printJSON(opts.IO.Out, r)
+		return printJSON(opts.IO.Out, "LedgerPrune", r)
 	}
 	out := opts.IO.Out
 	scope := "consumer " + r.Consumer

@@ -114,7 +114,7 @@ func ledgerStatsRun(ctx context.Context, opts *LedgerStatsOptions) error {
 	}
 	switch {
 	case opts.JSON:
-		return printJSON(opts.IO.Out, st)
+		return printJSON(opts.IO.Out, "LedgerStats", st)
 	case opts.Format == "openmetrics":
 		return printStatsOpenMetrics(opts.IO.Out, st, opts.Window)
 	}

@@ -62,7 +62,7 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, entries)
+		return printJSON(opts.IO.Out, "AuditLog", entries)
 	}
 	return printLog(opts.IO, entries)
 }

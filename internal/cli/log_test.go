@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -44,15 +43,15 @@ func TestLogShowsTheAuditTrailInOrder(t *testing.T) {
 
 	stdout, _, code := w.replayctl(t, "log --json "+m.ID)
 	var entries []jobhistory.LogEntry
-	if err := json.Unmarshal([]byte(stdout), &entries); err != nil || code != ExitOK || len(entries) != 4 {
+	if err := jsonItems(stdout, &entries); err != nil || code != ExitOK || len(entries) != 4 {
 		t.Fatalf("log --json: exit %d, %v, %d entries:\n%s", code, err, len(entries), stdout)
 	}
 	if e := entries[3]; e.Action != "job.cancel" || e.Reason != "wrong failure filter" || e.Details["to"] != "cancelled" || e.ManifestDigest != m.Digest {
 		t.Errorf("log --json: the cancel entry is %+v", e)
 	}
 	var raw []map[string]any
-	_ = json.Unmarshal([]byte(stdout), &raw)
-	for _, key := range []string{"id", "at", "actor", "action", "reason", "manifestDigest", "details"} {
+	_ = jsonItems(stdout, &raw)
+	for _, key := range []string{"entryId", "at", "actor", "action", "reason", "manifestDigest", "details"} {
 		if _, ok := raw[0][key]; !ok {
 			t.Errorf("log --json lacks %q: %v", key, raw[0])
 		}

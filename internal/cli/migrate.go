@@ -68,7 +68,7 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 		if applied == nil {
 			applied = []string{}
 		}
-		return printJSON(opts.IO.Out, struct {
+		return printJSON(opts.IO.Out, "Migration", struct {
 			Version int      `json:"version"`
 			Applied []string `json:"applied"`
 		}{res.Version, applied})

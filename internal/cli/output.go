@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/olekukonko/ll"
 	"github.com/olekukonko/tablewriter"
@@ -14,16 +16,47 @@ import (
 	"github.com/replayctl/replayctl/internal/clip"
 )
 
-// printJSON writes v as the one --json document of a command: indented for people reading CI
-// logs, without HTML escaping so "<" and "&" in reasons stay readable.
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
+// outputAPIVersion is the version of the shapes of every --json document (docs/contract.md).
+const outputAPIVersion = "replayctl/v1"
+
+// printJSON writes v as the one --json document of a command: an object that starts with
+// apiVersion and kind (a list becomes the document's items), indented for people reading CI logs,
+// without HTML escaping so "<" and "&" in reasons stay readable.
+func printJSON(w io.Writer, kind string, v any) error {
+	doc, err := marshalDocument(kind, v)
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := json.Indent(&out, doc, "", "  "); err != nil {
+		return fmt.Errorf("writing JSON output: %w", err)
+	}
+	out.WriteByte('\n')
+	if _, err := w.Write(out.Bytes()); err != nil {
 		return fmt.Errorf("writing JSON output: %w", err)
 	}
 	return nil
+}
+
+// marshalDocument encodes v, compact, as a document of kind.
+func marshalDocument(kind string, v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("writing JSON output: %w", err)
+	}
+	body := bytes.TrimSpace(buf.Bytes())
+	head := `{"apiVersion":"` + outputAPIVersion + `","kind":"` + kind + `"`
+	switch {
+	case bytes.Equal(body, []byte("{}")):
+		return []byte(head + "}"), nil
+	case body[0] == '{':
+		return append([]byte(head+","), body[1:]...), nil
+	case body[0] == '[':
+		return append(append([]byte(head+`,"items":`), body...), '}'), nil
+	}
+	return nil, fmt.Errorf("writing JSON output: a %s document must be an object or a list, not %.20s", kind, body)
 }
 
 // newTable returns a table for w: boxed and aligned for a person on a TTY; otherwise one line per
@@ -120,3 +153,8 @@ func (r *plainRenderer) Config() tw.Rendition {
 func (r *plainRenderer) Close() error { return nil }
 
 func (r *plainRenderer) Logger(*ll.Logger) {}
+
+// secondsText shows a duration given in seconds, as --json gives every duration, to the second.
+func secondsText(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}

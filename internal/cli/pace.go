@@ -83,7 +83,7 @@ func paceRun(ctx context.Context, opts *PaceOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, r)
+		return printJSON(opts.IO.Out, "Pace", r)
 	}
 	out := opts.IO.Out
 	fmt.Fprintf(out, "job %s (%s): --rate %s -> %s, --max-in-flight %s -> %s\n", r.JobID, r.Status,

@@ -32,7 +32,7 @@ func TestPaceIsStoredAuditedAndUsedByTheNextExecute(t *testing.T) {
 
 	stdout, _, _ = w.replayctl(t, "log --json "+m.ID)
 	var entries []jobhistory.LogEntry
-	if err := json.Unmarshal([]byte(stdout), &entries); err != nil {
+	if err := jsonItems(stdout, &entries); err != nil {
 		t.Fatal(err)
 	}
 	var paces []jobhistory.LogEntry
@@ -46,7 +46,7 @@ func TestPaceIsStoredAuditedAndUsedByTheNextExecute(t *testing.T) {
 	}
 	first, _ := json.Marshal(paces[0].Details)
 	if p := paces[0]; p.Actor != "alice" || p.Reason != "provider asks for 5/s" ||
-		!strings.Contains(string(first), `"from":{"maxInFlight":null,"rate":null}`) || !strings.Contains(string(first), `"to":{"maxInFlight":7,"rate":5}`) {
+		!strings.Contains(string(first), `"from":{"maxInFlight":1000,"rate":0}`) || !strings.Contains(string(first), `"to":{"maxInFlight":7,"rate":5}`) {
 		t.Errorf("the first pace's audit entry: %+v %s", p, first)
 	}
 

@@ -174,10 +174,10 @@ func printPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 		for _, r := range reasons.Top {
 			stats.FailureReasons[r.Reason] = r.Targets
 		}
-		return printJSON(io.Out, struct {
+		return printJSON(io.Out, "Plan", struct {
 			JobID                 string                   `json:"jobId"`
-			Manifest              string                   `json:"manifest"`
-			Digest                string                   `json:"digest"`
+			Manifest              string                   `json:"manifestPath"`
+			Digest                string                   `json:"manifestDigest"`
 			Consumer              string                   `json:"consumer"`
 			EffectVersion         manifest.EffectVersion   `json:"effectVersion"`
 			WriteForbidden        bool                     `json:"writeForbidden"`

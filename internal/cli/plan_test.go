@@ -110,7 +110,7 @@ func TestPlanJSON(t *testing.T) {
 	}
 	var res struct {
 		JobID    string         `json:"jobId"`
-		Digest   string         `json:"digest"`
+		Digest   string         `json:"manifestDigest"`
 		Stats    manifest.Stats `json:"stats"`
 		Warnings []string       `json:"warnings"`
 	}

@@ -132,7 +132,7 @@ func reconcileRun(ctx context.Context, opts *ReconcileOptions) error {
 		return err
 	}
 	if opts.JSON {
-		if perr := printJSON(opts.IO.Out, r); perr != nil {
+		if perr := printJSON(opts.IO.Out, "Reconcile", r); perr != nil {
 			return perr
 		}
 	} else if perr := printReconcileReport(opts.IO, r); perr != nil {
@@ -223,7 +223,7 @@ func printReconcileReport(ios *iostreams.IOStreams, r *reconcile.Report) error {
 				verdict, detail = "-", row.Error
 			}
 			if err := t.Append(row.EventID, fmt.Sprint(row.EffectVersion), dash(row.JobID),
-				(time.Duration(row.UncertainForSeconds) * time.Second).String(), fmt.Sprint(row.Calls),
+				secondsText(row.UncertainForSeconds), fmt.Sprint(row.Calls),
 				clip.Cell(refsCell(row.ExternalRefs)), clip.Cell(lastErrorCell(row)), verdict, row.Outcome, clip.Cell(detail)); err != nil {
 				return err
 			}

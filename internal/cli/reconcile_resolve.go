@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -104,7 +103,7 @@ func reconcileResolveRun(ctx context.Context, opts *ReconcileResolveOptions) err
 	res, err := reconcile.Resolve(ctx, store, req)
 	if err != nil {
 		if res != nil && opts.JSON {
-			if perr := printJSON(opts.IO.Out, res); perr != nil {
+			if perr := printJSON(opts.IO.Out, "ReconcileResolution", res); perr != nil {
 				return perr
 			}
 			return &ExitError{Code: exitCode(err), Reported: true, Err: err}
@@ -112,7 +111,7 @@ func reconcileResolveRun(ctx context.Context, opts *ReconcileResolveOptions) err
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, res)
+		return printJSON(opts.IO.Out, "ReconcileResolution", res)
 	}
 	printResolution(opts.IO, res)
 	return nil
@@ -135,7 +134,7 @@ func confirmResolve(ios *iostreams.IOStreams) func(*reconcile.Resolution) (bool,
 
 func describeResolvedRow(w io.Writer, r *reconcile.Resolution) {
 	fmt.Fprintf(w, "  job          %s\n", dash(r.JobID))
-	fmt.Fprintf(w, "  uncertain    %s\n", (time.Duration(r.UncertainForSeconds) * time.Second).String())
+	fmt.Fprintf(w, "  uncertain    %s\n", secondsText(r.UncertainForSeconds))
 	fmt.Fprintf(w, "  calls        %d (%s)\n", r.Calls, refsCell(r.ExternalRefs))
 	fmt.Fprintf(w, "  last error   %s\n", dash(clip.Cell(r.LastError)))
 	if r.PreviousVerdict != "" {

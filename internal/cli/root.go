@@ -224,7 +224,7 @@ func reportError(f *Factory, cmd *cobra.Command, args []string, err error, code 
 		return
 	}
 	if f.JSON() || jsonRequested(args) {
-		_ = printJSON(ios.Out, struct {
+		_ = printJSON(ios.Out, "Error", struct {
 			Error    string `json:"error"`
 			ExitCode int    `json:"exitCode"`
 		}{msg, code})

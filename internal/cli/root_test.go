@@ -136,15 +136,17 @@ func TestUsageErrors(t *testing.T) {
 func jsonError(t *testing.T, stdout string) (msg string, code int) {
 	t.Helper()
 	var got struct {
-		Error    *string `json:"error"`
-		ExitCode *int    `json:"exitCode"`
+		APIVersion string  `json:"apiVersion"`
+		Kind       string  `json:"kind"`
+		Error      *string `json:"error"`
+		ExitCode   *int    `json:"exitCode"`
 	}
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&got); err != nil || dec.More() {
 		t.Fatalf("stdout is not one error object (%v):\n%s", err, stdout)
 	}
-	if got.Error == nil || got.ExitCode == nil {
+	if got.Error == nil || got.ExitCode == nil || got.APIVersion != outputAPIVersion || got.Kind != "Error" {
 		t.Fatalf("error object lacks error or exitCode: %s", stdout)
 	}
 	return *got.Error, *got.ExitCode

@@ -1,8 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -34,7 +42,7 @@ func TestTheOutputSchemasRefuseARenamedOrRetypedField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := `{"policies":[{"kind":"route","name":"POST /v1/charges","replayWindowSeconds":324000,"evidenceWindowSeconds":10692000,` +
+	good := `{"apiVersion":"replayctl/v1","kind":"KeyPolicies","policies":[{"kind":"route","name":"POST /v1/charges","replayWindowSeconds":324000,"evidenceWindowSeconds":10692000,` +
 		`"clientRetrySeconds":86400,"offlineResendSeconds":259200,"inquirySeconds":10368000,"irreversible":true,"expiredIsNew":false,` +
 		`"registeredBy":"billing-api","registeredAt":"2026-12-06T13:24:01Z"}]}`
 	for name, doc := range map[string]string{
@@ -52,5 +60,82 @@ func TestTheOutputSchemasRefuseARenamedOrRetypedField(t *testing.T) {
 	v, _ := jsonschema.UnmarshalJSON(strings.NewReader(good))
 	if err := sch.Validate(v); err != nil {
 		t.Errorf("the contract's own example refused: %v", err)
+	}
+}
+
+// schemaOf names each document kind's schema under docs/schemas: one per command (pause, resume
+// and cancel share JobControl; show gives the manifest itself, or ManifestExport with -o).
+var schemaOf = map[string]string{
+	"Plan": "plan", "Validation": "validate", "Manifest": "manifest", "ManifestExport": "show-export",
+	"ShadowReport": "shadow", "Execute": "execute", "Status": "status", "JobList": "jobs", "AuditLog": "log",
+	"Pace": "pace", "JobControl": "control", "Drain": "drain", "Reconcile": "reconcile",
+	"ReconcileResolution": "reconcile-resolve", "LedgerStats": "ledger-stats", "LedgerPrune": "ledger-prune",
+	"LedgerGrants": "ledger-grants", "Migration": "migrate", "KeyPolicies": "keys-policy", "KeyStats": "keys-stats",
+	"KeyRecords": "keys-records", "KeyResolution": "keys-resolve", "KeyPrune": "keys-prune", "Demo": "demo",
+	"Error": "error",
+}
+
+var (
+	schemaMu    sync.Mutex
+	schemaCache = map[string]*jsonschema.Schema{}
+	dumped      atomic.Int64
+)
+
+// checkDocuments validates every JSON document a --json run printed (one, or one a line for
+// status --watch) against its kind's schema: every command test is a contract test too. With
+// REPLAYCTL_DUMP_JSON=DIR it also keeps each document under DIR/KIND/, the samples the schemas
+// were first drawn from.
+func checkDocuments(t *testing.T, stdout string) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Errorf("--json printed something that is not JSON documents: %v\n%s", err, stdout)
+			return
+		}
+		var head struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if json.Unmarshal(raw, &head) != nil || head.APIVersion != outputAPIVersion || schemaOf[head.Kind] == "" {
+			t.Errorf("a --json document without apiVersion %s and a known kind:\n%.400s", outputAPIVersion, raw)
+			continue
+		}
+		if dir := os.Getenv("REPLAYCTL_DUMP_JSON"); dir != "" {
+			_ = os.MkdirAll(filepath.Join(dir, head.Kind), 0o755)
+			_ = os.WriteFile(filepath.Join(dir, head.Kind, fmt.Sprintf("%d.json", dumped.Add(1))), raw, 0o644)
+			continue
+		}
+		validateDocument(t, schemaOf[head.Kind]+".schema.json", raw)
+	}
+}
+
+// validateDocument is validateJSON with the compiled schemas kept for the whole run.
+func validateDocument(t *testing.T, schema string, raw []byte) {
+	t.Helper()
+	schemaMu.Lock()
+	sch, ok := schemaCache[schema]
+	if !ok {
+		c := jsonschema.NewCompiler()
+		c.AssertFormat()
+		var err error
+		if sch, err = c.Compile(filepath.Join("..", "..", "docs", "schemas", schema)); err != nil {
+			schemaMu.Unlock()
+			t.Fatalf("schema %s: %v", schema, err)
+		}
+		schemaCache[schema] = sch
+	}
+	schemaMu.Unlock()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("%s: the output is not JSON: %v", schema, err)
+	}
+	if err := sch.Validate(doc); err != nil {
+		t.Errorf("the output breaks %s: %v\n%.2000s", schema, err, raw)
 	}
 }

@@ -158,7 +158,7 @@ func shadowRun(ctx context.Context, opts *ShadowOptions) error {
 		}
 	}
 	if opts.JSON {
-		if err := printJSON(opts.IO.Out, report); err != nil {
+		if err := printJSON(opts.IO.Out, "ShadowReport", report); err != nil {
 			return err
 		}
 	} else if err := printShadowReport(opts.IO, req.ReportPath, report); err != nil {

@@ -110,10 +110,10 @@ func exportManifest(opts *ShowOptions, jm *jobManifest) error {
 	}
 	m := jm.Manifest
 	if opts.JSON {
-		return printJSON(opts.IO.Out, struct {
+		return printJSON(opts.IO.Out, "ManifestExport", struct {
 			JobID  string `json:"jobId"`
-			Path   string `json:"path"`
-			Digest string `json:"digest"`
+			Path   string `json:"manifestPath"`
+			Digest string `json:"manifestDigest"`
 			Bytes  int    `json:"bytes"`
 		}{m.ID, opts.Output, m.Digest, len(data)})
 	}

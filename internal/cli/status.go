@@ -92,7 +92,7 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 		return err
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, r)
+		return printJSON(opts.IO.Out, "Status", r)
 	}
 	return printStatus(opts.IO, r)
 }
@@ -110,7 +110,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	if r.StatusReason != "" {
 		fmt.Fprintf(out, "  because: %s\n", clip.Line(r.StatusReason))
 	}
-	fmt.Fprintf(out, "%s job, effect version %d -> %d, write-forbidden %t, manifest %s\n", r.SourceKind, r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, clip.Line(r.ManifestDigest))
+	fmt.Fprintf(out, "%s job, effect version %d -> %d, write-forbidden %t, manifest %s\n", r.Source.Kind, r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, clip.Line(r.ManifestDigest))
 	fmt.Fprintf(out, "reason: %s\n", clip.Line(r.Reason))
 	if r.Pace.Rate != nil || r.Pace.MaxInFlight != nil {
 		fmt.Fprintf(out, "pace: --rate %s, --max-in-flight %s (change it with `replayctl pace %s`)\n",

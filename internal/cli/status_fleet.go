@@ -17,7 +17,7 @@ func printFleet(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	case r.Durable != nil:
 		d := r.Durable
 		fmt.Fprintf(out, "\ndurable %s on %s: %d pending, %d ack pending, %d redelivered, %d pull requests waiting\n",
-			clip.Line(d.Durable), clip.Line(d.Stream), d.Pending, d.AckPending, d.Redelivered, d.WaitingPulls)
+			clip.Line(d.Name), clip.Line(d.Stream), d.Pending, d.AckPending, d.Redelivered, d.WaitingPulls)
 	case r.DurableNote != "":
 		fmt.Fprintf(out, "\ndurable: %s\n", clip.Line(r.DurableNote))
 	}

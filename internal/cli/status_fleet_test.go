@@ -33,7 +33,7 @@ func TestStatusShowsEachInstancesShareAndTheDurable(t *testing.T) {
 	if total != n || len(r.Instances) == 0 {
 		t.Fatalf("shares %+v complete %d of %d targets", r.Instances, total, n)
 	}
-	if d := r.Durable; d == nil || d.Stream != "BILLING" || d.Durable != m.Consumer || d.Pending != 0 || d.AckPending != 0 || d.WaitingPulls == 0 {
+	if d := r.Durable; d == nil || d.Stream != "BILLING" || d.Name != m.Consumer || d.Pending != 0 || d.AckPending != 0 || d.WaitingPulls == 0 {
 		t.Fatalf("durable %+v (note %q), want BILLING's %s drained with the instances pulling", d, r.DurableNote, m.Consumer)
 	}
 

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -27,9 +26,12 @@ func watchRun(ctx context.Context, opts *StatusOptions) error {
 		switch {
 		case opts.JSON:
 			// One report per line, so a pipe reads each as it comes.
-			enc := json.NewEncoder(ios.Out)
-			enc.SetEscapeHTML(false)
-			return enc.Encode(r)
+			doc, err := marshalDocument("Status", r)
+			if err != nil {
+				return err
+			}
+			_, err = ios.Out.Write(append(doc, '\n'))
+			return err
 		case ios.IsStdoutTTY():
 			fmt.Fprint(ios.Out, clearScreen)
 			if err := printStatus(ios, r); err != nil {
@@ -81,7 +83,7 @@ func watchLine(r *executor.StatusReport, now time.Time) string {
 	switch {
 	case r.Durable != nil:
 		fmt.Fprintf(&b, "; durable %s: %d pending, %d ack pending, %d redelivered, %d pulls waiting",
-			clip.Line(r.Durable.Durable), r.Durable.Pending, r.Durable.AckPending, r.Durable.Redelivered, r.Durable.WaitingPulls)
+			clip.Line(r.Durable.Name), r.Durable.Pending, r.Durable.AckPending, r.Durable.Redelivered, r.Durable.WaitingPulls)
 	case r.DurableNote != "":
 		fmt.Fprintf(&b, "; %s", clip.Line(r.DurableNote))
 	}

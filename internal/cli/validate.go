@@ -60,8 +60,8 @@ another digest, as shadow and execute refuse it. A job the ledger never recorded
 // validateResult is the --json output of validate.
 type validateResult struct {
 	Valid    bool     `json:"valid"`
-	ID       string   `json:"id"`
-	Digest   string   `json:"digest"`
+	ID       string   `json:"jobId"`
+	Digest   string   `json:"manifestDigest"`
 	Targets  int64    `json:"targets"`
 	Problems []string `json:"problems"`
 	// Error and ExitCode repeat, for a refused manifest, what the error object of every other
@@ -79,7 +79,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 		return validateFailed(opts, m, err)
 	}
 	if opts.JSON {
-		return printJSON(opts.IO.Out, validateResult{
+		return printJSON(opts.IO.Out, "Validation", validateResult{
 			Valid: true, ID: m.ID, Digest: m.Digest, Targets: m.Stats.Targets, Problems: []string{},
 		})
 	}
@@ -108,7 +108,7 @@ func validateFailed(opts *ValidateOptions, m *manifest.Manifest, err error) erro
 	if m != nil {
 		res.ID, res.Digest, res.Targets = m.ID, m.Digest, m.Stats.Targets
 	}
-	if perr := printJSON(opts.IO.Out, res); perr != nil {
+	if perr := printJSON(opts.IO.Out, "Validation", res); perr != nil {
 		return perr
 	}
 	return &ExitError{Code: code, Err: err, Reported: true}
