@@ -13,6 +13,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/protocol"
 	"github.com/replayctl/replayctl/seal"
 )
@@ -254,6 +255,7 @@ func TestProcessRetriesACallThatCertainlyDidNotRunThenDeadLettersIt(t *testing.T
 }
 
 func TestProcessDeadLettersAMessageThatKeepsCrashingTheHandler(t *testing.T) {
+	slowtest.Require(t)
 	e := newEnv(t)
 	c := e.newConsumer(func(cfg *consumer.Config) {
 		cfg.MaxDeliver = 1

@@ -15,6 +15,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -62,6 +63,7 @@ func (e *env) publishThroughOutage(eventID, payload string) {
 // leads its durable; that server is killed, and later the new leader steps down. Run neither
 // returns nor stops: every order published after each fault is charged, once.
 func TestRunRidesThroughAServerKillAndALeaderStepDown(t *testing.T) {
+	slowtest.Require(t)
 	e, cluster := newClusterEnv(t)
 	reg := prometheus.NewRegistry()
 	probe := e.newConsumer(nil)
@@ -158,6 +160,7 @@ func interruptions(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 // heartbeats; Run counts them and goes on, and an order published during the stall is charged
 // once the path is back.
 func TestRunRidesThroughMissedHeartbeats(t *testing.T) {
+	slowtest.Require(t)
 	e := newEnv(t)
 	listening := natstest.Start(t, true)
 	for name, subjects := range map[string][]string{"ORDERS": {"orders.>"}, "DLQ": {"dlq.>"}} {

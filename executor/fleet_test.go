@@ -9,6 +9,7 @@ import (
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 )
 
 // TestAFleetOfThreeOnAClusterRidesThroughAStepDownAndAServerKill holds issue 20's scenario: a
@@ -17,6 +18,7 @@ import (
 // instance is on is killed and later restarted. Every order is charged exactly once, and the
 // run completes (a run the outage stopped is run again, as an operator would).
 func TestAFleetOfThreeOnAClusterRidesThroughAStepDownAndAServerKill(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on a cluster, a lease or a stall in a world of its own: runs beside the others.
 	t.Parallel()
 	e := exectest.New(t, exectest.Options{Cluster: true})

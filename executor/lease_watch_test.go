@@ -9,6 +9,7 @@ import (
 
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -16,6 +17,7 @@ import (
 // died holding a lease of the job left the run waiting with nothing said; the lapsed lease is
 // reported once with its owner and age, and once when it is live again, not at every poll.
 func TestAStuckLeaseIsNoticedOnceWhenItBeginsAndOnceWhenItEnds(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on a cluster, a lease or a stall in a world of its own: runs beside the others.
 	t.Parallel()
 	e := exectest.New(t, exectest.Options{})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 )
 
 // TestAThrottledRunWithNoConsumerStopsOnTheSettleTimeoutNamingTheCause: the fleet is gone (the
@@ -77,6 +78,7 @@ func TestAPublishingRunWithNoConsumerStopsOnTheSettleTimeout(t *testing.T) {
 // said nothing until --settle-timeout stopped it; the stall is reported once, well before the
 // timeout, and its end once when a consumer starts and outcomes land, not at every poll.
 func TestAStallIsNoticedOnceWhenItBeginsAndOnceWhenItEnds(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on a cluster, a lease or a stall in a world of its own: runs beside the others.
 	t.Parallel()
 	e := exectest.New(t, exectest.Options{})

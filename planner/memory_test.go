@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/internal/testenv/benchenv"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/planner"
 )
 
@@ -88,6 +89,7 @@ func peakHeap(fn func()) (peakAbove uint64) {
 // requires the plan's heap to stay far below that: the scan streams into COPY and only the target IDs
 // are held, for the manifest.
 func TestPlanMemoryIsBounded(t *testing.T) {
+	slowtest.Require(t)
 	if testing.Short() {
 		t.Skip("seeds 200,000 messages")
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -144,6 +145,7 @@ func (w *execWorld) waitCompleted(t *testing.T, p *replayctlProcess, m *manifest
 }
 
 func TestCrashKill9MidRunThenExecuteAgainChargesEveryOrderExactlyOnce(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 300
@@ -258,6 +260,7 @@ func pausedRemoteExecutor(t *testing.T, w *execWorld, jobID string) (*manifest.M
 }
 
 func TestCrashPauseAndCancelFromAnotherProcessStopTheExecutor(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	w := newExecWorld(t)
@@ -301,6 +304,7 @@ func TestCrashPauseAndCancelFromAnotherProcessStopTheExecutor(t *testing.T) {
 // the cancelled job, which the consumer SDK still accepts within its 5 s cache. It was a race
 // (it failed in one run in three to eight before the fix).
 func TestCrashCancelOfAPausedJobPublishesNothingMore(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	w := newExecWorld(t)

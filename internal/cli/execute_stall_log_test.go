@@ -5,12 +5,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 )
 
 // TestExecuteLogsAStallOnceWhenItBeginsAndOnceWhenItEnds: issue 18. With nobody consuming, execute
 // said nothing on a non-TTY stderr until --settle-timeout stopped it; the stall is one timestamped
 // line when it begins and one when outcomes land again, not a line per poll.
 func TestExecuteLogsAStallOnceWhenItBeginsAndOnceWhenItEnds(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	w := newExecWorld(t)

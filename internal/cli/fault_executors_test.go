@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -21,6 +22,7 @@ func refusedAsSecondExecutor(t *testing.T, p *replayctlProcess, jobID string) {
 }
 
 func TestFaultSecondExecutorOfARunningJobIsRefused(t *testing.T) {
+	slowtest.Require(t)
 	const n = 200
 	w, m := newShadowedWorld(t, n, "job-fault-two")
 
@@ -53,6 +55,7 @@ func TestFaultSecondExecutorOfARunningJobIsRefused(t *testing.T) {
 // TestFaultTwoExecutorsStartedTogether races two executors of one job from the start: exactly one
 // runs it, the other is refused before it publishes anything.
 func TestFaultTwoExecutorsStartedTogether(t *testing.T) {
+	slowtest.Require(t)
 	const n = 100
 	w, m := newShadowedWorld(t, n, "job-fault-race")
 

@@ -16,6 +16,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -114,6 +115,7 @@ func killed9(t *testing.T, p *replayctlProcess) {
 }
 
 func TestFaultConsumerKilledHoldingALeaseLeavesItsEventUncertain(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 20

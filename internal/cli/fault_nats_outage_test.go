@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -26,6 +27,7 @@ const natsOutage = 12 * time.Second
 // completed. A 1 s dedup window on the stream stands for an outage longer than JetStream's default
 // 2 minutes, after which a publish sent again is stored again.
 func TestFaultNATSOutageLongerThanTheAckTimeoutRecoversInSeconds(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n, rate, completedAtOutage = 300, 50, 60

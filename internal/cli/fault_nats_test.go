@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 )
 
 // natsDown is how long a restarted server stays down: longer than a reconnect attempt (100ms for
@@ -23,6 +25,7 @@ func (w *execWorld) assertReconnected(t *testing.T) {
 }
 
 func TestFaultNATSRestartDuringExecute(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 300
@@ -70,6 +73,7 @@ func TestFaultNATSRestartDuringExecute(t *testing.T) {
 }
 
 func TestFaultNATSRestartDuringShadow(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 300
@@ -127,6 +131,7 @@ func TestFaultNATSRestartDuringShadow(t *testing.T) {
 }
 
 func TestFaultNATSDownAtExecuteStart(t *testing.T) {
+	slowtest.Require(t)
 	w := newExecWorld(t)
 	m := w.Shadowed(5, "job-fault-nats-down")
 	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", closedPort(t))
@@ -144,6 +149,7 @@ func TestFaultNATSDownAtExecuteStart(t *testing.T) {
 // timestamped line when the connection is lost and one when it is back, with how long it was
 // down; nats.go's reconnect attempts in between add none.
 func TestReconnectIsLoggedOnceDuringExecute(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 200

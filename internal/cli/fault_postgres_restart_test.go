@@ -9,6 +9,7 @@ import (
 
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -23,6 +24,7 @@ const restartDown = 2 * time.Second
 // the shared one must never be restarted under other tests. The executor and the SDK ride
 // through: one run, exit 0, every order charged exactly once, none uncertain.
 func TestFaultPostgresServerRestartedDuringExecute(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 300

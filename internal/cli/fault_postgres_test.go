@@ -11,6 +11,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -132,6 +133,7 @@ func (w *execWorld) assertSettledOnce(t *testing.T, m *manifest.Manifest, n int)
 }
 
 func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 300
@@ -175,6 +177,7 @@ func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
 // read with the connection-lost retry, execute printed the job as executing and exited 1 while the
 // ledger said completed, and a rerun was refused (3, already completed).
 func TestFaultPostgresSessionsKilledAroundTheFinishExecuteExits0(t *testing.T) {
+	slowtest.Require(t)
 	const n = 100
 	w, m := newShadowedWorld(t, n, "job-fault-pg-finish")
 	w.logLedgerOnFailure(t, m)
@@ -220,6 +223,7 @@ func taggedExecutorRunning(t *testing.T, n int, jobID string) (*execWorld, *mani
 // terminated went on publishing while `status` said no executor was attached, and a second
 // execute of the job was let in beside it.
 func TestFaultPostgresLockConnectionKilledExecutorTakesItBack(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 200
@@ -250,6 +254,7 @@ func TestFaultPostgresLockConnectionKilledExecutorTakesItBack(t *testing.T) {
 // in the moment the executor's lock connection is gone, the executor must stop publishing, not
 // run beside whoever holds it now.
 func TestFaultPostgresLockTakenWhileLostStopsTheExecutor(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 200
@@ -289,6 +294,7 @@ func TestFaultPostgresLockTakenWhileLostStopsTheExecutor(t *testing.T) {
 // TestFaultPostgresShadowLockConnectionKilled: shadow holds its job's lock the same way execute
 // does, and must take it back, or a second shadow run interleaves its outcomes with the first's.
 func TestFaultPostgresShadowLockConnectionKilled(t *testing.T) {
+	slowtest.Require(t)
 	// Waits on timeouts and restarts in a world of its own: runs beside the others.
 	t.Parallel()
 	const n = 300
@@ -343,6 +349,7 @@ func (w *execWorld) assertNothingStarted(t *testing.T, m *manifest.Manifest) {
 }
 
 func TestFaultPostgresDownAtExecuteStart(t *testing.T) {
+	slowtest.Require(t)
 	w := newExecWorld(t)
 	m := w.Shadowed(5, "job-fault-pg-down")
 	url := fmt.Sprintf("postgres://replayctl:s3cret@127.0.0.1:%d/test?connect_timeout=2", closedPort(t))

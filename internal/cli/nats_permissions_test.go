@@ -15,6 +15,7 @@ import (
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 )
 
 // TestNATSPermissionsOfTheDocsRunAReplayAndRefuseTheRest loads docs/nats/permissions.conf as an
@@ -22,6 +23,7 @@ import (
 // under its own user, and shows that CI's user can dry-run but not publish a replay, and that the
 // consumer's user cannot publish one either.
 func TestNATSPermissionsOfTheDocsRunAReplayAndRefuseTheRest(t *testing.T) {
+	slowtest.Require(t)
 	const n = 5
 	passwords := map[string]string{"replayctl": "rp-" + secret, "billing": "bc-" + secret, "ci": "ci-" + secret}
 	t.Setenv("REPLAYCTL_NATS_PASSWORD", passwords["replayctl"])
