@@ -9,6 +9,7 @@ import (
 	"runtime/trace"
 
 	"github.com/replayctl/replayctl/internal/cli"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 func main() { os.Exit(run()) }
@@ -21,7 +22,7 @@ func run() int {
 	stop, err := startProfiles()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "replayctl: %v\n", err)
-		return cli.ExitUsage
+		return cmdutil.ExitUsage
 	}
 	defer stop()
 	return cli.Execute()

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -133,12 +134,12 @@ type badInput struct {
 
 // usage is a case refused as bad input (exit 2).
 func usage(name, args string, wants ...string) badInput {
-	return badInput{name: name, args: args, code: ExitUsage, wants: wants}
+	return badInput{name: name, args: args, code: cmdutil.ExitUsage, wants: wants}
 }
 
 // gated is a case a gate refuses (exit 3), recording audited in the audit log if not empty.
 func gated(name, args, audited string, wants ...string) badInput {
-	return badInput{name: name, args: args, code: ExitGateRefused, wants: wants, audited: audited}
+	return badInput{name: name, args: args, code: cmdutil.ExitGateRefused, wants: wants, audited: audited}
 }
 
 // refuseAll runs each case with and without --json against w, and checks the exit code, the
@@ -412,7 +413,7 @@ func TestStatusEscapesLedgerText(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := w.replayctl(t, "status job-escapes")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("status: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	if strings.ContainsAny(stdout+stderr, "\x1b\u009b") {
@@ -462,7 +463,7 @@ func TestPlanCountsUnusableDLQMessages(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "job.json")
 	stdout, stderr, code := runCommand(t, false, "plan --json --database-url '"+dbURL+"' --nats-url "+env.Server.ClientURL()+
 		" --consumer billing --new-consumer --stream DLQ --reason '"+planReason+"' -o "+out)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, want 0:\n%s\n%s", code, stdout, stderr)
 	}
 	m, err := manifest.Load(out)

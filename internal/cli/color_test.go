@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/replayctl/replayctl/internal/cli/shadowcmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/shadow"
 )
@@ -22,7 +24,7 @@ func TestColorShadowVerdictOnlyOnATerminalWithoutNoColor(t *testing.T) {
 			} {
 				ios, _, out, _ := iostreams.Test()
 				ios.SetStdoutTTY(tc.tty)
-				if err := printShadowReport(ios, "r.json", r); err != nil {
+				if err := shadowcmd.PrintShadowReport(ios, "r.json", r); err != nil {
 					t.Fatal(err)
 				}
 				word := map[bool]string{true: "\x1b[1;32mPASS\x1b[0m", false: "\x1b[1;31mFAIL\x1b[0m"}[r.Verdict.Pass]
@@ -53,7 +55,7 @@ values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 min
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("NO_COLOR", tc.noColor)
 			stdout, stderr, code := runCommand(t, tc.tty, "ledger stats --consumer billing "+w.flags)
-			if code != ExitOK || !strings.Contains(stdout, tc.want) {
+			if code != cmdutil.ExitOK || !strings.Contains(stdout, tc.want) {
 				t.Fatalf("exit %d, stdout lacks %q:\n%q\n%s", code, tc.want, stdout, stderr)
 			}
 		})

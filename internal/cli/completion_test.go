@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -13,7 +14,7 @@ import (
 func TestCompletionOffersJobIDsAndConsumersFromTheLedger(t *testing.T) {
 	e := newPlanEnv(t)
 	out := filepath.Join(e.dir, "job.json")
-	if _, stderr, code := e.plan(t, false, "--reason '"+planReason+"' -o "+out); code != ExitOK {
+	if _, stderr, code := e.plan(t, false, "--reason '"+planReason+"' -o "+out); code != cmdutil.ExitOK {
 		t.Fatalf("plan: exit %d:\n%s", code, stderr)
 	}
 	m, err := manifest.Load(out)
@@ -22,7 +23,7 @@ func TestCompletionOffersJobIDsAndConsumersFromTheLedger(t *testing.T) {
 	}
 	for _, args := range []string{"__complete status " + e.flags + " job-", "__complete execute " + e.flags + " ''"} {
 		stdout, stderr, code := runCommand(t, false, args)
-		if code != ExitOK || !strings.Contains(stdout, m.ID+"\n") {
+		if code != cmdutil.ExitOK || !strings.Contains(stdout, m.ID+"\n") {
 			t.Errorf("%s: exit %d, offered:\n%s\n%s; want %s", args, code, stdout, stderr, m.ID)
 		}
 	}
@@ -31,7 +32,7 @@ func TestCompletionOffersJobIDsAndConsumersFromTheLedger(t *testing.T) {
 		t.Errorf("a prefix no job has offered %s:\n%s", m.ID, stdout)
 	}
 	stdout, stderr, code := runCommand(t, false, "__complete ledger stats "+e.flags+" --consumer ''")
-	if code != ExitOK || !strings.Contains(stdout, "billing\n") {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "billing\n") {
 		t.Errorf("--consumer completion: exit %d:\n%s\n%s; want billing", code, stdout, stderr)
 	}
 }
@@ -40,10 +41,10 @@ func TestCompletionOffersJobIDsAndConsumersFromTheLedger(t *testing.T) {
 func TestCompletionDoesNotHangOnAnUnreachableLedger(t *testing.T) {
 	start := time.Now()
 	stdout, _, code := runCommand(t, false, "__complete status --database-url postgres://ops@10.255.255.1:5432/ledger ''")
-	if d := time.Since(start); d > completionTimeout+time.Second {
-		t.Errorf("completion took %v with the ledger unreachable; want at most about %v", d, completionTimeout)
+	if d := time.Since(start); d > cmdutil.CompletionTimeout+time.Second {
+		t.Errorf("completion took %v with the ledger unreachable; want at most about %v", d, cmdutil.CompletionTimeout)
 	}
-	if code != ExitOK || strings.Contains(stdout, "job-") {
+	if code != cmdutil.ExitOK || strings.Contains(stdout, "job-") {
 		t.Errorf("exit %d, offered:\n%s", code, stdout)
 	}
 }

@@ -8,17 +8,19 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/cli/controlcmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/job"
 )
 
 func TestControlFlags(t *testing.T) {
 	for _, action := range []string{"pause", "resume", "cancel"} {
-		var got *ControlOptions
-		capture := func(f *Factory, root *cobra.Command) {
-			replaceCommand(root, NewCmdControl(f, action, func(o *ControlOptions) error { got = o; return nil }))
+		var got *controlcmd.ControlOptions
+		capture := func(f *cmdutil.Factory, root *cobra.Command) {
+			replaceCommand(root, controlcmd.NewCmdControl(f, action, func(o *controlcmd.ControlOptions) error { got = o; return nil }))
 		}
 		_, stderr, code := execCommand(t, false, action+" job-1 --reason 'provider latency' --actor bob --json", capture)
-		if code != ExitOK || got == nil {
+		if code != cmdutil.ExitOK || got == nil {
 			t.Fatalf("%s: exit %d: %s", action, code, stderr)
 		}
 		if got.Action != action || got.Request.JobID != "job-1" || got.Request.Reason != "provider latency" || got.Request.Actor != "bob" ||
@@ -32,18 +34,18 @@ func TestControlVerbsRefuseBadArgumentsAndUnknownJobsWithExit2(t *testing.T) {
 	w := newExecWorld(t)
 	for _, verb := range []string{"status", "pause", "resume", "cancel"} {
 		_, stderr, code := w.replayctl(t, verb)
-		if code != ExitUsage || !strings.Contains(stderr, "exactly one argument, the job ID") {
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, "exactly one argument, the job ID") {
 			t.Errorf("%s without a job: exit %d, stderr %q; want 2", verb, code, stderr)
 		}
 		stdout, stderr, code := w.replayctl(t, verb+" job-does-not-exist")
-		if code != ExitUsage || !strings.Contains(stderr, `no job "job-does-not-exist"`) {
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, `no job "job-does-not-exist"`) {
 			t.Errorf("%s of an unknown job: exit %d, stderr %q; want 2 naming the job\n%s", verb, code, stderr, stdout)
 		}
 		stdout, _, code = w.replayctl(t, verb+" --json job-does-not-exist")
 		var res struct {
 			ExitCode int `json:"exitCode"`
 		}
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != ExitUsage || res.ExitCode != ExitUsage {
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != cmdutil.ExitUsage || res.ExitCode != cmdutil.ExitUsage {
 			t.Errorf("%s --json of an unknown job: exit %d, stdout %q; want one JSON error with exitCode 2", verb, code, stdout)
 		}
 	}
@@ -55,7 +57,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 	// No consumer runs: the run publishes everything, sees no outcome and stops on the settle
 	// timeout, leaving the job executing with no executor attached.
 	stdout, stderr, code := w.replayctl(t, "execute --yes --settle-timeout 1s "+w.ManifestPath())
-	if code != ExitGuardStopped || !strings.Contains(stdout, "stopped (stalled): 6 published targets, no outcome for 1s") {
+	if code != cmdutil.ExitGuardStopped || !strings.Contains(stdout, "stopped (stalled): 6 published targets, no outcome for 1s") {
 		t.Fatalf("execute without a consumer: exit %d, want 4 on the stall:\n%s\n%s", code, stdout, stderr)
 	}
 	if s := w.JobStatus(m.ID); s != "executing" {
@@ -64,7 +66,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 	published := w.StreamMessages()
 
 	stdout, stderr, code = w.replayctl(t, "pause --json --reason 'provider latency' "+m.ID)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("pause: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var res job.ControlResult
@@ -78,7 +80,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 	stdout, _, code = w.replayctl(t, "status "+m.ID)
 	for _, want := range []string{"job " + m.ID + " of consumer billing: paused by alice", "because: provider latency",
 		"executor: none attached", "run `replayctl execute " + m.ID + "` to continue publishing", "targets\t6", "remaining\t6"} {
-		if code != ExitOK || !strings.Contains(stdout, want) {
+		if code != cmdutil.ExitOK || !strings.Contains(stdout, want) {
 			t.Errorf("status of the paused job: exit %d, lacks %q:\n%s", code, want, stdout)
 		}
 	}
@@ -87,22 +89,22 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 	}
 
 	_, stderr, code = w.replayctl(t, "pause "+m.ID)
-	if code != ExitGateRefused || !strings.Contains(stderr, "only an executing job can be paused") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "only an executing job can be paused") {
 		t.Errorf("pause of a paused job: exit %d, stderr %q; want 3", code, stderr)
 	}
 
 	stdout, stderr, code = w.replayctl(t, "resume "+m.ID)
-	if code != ExitOK || !strings.Contains(stdout, "job "+m.ID+": paused -> executing") ||
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "job "+m.ID+": paused -> executing") ||
 		!strings.Contains(stdout, "no executor is attached: run `replayctl execute "+m.ID+"` to continue publishing") {
 		t.Fatalf("resume: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	_, stderr, code = w.replayctl(t, "resume "+m.ID)
-	if code != ExitGateRefused || !strings.Contains(stderr, "only a paused job can be resumed") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "only a paused job can be resumed") {
 		t.Errorf("resume of an executing job: exit %d, stderr %q; want 3", code, stderr)
 	}
 
 	stdout, stderr, code = w.replayctl(t, "cancel --reason 'wrong failure filter' "+m.ID)
-	if code != ExitOK || !strings.Contains(stdout, "job "+m.ID+": executing -> cancelled") ||
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "job "+m.ID+": executing -> cancelled") ||
 		!strings.Contains(stdout, "cancel never reverts: what was replayed before it stays replayed") {
 		t.Fatalf("cancel: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
@@ -115,7 +117,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 
 	// A cancelled job is final: every verb refuses with exit 3, and nothing is published.
 	for _, args := range []string{"cancel " + m.ID, "resume " + m.ID, "pause " + m.ID, "execute --yes " + w.ManifestPath()} {
-		if _, stderr, code := w.replayctl(t, args); code != ExitGateRefused {
+		if _, stderr, code := w.replayctl(t, args); code != cmdutil.ExitGateRefused {
 			t.Errorf("%s of a cancelled job: exit %d, stderr %q; want 3", args, code, stderr)
 		}
 	}
@@ -143,11 +145,11 @@ func TestControlOfAJobThatNeverRan(t *testing.T) {
 	m := w.Shadowed(3, "job-cli-never-ran")
 
 	_, stderr, code := w.replayctl(t, "resume "+m.ID)
-	if code != ExitGateRefused || !strings.Contains(stderr, "only a paused job can be resumed") || !strings.Contains(stderr, "shadowed") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "only a paused job can be resumed") || !strings.Contains(stderr, "shadowed") {
 		t.Errorf("resume of a shadowed job: exit %d, stderr %q; want 3", code, stderr)
 	}
 	_, stderr, code = w.replayctl(t, "pause "+m.ID)
-	if code != ExitGateRefused || !strings.Contains(stderr, "only an executing job can be paused") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "only an executing job can be paused") {
 		t.Errorf("pause of a shadowed job: exit %d, stderr %q; want 3", code, stderr)
 	}
 	if s := w.JobStatus(m.ID); s != "shadowed" {
@@ -155,7 +157,7 @@ func TestControlOfAJobThatNeverRan(t *testing.T) {
 	}
 
 	stdout, stderr, code := w.replayctl(t, "cancel "+m.ID)
-	if code != ExitOK || !strings.Contains(stdout, "shadowed -> cancelled") || !strings.Contains(stdout, "cancel never reverts") {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "shadowed -> cancelled") || !strings.Contains(stdout, "cancel never reverts") {
 		t.Fatalf("cancel of a shadowed job: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	// Without --reason the recorded reason says who did it, in words: "cancelled by alice".
@@ -163,7 +165,7 @@ func TestControlOfAJobThatNeverRan(t *testing.T) {
 		t.Errorf("the default cancel reason is %q, want %q", r.StatusReason, "cancelled by alice")
 	}
 	_, stderr, code = w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitGateRefused || !strings.Contains(stderr, "already cancelled") || !strings.Contains(stderr, "plan a new job") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "already cancelled") || !strings.Contains(stderr, "plan a new job") {
 		t.Fatalf("execute of a cancelled job: exit %d, stderr %q; want 3", code, stderr)
 	}
 	if n := w.StreamMessages(); n != 0 {

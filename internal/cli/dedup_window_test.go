@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -24,7 +25,7 @@ func TestARunLongerThanTheDedupWindowIsWarnedAtPlanAndExecute(t *testing.T) {
 	w.updateBillingStream(t, func(cfg *jetstream.StreamConfig) { cfg.Duplicates = 2 * time.Second })
 	w.Seed(n)
 	stdout, stderr, code := w.replayctl(t, "plan --json --consumer billing --stream DLQ_BILLING --reason '"+planReason+"' -o "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("plan: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var planned struct {
@@ -51,7 +52,7 @@ func TestARunLongerThanTheDedupWindowIsWarnedAtPlanAndExecute(t *testing.T) {
 	w.RunConsumer(w.NewConsumer(nil, nil))
 
 	stdout, stderr, code = w.replayctl(t, "execute --dry-run --json --rate 5 "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("execute --dry-run: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var dry struct {
@@ -72,12 +73,12 @@ func TestARunLongerThanTheDedupWindowIsWarnedAtPlanAndExecute(t *testing.T) {
 	}
 
 	_, stderr, code = w.replayctl(t, "execute --dry-run --rate 20 "+w.ManifestPath())
-	if code != ExitOK || strings.Contains(stderr, "duplicate window") {
+	if code != cmdutil.ExitOK || strings.Contains(stderr, "duplicate window") {
 		t.Errorf("execute --rate 20 fits the window: exit %d, want 0 and no warning:\n%s", code, stderr)
 	}
 
 	stdout, stderr, code = w.replayctl(t, "execute --yes --rate 5 "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("execute: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "warning: stream BILLING drops a second copy of a replay") {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/manifest"
@@ -32,9 +33,9 @@ func TestHelperProcessReplayctl(t *testing.T) {
 	var args []string
 	if err := json.Unmarshal([]byte(raw), &args); err != nil {
 		fmt.Fprintf(os.Stderr, "helper: $%s: %v\n", helperArgsEnv, err)
-		os.Exit(ExitUsage)
+		os.Exit(cmdutil.ExitUsage)
 	}
-	f := NewFactory(iostreams.System())
+	f := cmdutil.NewFactory(iostreams.System())
 	os.Exit(run(context.Background(), f, NewCmdRoot(f), args))
 }
 
@@ -174,7 +175,7 @@ func TestCrashKill9MidRunThenExecuteAgainChargesEveryOrderExactlyOnce(t *testing
 		return !w.statusJSON(t, m.ID).ExecutorAttached
 	})
 	stdout, _, code := w.replayctl(t, "status "+m.ID)
-	if code != ExitOK || !strings.Contains(stdout, "executing") || !strings.Contains(stdout, "executor: none attached") ||
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "executing") || !strings.Contains(stdout, "executor: none attached") ||
 		!strings.Contains(stdout, "run `replayctl execute "+m.ID+"` to continue publishing") {
 		t.Errorf("status after the kill: exit %d:\n%s", code, stdout)
 	}
@@ -187,7 +188,7 @@ func TestCrashKill9MidRunThenExecuteAgainChargesEveryOrderExactlyOnce(t *testing
 
 	// The operator runs the same command again.
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("execute after the kill: exit %d, want 0:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"execute of job " + m.ID + ": completed", fmt.Sprintf("completed\t%d", n), "remaining\t0", "uncertain\t0"} {
@@ -235,7 +236,7 @@ func pausedRemoteExecutor(t *testing.T, w *execWorld, jobID string) (*manifest.M
 	w.waitCompleted(t, p, m, 20)
 
 	stdout, stderr, code := w.replayctl(t, "pause --reason 'provider latency' "+m.ID)
-	if code != ExitOK || !strings.Contains(stdout, "job "+m.ID+": executing -> paused") ||
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "job "+m.ID+": executing -> paused") ||
 		!strings.Contains(stdout, "the attached executor takes this within a second") {
 		t.Fatalf("pause: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
@@ -268,16 +269,16 @@ func TestCrashPauseAndCancelFromAnotherProcessStopTheExecutor(t *testing.T) {
 
 	stdout, _, code := w.replayctl(t, "status "+m.ID)
 	for _, want := range []string{"job " + m.ID + " of consumer billing: paused by alice", "because: provider latency", "(carol), paused"} {
-		if code != ExitOK || !strings.Contains(stdout, want) {
+		if code != cmdutil.ExitOK || !strings.Contains(stdout, want) {
 			t.Errorf("status while paused: exit %d, lacks %q:\n%s", code, want, stdout)
 		}
 	}
 
 	stdout, stderr, code := w.replayctl(t, "cancel --reason 'wrong failure filter' "+m.ID)
-	if code != ExitOK || !strings.Contains(stdout, "paused -> cancelled") || !strings.Contains(stdout, "cancel never reverts") {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "paused -> cancelled") || !strings.Contains(stdout, "cancel never reverts") {
 		t.Fatalf("cancel: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
-	if code := p.wait(t, 10*time.Second); code != ExitGuardStopped {
+	if code := p.wait(t, 10*time.Second); code != cmdutil.ExitGuardStopped {
 		t.Fatalf("the cancelled executor exited %d, want 4:\n%s\n%s", code, p.stdout.String(), p.stderr.String())
 	}
 	for _, want := range []string{"stopped (cancelled): job " + m.ID + " was cancelled by alice", "cancel never reverts: what was replayed before it stays replayed"} {
@@ -309,10 +310,10 @@ func TestCrashCancelOfAPausedJobPublishesNothingMore(t *testing.T) {
 	t.Parallel()
 	w := newExecWorld(t)
 	m, p, paused := pausedRemoteExecutor(t, w, "job-cli-cancel-paused")
-	if _, stderr, code := w.replayctl(t, "cancel "+m.ID); code != ExitOK {
+	if _, stderr, code := w.replayctl(t, "cancel "+m.ID); code != cmdutil.ExitOK {
 		t.Fatalf("cancel: exit %d: %s", code, stderr)
 	}
-	if code := p.wait(t, 10*time.Second); code != ExitGuardStopped {
+	if code := p.wait(t, 10*time.Second); code != cmdutil.ExitGuardStopped {
 		t.Fatalf("the cancelled executor exited %d, want 4", code)
 	}
 	if after := w.StreamMessages(); after != paused {

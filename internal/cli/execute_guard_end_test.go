@@ -9,6 +9,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
 
@@ -28,8 +29,8 @@ func TestAGuardPassedAtTheEndReportsACompletedJob(t *testing.T) {
 	}, nil))
 
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitGuardStopped {
-		t.Fatalf("exit %d, want %d:\n%s\n%s", code, ExitGuardStopped, stdout, stderr)
+	if code != cmdutil.ExitGuardStopped {
+		t.Fatalf("exit %d, want %d:\n%s\n%s", code, cmdutil.ExitGuardStopped, stdout, stderr)
 	}
 	out := stdout + stderr
 	for _, want := range []string{"execute of job " + m.ID + ": completed", "completed, but the guard's threshold was passed",

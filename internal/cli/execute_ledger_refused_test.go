@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 // TestExecuteStoppedByAStatementTheLedgerRefusesExits1WithTheSQLError: a constraint violation is
@@ -15,7 +17,7 @@ func TestExecuteStoppedByAStatementTheLedgerRefusesExits1WithTheSQLError(t *test
 		t.Fatal(err)
 	}
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitFailure {
+	if code != cmdutil.ExitFailure {
 		t.Fatalf("exit %d, want 1:\n%s\n%s", code, stdout, stderr)
 	}
 	if want := lacking(stderr, "execute of job "+m.ID+" stopped after publishing", "SQLSTATE 23514", "replay_test_no_published",

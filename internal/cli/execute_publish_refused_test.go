@@ -7,6 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 // TestExecuteAMessageTheStreamRefusesFailsThatTargetOnly: issue 16 item 4. One replay is larger
@@ -25,7 +26,7 @@ func TestExecuteAMessageTheStreamRefusesFailsThatTargetOnly(t *testing.T) {
 	w.RunConsumer(w.NewConsumer(nil, nil))
 
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, want 0 with the refused target failed:\n%s\n%s", code, stdout, stderr)
 	}
 	if s := w.JobStatus(m.ID); s != "completed" {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 )
 
@@ -27,7 +28,7 @@ func TestExecuteLogsAStallOnceWhenItBeginsAndOnceWhenItEnds(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second) // more polls of the same stall, which must not log it again
 	w.RunConsumer(w.NewConsumer(nil, nil))
-	if code := p.wait(t, 60*time.Second); code != ExitOK {
+	if code := p.wait(t, 60*time.Second); code != cmdutil.ExitOK {
 		t.Fatalf("execute exited %d once a consumer started, want 0:\n%s", code, p.outputOf())
 	}
 	stderr := p.stderr.String()

@@ -11,6 +11,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/protocol"
 )
@@ -19,7 +20,7 @@ func TestExecuteDryRunSaysNothingWasPublished(t *testing.T) {
 	w, m := newShadowedWorld(t, 12, "job-cli-dry")
 
 	stdout, stderr, code := w.replayctl(t, "execute --dry-run "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, want 0:\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.HasPrefix(stdout, "DRY RUN: nothing was published.") {
@@ -40,7 +41,7 @@ func TestExecuteDryRunSaysNothingWasPublished(t *testing.T) {
 	}
 
 	stdout, stderr, code = w.replayctl(t, "execute --dry-run --json "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("--json: exit %d, want 0:\n%s\n%s", code, stdout, stderr)
 	}
 	var r struct {
@@ -73,7 +74,7 @@ func TestExecuteWithoutATerminalRequiresYes(t *testing.T) {
 	w, m := newShadowedWorld(t, 5, "job-cli-noyes")
 
 	stdout, stderr, code := w.replayctl(t, "execute "+w.ManifestPath())
-	if code != ExitGateRefused {
+	if code != cmdutil.ExitGateRefused {
 		t.Fatalf("exit %d, want 3:\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "pass --yes") || !strings.Contains(stderr, "nothing was published") {
@@ -96,7 +97,7 @@ func TestExecuteOnATerminalAsksForTheJobID(t *testing.T) {
 
 	for _, answer := range []string{"job-cli-other\n", "yes\n", ""} {
 		stdout, stderr, code := execCommandWithStdin(t, true, answer, args)
-		if code != ExitGateRefused {
+		if code != cmdutil.ExitGateRefused {
 			t.Fatalf("answer %q: exit %d, want 3:\n%s\n%s", answer, code, stdout, stderr)
 		}
 		for _, want := range []string{"Replay job " + m.ID + " of consumer billing", "to publish now          8", "Type the job ID to confirm", "not confirmed, nothing was published"} {
@@ -113,7 +114,7 @@ func TestExecuteOnATerminalAsksForTheJobID(t *testing.T) {
 	}
 
 	stdout, stderr, code := execCommandWithStdin(t, true, m.ID+"\n", args)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("typed the job ID: exit %d, want 0:\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stdout, "execute of job "+m.ID+": completed") {
@@ -127,7 +128,7 @@ func TestExecuteReplaysEveryTargetOnceAndStatusShowsTheCounts(t *testing.T) {
 	w, m := newShadowedWorld(t, n, "job-cli-all")
 
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, want 0:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"execute of job " + m.ID + ": completed", fmt.Sprintf("published by this run\t%d", n),
@@ -145,7 +146,7 @@ func TestExecuteReplaysEveryTargetOnceAndStatusShowsTheCounts(t *testing.T) {
 	}
 
 	stdout, stderr, code = w.replayctl(t, "status "+m.ID)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("status: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"job " + m.ID + " of consumer billing: completed by alice", fmt.Sprintf("targets\t%d", n),
@@ -174,7 +175,7 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 		m := w.Plan("job-cli-planned")
 		for _, flag := range []string{"--dry-run", "--yes"} {
 			stdout, stderr, code := w.replayctl(t, "execute "+flag+" "+w.ManifestPath())
-			if code != ExitGateRefused || !strings.Contains(stderr, "job "+m.ID+" is planned") || !strings.Contains(stderr, "run `replayctl shadow`") {
+			if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "job "+m.ID+" is planned") || !strings.Contains(stderr, "run `replayctl shadow`") {
 				t.Errorf("%s: exit %d, stderr %q; want 3 telling to run shadow first\n%s", flag, code, stderr, stdout)
 			}
 		}
@@ -185,12 +186,12 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 
 	t.Run("a second run of a completed job", func(t *testing.T) {
 		w, m := newShadowedWorld(t, 5, "job-cli-twice")
-		if stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitOK {
+		if stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != cmdutil.ExitOK {
 			t.Fatalf("first execute: exit %d:\n%s\n%s", code, stdout, stderr)
 		}
 		before := w.StreamMessages()
 		stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-		if code != ExitGateRefused || !strings.Contains(stderr, "already completed") || !strings.Contains(stderr, "plan a new job") {
+		if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "already completed") || !strings.Contains(stderr, "plan a new job") {
 			t.Fatalf("second execute: exit %d, stderr %q; want 3 telling to plan a new job\n%s", code, stderr, stdout)
 		}
 		if after := w.StreamMessages(); after != before {
@@ -207,7 +208,7 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 		w.Shadowed(5, "job-cli-tampered")
 		editFile(t, w.ManifestPath(), `"writeForbidden": false`, `"writeForbidden": true`)
 		stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-		if code != ExitGateRefused || !strings.Contains(stderr, "tampered") {
+		if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "tampered") {
 			t.Fatalf("exit %d, stderr %q; want 3 saying the manifest was tampered with\n%s", code, stderr, stdout)
 		}
 		if n := w.StreamMessages(); n != 0 {
@@ -219,7 +220,7 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 		w := newExecWorld(t)
 		other := writeManifest(t, testManifest(t))
 		stdout, stderr, code := w.replayctl(t, "execute --yes "+other)
-		if code != ExitGateRefused || !strings.Contains(stderr, "the ledger has no job job-20261202-test01") || !strings.Contains(stderr, "--database-url") {
+		if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "the ledger has no job job-20261202-test01") || !strings.Contains(stderr, "--database-url") {
 			t.Fatalf("exit %d, stderr %q; want 3 naming the job and the ledger to check\n%s", code, stderr, stdout)
 		}
 	})
@@ -233,7 +234,7 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 			Error    string `json:"error"`
 			ExitCode int    `json:"exitCode"`
 		}
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != ExitGateRefused || res.ExitCode != ExitGateRefused ||
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != cmdutil.ExitGateRefused || res.ExitCode != cmdutil.ExitGateRefused ||
 			!strings.Contains(res.Error, "replayctl shadow") {
 			t.Fatalf("exit %d, %v: stdout %s; want one JSON error object with exitCode 3", code, err, stdout)
 		}
@@ -257,7 +258,7 @@ func TestExecuteWithAnUncertainTargetExits5AndListsIt(t *testing.T) {
 	w.RunConsumer(w.NewConsumer(handler, nil))
 
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitNeedsReview {
+	if code != cmdutil.ExitNeedsReview {
 		t.Fatalf("exit %d, want 5:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"uncertain: review by hand, never retried automatically (1):", unsure, "completed\t9", "uncertain\t1"} {
@@ -280,7 +281,7 @@ func TestExecuteWithAnUncertainTargetExits5AndListsIt(t *testing.T) {
 		t.Fatalf("status --json: %q, counts %+v, uncertain %+v", r.Status, r.Counts, r.Uncertain)
 	}
 	// The uncertain target is never retried, not even by a second execute.
-	if _, _, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitGateRefused {
+	if _, _, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != cmdutil.ExitGateRefused {
 		t.Fatalf("execute of a completed job with an uncertain target: exit %d, want 3", code)
 	}
 }
@@ -302,7 +303,7 @@ func TestExecuteStoppedByTheCallBudgetGuardExits4AndPausesTheJob(t *testing.T) {
 	w.RunConsumer(w.NewConsumer(extra, nil))
 
 	stdout, stderr, code := w.replayctl(t, "execute --yes --json --rate 20 "+w.ManifestPath())
-	if code != ExitGuardStopped {
+	if code != cmdutil.ExitGuardStopped {
 		t.Fatalf("exit %d, want 4:\n%s\n%s", code, stdout, stderr)
 	}
 	var r executor.Result
@@ -317,7 +318,7 @@ func TestExecuteStoppedByTheCallBudgetGuardExits4AndPausesTheJob(t *testing.T) {
 	}
 
 	stdout, stderr, code = w.replayctl(t, "status "+m.ID)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("status: exit %d:\n%s", code, stderr)
 	}
 	for _, want := range []string{"job " + m.ID + " of consumer billing: paused by replayctl-guard", "because: guard call_budget:", "--max-calls-over",
@@ -330,7 +331,7 @@ func TestExecuteStoppedByTheCallBudgetGuardExits4AndPausesTheJob(t *testing.T) {
 	// A paused job is not executed until it is resumed.
 	before := w.StreamMessages()
 	_, stderr, code = w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitGateRefused || !strings.Contains(stderr, "resume it with `replayctl resume "+m.ID+"`") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "resume it with `replayctl resume "+m.ID+"`") {
 		t.Fatalf("execute of a paused job: exit %d, stderr %q; want 3 telling to resume", code, stderr)
 	}
 	if after := w.StreamMessages(); after != before {
@@ -340,11 +341,11 @@ func TestExecuteStoppedByTheCallBudgetGuardExits4AndPausesTheJob(t *testing.T) {
 	// Reviewed: resume, and continue with a budget that admits the third call. Nothing already
 	// charged is charged again.
 	stdout, stderr, code = w.replayctl(t, "resume "+m.ID)
-	if code != ExitOK || !strings.Contains(stdout, "paused -> executing") || !strings.Contains(stdout, "no executor is attached") {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "paused -> executing") || !strings.Contains(stdout, "no executor is attached") {
 		t.Fatalf("resume: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	stdout, stderr, code = w.replayctl(t, "execute --yes --max-calls-over 1 "+w.ManifestPath())
-	if code != ExitOK || !strings.Contains(stdout, "execute of job "+m.ID+": completed") {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "execute of job "+m.ID+": completed") {
 		t.Fatalf("execute after resume: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	w.assertChargedOnce(t, n)

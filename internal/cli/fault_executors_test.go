@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -12,7 +13,7 @@ import (
 // refusedAsSecondExecutor checks p was refused by the one-executor-per-job gate, naming the job.
 func refusedAsSecondExecutor(t *testing.T, p *replayctlProcess, jobID string) {
 	t.Helper()
-	if code := p.wait(t, 30*time.Second); code != ExitGateRefused {
+	if code := p.wait(t, 30*time.Second); code != cmdutil.ExitGateRefused {
 		t.Fatalf("the second executor exited %d, want 3:\n%s", code, p.outputOf())
 	}
 	if want := lacking(p.stderr.String(), "one-executor-per-job", "job "+jobID+" is being executed by another replayctl",
@@ -33,7 +34,7 @@ func TestFaultSecondExecutorOfARunningJobIsRefused(t *testing.T) {
 	if !first.running() {
 		t.Fatalf("the first executor stopped when the second was refused:\n%s", first.outputOf())
 	}
-	if code := first.wait(t, 60*time.Second); code != ExitOK {
+	if code := first.wait(t, 60*time.Second); code != cmdutil.ExitOK {
 		t.Fatalf("the first executor exited %d, want 0:\n%s", code, first.outputOf())
 	}
 	w.assertChargedOnce(t, n)
@@ -62,11 +63,11 @@ func TestFaultTwoExecutorsStartedTogether(t *testing.T) {
 	a, b := startReplayctl(t, w.executeArgs()...), startReplayctl(t, w.executeArgs()...)
 	codeA, codeB := a.wait(t, 60*time.Second), b.wait(t, 60*time.Second)
 	winner, loser := a, b
-	if codeA == ExitGateRefused {
+	if codeA == cmdutil.ExitGateRefused {
 		winner, loser = b, a
 		codeA, codeB = codeB, codeA
 	}
-	if codeA != ExitOK || codeB != ExitGateRefused {
+	if codeA != cmdutil.ExitOK || codeB != cmdutil.ExitGateRefused {
 		t.Fatalf("exits %d and %d, want 0 and 3:\n%s\n%s", codeA, codeB, a.outputOf(), b.outputOf())
 	}
 	refusedAsSecondExecutor(t, loser, m.ID)

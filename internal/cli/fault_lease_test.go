@@ -15,6 +15,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/ledger"
@@ -160,7 +161,7 @@ func TestFaultConsumerKilledHoldingALeaseLeavesItsEventUncertain(t *testing.T) {
 	// Another instance takes over the stream; JetStream redelivers the stuck message to it.
 	w.RunConsumer(w.NewConsumer(nil, func(c *consumer.Config) { c.Lease = lease }))
 	code := p.wait(t, 60*time.Second)
-	if code != ExitNeedsReview {
+	if code != cmdutil.ExitNeedsReview {
 		t.Fatalf("the executor exited %d, want 5 (an uncertain target):\n%s", code, p.outputOf())
 	}
 	if state, _, _ := row(); state != "uncertain" {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/manifest"
@@ -52,7 +53,7 @@ func TestFaultNATSOutageLongerThanTheAckTimeoutRecoversInSeconds(t *testing.T) {
 			t.Logf("report: %s", strings.TrimSpace(line))
 		}
 	}
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("execute exited %d, want 0:\n%s", code, p.outputOf())
 	}
 	if recovery > bound {

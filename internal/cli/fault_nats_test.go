@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 )
 
@@ -40,7 +41,7 @@ func TestFaultNATSRestartDuringExecute(t *testing.T) {
 	}
 	w.NATS.Restart(t, natsDown)
 	code, output := p.wait(t, 60*time.Second), p.outputOf()
-	if code == ExitFailure {
+	if code == cmdutil.ExitFailure {
 		// Stopping is allowed if it says so; the rerun must then finish the job.
 		if want := lacking(p.stderr.String(), "execute of job "+m.ID+" stopped after publishing", "run `replayctl execute` on its manifest again"); want != "" {
 			t.Errorf("the stopped executor's error lacks %q:\n%s", want, output)
@@ -52,7 +53,7 @@ func TestFaultNATSRestartDuringExecute(t *testing.T) {
 	} else {
 		t.Log("the executor rode through the restart")
 	}
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("execute exited %d, want 0:\n%s", code, output)
 	}
 	w.assertReconnected(t)
@@ -85,20 +86,20 @@ func TestFaultNATSRestartDuringShadow(t *testing.T) {
 	p := w.startSlowShadow(t, answered, w.DatabaseURL)
 	w.NATS.Restart(t, natsDown)
 	switch code := p.wait(t, 60*time.Second); code {
-	case ExitOK:
+	case cmdutil.ExitOK:
 		t.Logf("shadow rode through the restart (%d requests answered)", answered.Load())
-	case ExitFailure, ExitGuardStopped:
+	case cmdutil.ExitFailure, cmdutil.ExitGuardStopped:
 		// A pass that broke off, or a verdict failed by requests lost in the restart, must say so;
 		// shadowing again replaces the outcomes and must pass.
 		wants := []string{"shadow of job " + m.ID + " stopped before its verdict", "no verdict was recorded", "run `replayctl shadow` on its manifest again"}
-		if code == ExitGuardStopped {
+		if code == cmdutil.ExitGuardStopped {
 			wants = []string{"shadow verdict for job " + m.ID + ": fail", "went unanswered"}
 		}
 		if want := lacking(p.stderr.String(), wants...); want != "" {
 			t.Errorf("the stopped shadow's error lacks %q:\n%s", want, p.outputOf())
 		}
 		t.Logf("shadow exited %d on the restart:\n%s", code, p.outputOf())
-		if stdout, stderr, code := w.replayctl(t, shadowArgs); code != ExitOK {
+		if stdout, stderr, code := w.replayctl(t, shadowArgs); code != cmdutil.ExitOK {
 			t.Fatalf("shadow again after the restart: exit %d:\n%s\n%s", code, stdout, stderr)
 		}
 	default:
@@ -124,7 +125,7 @@ func TestFaultNATSRestartDuringShadow(t *testing.T) {
 
 	// The verdict is good for execute: every order is charged exactly once.
 	w.RunConsumer(w.NewConsumer(nil, nil))
-	if stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitOK {
+	if stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != cmdutil.ExitOK {
 		t.Fatalf("execute after the shadow: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	w.assertChargedOnce(t, n)
@@ -136,7 +137,7 @@ func TestFaultNATSDownAtExecuteStart(t *testing.T) {
 	m := w.Shadowed(5, "job-fault-nats-down")
 	natsURL := fmt.Sprintf("nats://127.0.0.1:%d", closedPort(t))
 	stdout, stderr, code := runCommand(t, false, "execute --yes "+w.ManifestPath()+" --database-url '"+w.DatabaseURL+"' --nats-url "+natsURL)
-	if code != ExitFailure {
+	if code != cmdutil.ExitFailure {
 		t.Fatalf("exit %d, want 1:\n%s\n%s", code, stdout, stderr)
 	}
 	if want := lacking(stderr, "connecting to NATS at "+natsURL, "--nats-url"); want != "" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/internal/testenv/slowtest"
@@ -60,7 +61,7 @@ func TestFaultPostgresServerRestartedDuringExecute(t *testing.T) {
 	if uncertain := w.assertSettledOnce(t, m, n); len(uncertain) > 0 {
 		t.Errorf("uncertain after the restart: %v; every charge's outcome should have been recorded once the server was back", uncertain)
 	}
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("the executor exited %d, want 0:\n%s", code, p.outputOf())
 	}
 	if s := w.JobStatus(m.ID); s != "completed" {

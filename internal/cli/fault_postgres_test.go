@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/slowtest"
 	"github.com/replayctl/replayctl/ledger"
@@ -163,7 +164,7 @@ func TestFaultPostgresConnectionsKilledDuringExecute(t *testing.T) {
 	if uncertain := w.assertSettledOnce(t, m, n); len(uncertain) > 0 {
 		t.Errorf("uncertain after killed sessions: %v; every charge's outcome should have been recorded on a new connection", uncertain)
 	}
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("the executor exited %d, want 0:\n%s", code, p.outputOf())
 	}
 	if s := w.JobStatus(m.ID); s != "completed" {
@@ -192,7 +193,7 @@ func TestFaultPostgresSessionsKilledAroundTheFinishExecuteExits0(t *testing.T) {
 	}
 	code := p.wait(t, 10*time.Second)
 	t.Logf("terminated %d sessions of the executor", killed)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("the executor exited %d, want 0 (the ledger says the job is %s):\n%s", code, w.JobStatus(m.ID), p.outputOf())
 	}
 	if s := w.JobStatus(m.ID); s != "completed" {
@@ -237,10 +238,10 @@ func TestFaultPostgresLockConnectionKilledExecutorTakesItBack(t *testing.T) {
 		t.Errorf("status reports no executor attached while it runs with its lock taken again")
 	}
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitGateRefused || !strings.Contains(stderr+stdout, "job "+m.ID+" is being executed by another replayctl") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr+stdout, "job "+m.ID+" is being executed by another replayctl") {
 		t.Errorf("a second execute beside the running one: exit %d, want 3 naming the job:\n%s\n%s", code, stdout, stderr)
 	}
-	if code := p.wait(t, 60*time.Second); code != ExitOK {
+	if code := p.wait(t, 60*time.Second); code != cmdutil.ExitOK {
 		t.Fatalf("the executor exited %d, want 0:\n%s", code, p.outputOf())
 	}
 	w.assertChargedOnce(t, n)
@@ -273,7 +274,7 @@ func TestFaultPostgresLockTakenWhileLostStopsTheExecutor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if code := p.wait(t, 10*time.Second); code != ExitFailure {
+	if code := p.wait(t, 10*time.Second); code != cmdutil.ExitFailure {
 		t.Fatalf("the executor that lost its lock to another session exited %d, want 1:\n%s", code, p.outputOf())
 	}
 	if want := lacking(p.stderr.String(), "execute of job "+m.ID+" stopped after publishing", "because it no longer holds the job's lock",
@@ -285,7 +286,7 @@ func TestFaultPostgresLockTakenWhileLostStopsTheExecutor(t *testing.T) {
 	}
 	release()
 	stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("execute again once the lock is free: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	w.assertChargedOnce(t, n)
@@ -308,10 +309,10 @@ func TestFaultPostgresShadowLockConnectionKilled(t *testing.T) {
 		t.Fatalf("shadow stopped when its lock connection was killed:\n%s", p.outputOf())
 	}
 	stdout, stderr, code := w.replayctl(t, "shadow "+w.ManifestPath())
-	if code != ExitGateRefused || !strings.Contains(stderr, "job "+m.ID+" is being shadowed by another replayctl") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "job "+m.ID+" is being shadowed by another replayctl") {
 		t.Errorf("a second shadow beside the running one: exit %d, want 3 naming the job:\n%s\n%s", code, stdout, stderr)
 	}
-	if code := p.wait(t, 60*time.Second); code != ExitOK {
+	if code := p.wait(t, 60*time.Second); code != cmdutil.ExitOK {
 		t.Fatalf("shadow exited %d, want 0:\n%s", code, p.outputOf())
 	}
 	if got := w.QueryInt(`select count(*) from job_targets where job_id = $1 and shadow_status = 'ok'`, m.ID); got != n {
@@ -354,7 +355,7 @@ func TestFaultPostgresDownAtExecuteStart(t *testing.T) {
 	m := w.Shadowed(5, "job-fault-pg-down")
 	url := fmt.Sprintf("postgres://replayctl:s3cret@127.0.0.1:%d/test?connect_timeout=2", closedPort(t))
 	stdout, stderr, code := runCommand(t, false, "execute --yes "+w.ManifestPath()+" --database-url '"+url+"' --nats-url "+w.NATS.Server.ClientURL())
-	if code != ExitFailure {
+	if code != cmdutil.ExitFailure {
 		t.Fatalf("exit %d, want 1:\n%s\n%s", code, stdout, stderr)
 	}
 	if want := lacking(stderr, "ledger database unavailable", "127.0.0.1", "is PostgreSQL running there?", "--database-url"); want != "" {

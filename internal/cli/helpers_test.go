@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/manifest"
@@ -30,7 +31,7 @@ func runCommand(t *testing.T, isTTY bool, args string) (stdout, stderr string, e
 
 // execCommand is runCommand with a hook that may change the Factory or the command tree (to
 // install a runF) before the command runs.
-func execCommand(t *testing.T, isTTY bool, args string, setup func(f *Factory, root *cobra.Command)) (stdout, stderr string, exitCode int) {
+func execCommand(t *testing.T, isTTY bool, args string, setup func(f *cmdutil.Factory, root *cobra.Command)) (stdout, stderr string, exitCode int) {
 	t.Helper()
 	return execCommandIO(t, isTTY, "", args, setup)
 }
@@ -41,14 +42,14 @@ func execCommandWithStdin(t *testing.T, isTTY bool, stdin, args string) (stdout,
 	return execCommandIO(t, isTTY, stdin, args, nil)
 }
 
-func execCommandIO(t *testing.T, isTTY bool, stdin, args string, setup func(f *Factory, root *cobra.Command)) (stdout, stderr string, exitCode int) {
+func execCommandIO(t *testing.T, isTTY bool, stdin, args string, setup func(f *cmdutil.Factory, root *cobra.Command)) (stdout, stderr string, exitCode int) {
 	t.Helper()
 	ios, in, out, errOut := iostreams.Test()
 	in.WriteString(stdin)
 	ios.SetStdinTTY(isTTY)
 	ios.SetStdoutTTY(isTTY)
 	ios.SetStderrTTY(isTTY)
-	f := NewFactory(ios)
+	f := cmdutil.NewFactory(ios)
 	f.Now = func() time.Time { return fixedNow }
 	root := NewCmdRoot(f)
 	if setup != nil {
@@ -237,7 +238,7 @@ func (w *execWorld) replayctl(t *testing.T, args string) (stdout, stderr string,
 func (w *execWorld) statusJSON(t *testing.T, jobID string) executor.StatusReport {
 	t.Helper()
 	stdout, stderr, code := w.replayctl(t, "status --json "+jobID)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("status --json: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var r executor.StatusReport

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -15,7 +16,7 @@ import (
 func (w *execWorld) planByCLI(t *testing.T, path string) *manifest.Manifest {
 	t.Helper()
 	stdout, stderr, code := w.replayctl(t, "plan --consumer billing --stream "+exectest.DLQStream+" --reason '"+planReason+"' -o "+path)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("plan: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	m, err := manifest.Load(path)
@@ -38,7 +39,7 @@ func TestEveryJobVerbTakesAJobIDLikeItsManifestFile(t *testing.T) {
 
 	byFile, _, code := w.replayctl(t, "show "+planned)
 	byID, stderr, codeID := w.replayctl(t, "show "+m.ID)
-	if code != ExitOK || codeID != ExitOK || byID != byFile {
+	if code != cmdutil.ExitOK || codeID != cmdutil.ExitOK || byID != byFile {
 		t.Fatalf("show JOB (exit %d) differs from show FILE (exit %d):\n%s\n---\n%s\n%s", codeID, code, byID, byFile, stderr)
 	}
 
@@ -46,16 +47,16 @@ func TestEveryJobVerbTakesAJobIDLikeItsManifestFile(t *testing.T) {
 	// unless --force.
 	exported := filepath.Join(dir, "job.json")
 	stdout, stderr, code := w.replayctl(t, "show "+m.ID+" -o "+exported)
-	if code != ExitOK || !strings.Contains(stdout, "wrote the manifest of job "+m.ID+" to "+exported) {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "wrote the manifest of job "+m.ID+" to "+exported) {
 		t.Fatalf("show JOB -o: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	if got, _ := os.ReadFile(exported); !bytes.Equal(got, plannedBytes) {
 		t.Fatalf("the exported manifest (%d bytes) is not the planned file (%d bytes)", len(got), len(plannedBytes))
 	}
-	if _, stderr, code := w.replayctl(t, "show "+m.ID+" -o "+exported); code != ExitUsage || !strings.Contains(stderr, "pass --force to replace it") {
+	if _, stderr, code := w.replayctl(t, "show "+m.ID+" -o "+exported); code != cmdutil.ExitUsage || !strings.Contains(stderr, "pass --force to replace it") {
 		t.Errorf("show -o over an existing file: exit %d, stderr %q; want 2", code, stderr)
 	}
-	if _, stderr, code := w.replayctl(t, "show --force "+m.ID+" -o "+exported); code != ExitOK {
+	if _, stderr, code := w.replayctl(t, "show --force "+m.ID+" -o "+exported); code != cmdutil.ExitOK {
 		t.Errorf("show --force -o: exit %d: %s", code, stderr)
 	}
 
@@ -65,18 +66,18 @@ func TestEveryJobVerbTakesAJobIDLikeItsManifestFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	report := filepath.Join(dir, "report.json")
-	if stdout, stderr, code := w.replayctl(t, "shadow --sample 3 --report "+report+" "+m.ID); code != ExitOK {
+	if stdout, stderr, code := w.replayctl(t, "shadow --sample 3 --report "+report+" "+m.ID); code != cmdutil.ExitOK {
 		t.Fatalf("shadow JOB: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	stopShadow()
 	if _, err := os.Stat(report); err != nil {
 		t.Errorf("shadow JOB wrote no report at --report: %v", err)
 	}
-	if _, stderr, code := w.replayctl(t, "pause "+planned); code != ExitGateRefused || !strings.Contains(stderr, "only an executing job can be paused") {
+	if _, stderr, code := w.replayctl(t, "pause "+planned); code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "only an executing job can be paused") {
 		t.Errorf("pause FILE of a shadowed job: exit %d, stderr %q; want the control's own refusal (3)", code, stderr)
 	}
 	w.RunConsumer(w.NewConsumer(nil, nil))
-	if stdout, stderr, code := w.replayctl(t, "execute --yes "+m.ID); code != ExitOK || !strings.Contains(stdout, "execute of job "+m.ID+": completed") {
+	if stdout, stderr, code := w.replayctl(t, "execute --yes "+m.ID); code != cmdutil.ExitOK || !strings.Contains(stdout, "execute of job "+m.ID+": completed") {
 		t.Fatalf("execute JOB: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	w.assertChargedOnce(t, 6)
@@ -96,12 +97,12 @@ func TestAManifestThatIsNotTheRecordedOneIsStillRefused(t *testing.T) {
 	writeEdited(t, planned, edited, planReason, planReason+" and more")
 	stale := resealed(t, dir, "resealed.json", m, func(c *manifest.Manifest) { c.Reason = planReason + " and more" })
 	for _, verb := range []string{"status", "pause", "resume", "cancel", "show"} {
-		if _, stderr, code := w.replayctl(t, verb+" "+edited); code != ExitGateRefused || !strings.Contains(stderr, "tampered") {
+		if _, stderr, code := w.replayctl(t, verb+" "+edited); code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "tampered") {
 			t.Errorf("%s of an edited manifest: exit %d, stderr %q; want 3 (tampered)", verb, code, stderr)
 		}
 	}
 	for _, verb := range []string{"status", "pause", "resume", "cancel"} {
-		if _, stderr, code := w.replayctl(t, verb+" "+stale); code != ExitGateRefused || !strings.Contains(stderr, "was recorded with digest") {
+		if _, stderr, code := w.replayctl(t, verb+" "+stale); code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "was recorded with digest") {
 			t.Errorf("%s of a resealed manifest: exit %d, stderr %q; want 3 (not the recorded digest)", verb, code, stderr)
 		}
 	}
@@ -114,7 +115,7 @@ func TestAManifestThatIsNotTheRecordedOneIsStillRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, verb := range []string{"show", "execute --yes", "shadow"} {
-		if _, stderr, code := w.replayctl(t, verb+" "+m.ID); code != ExitGateRefused || !strings.Contains(stderr, "changed in the ledger after plan") {
+		if _, stderr, code := w.replayctl(t, verb+" "+m.ID); code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "changed in the ledger after plan") {
 			t.Errorf("%s JOB with its stored manifest changed: exit %d, stderr %q; want 3", verb, code, stderr)
 		}
 	}
@@ -122,13 +123,13 @@ func TestAManifestThatIsNotTheRecordedOneIsStillRefused(t *testing.T) {
 	if _, err := w.DB.Exec(w.Ctx, `delete from job_manifests where job_id = $1`, m.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := w.replayctl(t, "show "+m.ID); code != ExitUsage || !strings.Contains(stderr, "give the manifest file plan wrote") {
+	if _, stderr, code := w.replayctl(t, "show "+m.ID); code != cmdutil.ExitUsage || !strings.Contains(stderr, "give the manifest file plan wrote") {
 		t.Errorf("show JOB without a stored manifest: exit %d, stderr %q; want 2", code, stderr)
 	}
-	if _, stderr, code := w.replayctl(t, "show "+planned); code != ExitOK {
+	if _, stderr, code := w.replayctl(t, "show "+planned); code != cmdutil.ExitOK {
 		t.Errorf("show FILE of that job: exit %d: %s", code, stderr)
 	}
-	if _, stderr, code := w.replayctl(t, "show no-such-file.json"); code != ExitUsage || !strings.Contains(stderr, "no-such-file.json") {
+	if _, stderr, code := w.replayctl(t, "show no-such-file.json"); code != cmdutil.ExitUsage || !strings.Contains(stderr, "no-such-file.json") {
 		t.Errorf("show of a missing file: exit %d, stderr %q; want 2 naming it", code, stderr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -17,7 +18,7 @@ import (
 func jobsWorld(t *testing.T) (*execWorld, string) {
 	t.Helper()
 	w, m := newShadowedWorld(t, 6, "job-cli-jobs-done")
-	if stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitOK {
+	if stdout, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != cmdutil.ExitOK {
 		t.Fatalf("execute: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, j := range []ledger.Job{
@@ -51,7 +52,7 @@ func TestJobsListsFiltersAndCounts(t *testing.T) {
 	w, versions := jobsWorld(t)
 
 	stdout, stderr, code := w.replayctl(t, "jobs")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("jobs: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
@@ -80,7 +81,7 @@ func TestJobsListsFiltersAndCounts(t *testing.T) {
 		"jobs --consumer billing --status planned": "",
 	} {
 		stdout, stderr, code := w.replayctl(t, args)
-		if got := strings.Join(jobIDs(stdout), " "); code != ExitOK || got != want {
+		if got := strings.Join(jobIDs(stdout), " "); code != cmdutil.ExitOK || got != want {
 			t.Errorf("%s: exit %d, lists %q, want %q\n%s", args, code, got, want, stderr)
 		}
 	}
@@ -89,7 +90,7 @@ func TestJobsListsFiltersAndCounts(t *testing.T) {
 func TestJobsJSONHasStableFieldNames(t *testing.T) {
 	w, _ := jobsWorld(t)
 	stdout, stderr, code := w.replayctl(t, "jobs --json --status paused")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("jobs --json: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var jobs []map[string]any
@@ -110,7 +111,7 @@ func TestJobsJSONHasStableFieldNames(t *testing.T) {
 
 	stdout, _, code = w.replayctl(t, "jobs --json --status planned")
 	var none []map[string]any
-	if code != ExitOK || jsonItems(stdout, &none) != nil || none == nil || len(none) != 0 {
+	if code != cmdutil.ExitOK || jsonItems(stdout, &none) != nil || none == nil || len(none) != 0 {
 		t.Errorf("jobs --json matching nothing: exit %d, %q; want no items", code, stdout)
 	}
 }
@@ -118,16 +119,16 @@ func TestJobsJSONHasStableFieldNames(t *testing.T) {
 func TestJobsRefusesUnknownStatusAndConsumer(t *testing.T) {
 	w := newExecWorld(t)
 	_, stderr, code := w.replayctl(t, "jobs --status pausd")
-	if code != ExitUsage || !strings.Contains(stderr, `no job status "pausd"; did you mean paused?`) ||
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `no job status "pausd"; did you mean paused?`) ||
 		!strings.Contains(stderr, "planned, shadowing, shadowed, executing, paused, completed, cancelled, failed") {
 		t.Errorf("jobs --status pausd: exit %d, stderr %q; want 2 with the known statuses", code, stderr)
 	}
 	_, stderr, code = w.replayctl(t, "jobs --consumer biling")
-	if code != ExitUsage || !strings.Contains(stderr, "unknown consumer") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "unknown consumer") {
 		t.Errorf("jobs --consumer biling: exit %d, stderr %q; want 2", code, stderr)
 	}
 	for _, args := range []string{"jobs --since yesterday", "jobs --limit -1", "jobs extra"} {
-		if _, stderr, code := w.replayctl(t, args); code != ExitUsage {
+		if _, stderr, code := w.replayctl(t, args); code != cmdutil.ExitUsage {
 			t.Errorf("%s: exit %d, stderr %q; want 2", args, code, stderr)
 		}
 	}
@@ -136,11 +137,11 @@ func TestJobsRefusesUnknownStatusAndConsumer(t *testing.T) {
 func TestJobsTableFits100ColumnsOnATerminal(t *testing.T) {
 	w, _ := jobsWorld(t)
 	stdout, stderr, code := runCommand(t, true, "jobs "+w.flags)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("jobs: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, line := range strings.Split(strings.TrimRight(stdout, "\n"), "\n") {
-		if n := utf8.RuneCountInString(strings.TrimRight(line, " ")); n > jobsWidth {
+		if n := utf8.RuneCountInString(strings.TrimRight(line, " ")); n > cmdutil.JobsWidth {
 			t.Errorf("a %d-column line:\n%s", n, line)
 		}
 	}

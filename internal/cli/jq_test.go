@@ -3,6 +3,8 @@ package cli
 import (
 	"strings"
 	"testing"
+
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 func TestJQSelectsFromTheJSONOutputAndImpliesJSON(t *testing.T) {
@@ -18,7 +20,7 @@ func TestJQSelectsFromTheJSONOutputAndImpliesJSON(t *testing.T) {
 	}
 	// A failing command's error document goes through the filter too.
 	out, _, code = runCommand(t, false, "validate /nonexistent/job.json --jq .exitCode")
-	if code != ExitUsage || out != "2\n" {
+	if code != cmdutil.ExitUsage || out != "2\n" {
 		t.Fatalf("--jq on an error: exit %d, stdout %q", code, out)
 	}
 }
@@ -26,11 +28,11 @@ func TestJQSelectsFromTheJSONOutputAndImpliesJSON(t *testing.T) {
 func TestABadJQExpressionIsAUsageErrorThatPointsAtItsColumn(t *testing.T) {
 	m := testManifest(t)
 	_, errOut, code := runCommand(t, false, "validate "+writeManifest(t, m)+" --jq '.targets | ('")
-	if code != ExitUsage || !strings.Contains(errOut, "--jq") || !strings.Contains(errOut, "^") {
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--jq") || !strings.Contains(errOut, "^") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 	_, errOut, code = runCommand(t, false, "validate "+writeManifest(t, m)+" --jq 'error(\"no\")'")
-	if code != ExitFailure || !strings.Contains(errOut, "--jq: error: no") {
+	if code != cmdutil.ExitFailure || !strings.Contains(errOut, "--jq: error: no") {
 		t.Fatalf("a filter that fails: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
 
@@ -30,22 +31,22 @@ func TestEveryVerbsJSONIsADocumentOfItsKind(t *testing.T) {
 		args, kind string
 		code       int
 	}{
-		{"migrate", "Migration", ExitOK},
-		{"plan --consumer billing --stream DLQ_BILLING --reason 'provider fixed INC-9; rerun the new failures' -o " + plan2, "Plan", ExitOK},
-		{"validate " + plan2, "Validation", ExitOK},
-		{"show " + job, "Manifest", ExitOK},
-		{"show " + job + " -o " + export, "ManifestExport", ExitOK},
-		{"status " + job, "Status", ExitOK},
-		{"jobs", "JobList", ExitOK},
-		{"log " + job, "AuditLog", ExitOK},
-		{"shadow " + plan2, "ShadowReport", ExitOK},
-		{"pace --rate 100 --reason 'provider asks for 100/s' " + plan2, "Pace", ExitOK},
-		{"execute --yes " + plan2, "Execute", ExitOK},
-		{"drain --yes " + job, "Drain", ExitOK},
-		{"reconcile --consumer billing --dry-run", "Reconcile", ExitNeedsReview},
-		{"ledger stats --consumer billing", "LedgerStats", ExitOK},
-		{"ledger prune --consumer billing --dry-run", "LedgerPrune", ExitOK},
-		{"pause --reason 'provider asks us to stop' " + job, "Error", ExitGateRefused},
+		{"migrate", "Migration", cmdutil.ExitOK},
+		{"plan --consumer billing --stream DLQ_BILLING --reason 'provider fixed INC-9; rerun the new failures' -o " + plan2, "Plan", cmdutil.ExitOK},
+		{"validate " + plan2, "Validation", cmdutil.ExitOK},
+		{"show " + job, "Manifest", cmdutil.ExitOK},
+		{"show " + job + " -o " + export, "ManifestExport", cmdutil.ExitOK},
+		{"status " + job, "Status", cmdutil.ExitOK},
+		{"jobs", "JobList", cmdutil.ExitOK},
+		{"log " + job, "AuditLog", cmdutil.ExitOK},
+		{"shadow " + plan2, "ShadowReport", cmdutil.ExitOK},
+		{"pace --rate 100 --reason 'provider asks for 100/s' " + plan2, "Pace", cmdutil.ExitOK},
+		{"execute --yes " + plan2, "Execute", cmdutil.ExitOK},
+		{"drain --yes " + job, "Drain", cmdutil.ExitOK},
+		{"reconcile --consumer billing --dry-run", "Reconcile", cmdutil.ExitNeedsReview},
+		{"ledger stats --consumer billing", "LedgerStats", cmdutil.ExitOK},
+		{"ledger prune --consumer billing --dry-run", "LedgerPrune", cmdutil.ExitOK},
+		{"pause --reason 'provider asks us to stop' " + job, "Error", cmdutil.ExitGateRefused},
 	} {
 		stdout, stderr, code := w.replayctl(t, c.args+" --json")
 		var head struct {
@@ -53,9 +54,9 @@ func TestEveryVerbsJSONIsADocumentOfItsKind(t *testing.T) {
 			Kind       string `json:"kind"`
 		}
 		err := json.Unmarshal([]byte(stdout), &head)
-		if code != c.code || err != nil || head.APIVersion != outputAPIVersion || head.Kind != c.kind {
+		if code != c.code || err != nil || head.APIVersion != cmdutil.OutputAPIVersion || head.Kind != c.kind {
 			t.Errorf("%s --json: exit %d, document %+v (%v); want exit %d and a %s %s document\n%s\n%s",
-				c.args, code, head, err, c.code, outputAPIVersion, c.kind, stdout, stderr)
+				c.args, code, head, err, c.code, cmdutil.OutputAPIVersion, c.kind, stdout, stderr)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/idempotency"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/keys"
 )
@@ -102,11 +103,11 @@ func TestKeysVerbsShowPolicyStatsAndAKeyWithoutItsBody(t *testing.T) {
 		t.Fatalf("show: %d\n%s%s", code, out, errOut)
 	}
 	_, errOut, code = w.replayctl(t, "keys show --key k-done")
-	if code != ExitUsage || !strings.Contains(errOut, "--key-secret-file") {
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--key-secret-file") {
 		t.Fatalf("show without the secret: %d %s", code, errOut)
 	}
 	_, errOut, code = w.replayctl(t, "keys show --key-hash hmac-sha256:0000")
-	if code != ExitUsage || !strings.Contains(errOut, "no such API record") {
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "no such API record") {
 		t.Fatalf("show of an unknown key: %d %s", code, errOut)
 	}
 }
@@ -121,11 +122,11 @@ func TestKeysResolveSettlesAnUncertainRecordWithAnAuditEntry(t *testing.T) {
 	}
 	hash := list.Records[0].KeyHash
 	_, errOut, code := w.replayctl(t, "keys resolve --key-hash "+hash+" --as happened --note 'provider dashboard shows ch_1'")
-	if code != ExitGateRefused || !strings.Contains(errOut, "--yes") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(errOut, "--yes") {
 		t.Fatalf("resolve without a terminal or --yes: %d %s", code, errOut)
 	}
 	_, errOut, code = w.replayctl(t, "keys resolve --key-hash "+hash+" --as maybe --note 'provider dashboard shows ch_1' --yes")
-	if code != ExitUsage {
+	if code != cmdutil.ExitUsage {
 		t.Fatalf("--as maybe: %d %s", code, errOut)
 	}
 	out, errOut, code = w.replayctl(t, "keys resolve --key-hash "+hash+" --as happened --ref ch_1 --note 'provider dashboard shows ch_1' --yes")
@@ -144,7 +145,7 @@ func TestKeysResolveSettlesAnUncertainRecordWithAnAuditEntry(t *testing.T) {
 		t.Fatalf("audit entries of the resolve: %d %v", audited, err)
 	}
 	_, errOut, code = w.replayctl(t, "keys resolve --key-hash "+hash+" --as happened --note 'provider dashboard shows ch_1' --yes")
-	if code != ExitFailure || !strings.Contains(errOut, "not uncertain") {
+	if code != cmdutil.ExitFailure || !strings.Contains(errOut, "not uncertain") {
 		t.Fatalf("a second resolve: %d %s", code, errOut)
 	}
 }
@@ -160,10 +161,10 @@ func TestKeysPruneDropsBodiesPastTheReplayWindowAndKeepsUncertain(t *testing.T) 
 	if code != 0 || json.Unmarshal([]byte(out), &dry) != nil || dry.Bodies != 1 || dry.Tombstoned != 0 {
 		t.Fatalf("dry run: %d %s", code, out)
 	}
-	if _, errOut, code := w.replayctl(t, "keys prune"); code != ExitUsage || !strings.Contains(errOut, "--all-routes") {
+	if _, errOut, code := w.replayctl(t, "keys prune"); code != cmdutil.ExitUsage || !strings.Contains(errOut, "--all-routes") {
 		t.Fatalf("no route: %d %s", code, errOut)
 	}
-	if _, _, code := w.replayctl(t, "keys prune --all-routes"); code != ExitGateRefused {
+	if _, _, code := w.replayctl(t, "keys prune --all-routes"); code != cmdutil.ExitGateRefused {
 		t.Fatalf("without --yes: %d", code)
 	}
 	if _, err := pool.Exec(t.Context(), `update api_keys set evidence_until = now() - interval '1 second'`); err != nil {

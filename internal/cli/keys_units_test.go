@@ -9,6 +9,8 @@ import (
 
 	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/health"
+	"github.com/replayctl/replayctl/internal/cli/keyscmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/keys"
 )
@@ -25,11 +27,11 @@ func replaceKeysVerb(root, c *cobra.Command) {
 // The flags reach the run as typed, and --help and bad flags never open the ledger: the run is
 // replaced, and the factory's ledger fails the test if asked for.
 func TestKeysFlagsReachTheRunWithoutOpeningTheLedger(t *testing.T) {
-	var resolve *KeysResolveOptions
-	var prune *KeysPruneOptions
-	setup := func(f *Factory, root *cobra.Command) {
-		replaceKeysVerb(root, NewCmdKeysResolve(f, func(o *KeysResolveOptions) error { resolve = o; return nil }))
-		replaceKeysVerb(root, NewCmdKeysPrune(f, func(o *KeysPruneOptions) error { prune = o; return nil }))
+	var resolve *keyscmd.KeysResolveOptions
+	var prune *keyscmd.KeysPruneOptions
+	setup := func(f *cmdutil.Factory, root *cobra.Command) {
+		replaceKeysVerb(root, keyscmd.NewCmdKeysResolve(f, func(o *keyscmd.KeysResolveOptions) error { resolve = o; return nil }))
+		replaceKeysVerb(root, keyscmd.NewCmdKeysPrune(f, func(o *keyscmd.KeysPruneOptions) error { prune = o; return nil }))
 	}
 	_, errOut, code := execCommand(t, false, `keys resolve --route "POST /v1/charges" --key-hash hmac-sha256:ab --as not-happened --note "no charge at the provider" --ref ch_1 --yes --actor bob`, setup)
 	if code != 0 || resolve == nil {
@@ -44,7 +46,7 @@ func TestKeysFlagsReachTheRunWithoutOpeningTheLedger(t *testing.T) {
 	if code != 0 || prune == nil || !prune.AllRoutes || !prune.DryRun || prune.Request.BatchSize != 50 || prune.TombstoneRetention != "30d" {
 		t.Fatalf("prune: exit %d %s, options %+v", code, errOut, prune)
 	}
-	if _, errOut, code := execCommand(t, false, "keys resolve --key-hash h --note x", setup); code != ExitUsage || !strings.Contains(errOut, `"as" not set`) {
+	if _, errOut, code := execCommand(t, false, "keys resolve --key-hash h --note x", setup); code != cmdutil.ExitUsage || !strings.Contains(errOut, `"as" not set`) {
 		t.Fatalf("resolve without --as: exit %d %s", code, errOut)
 	}
 }
@@ -54,7 +56,7 @@ func TestKeysFlagsReachTheRunWithoutOpeningTheLedger(t *testing.T) {
 func TestKeysStatsRendersALiteralReport(t *testing.T) {
 	ios, _, out, _ := iostreams.Test()
 	since := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
-	printKeysStats(ios, &keys.StatsReport{Since: since,
+	keyscmd.PrintKeysStats(ios, &keys.StatsReport{Since: since,
 		Routes:   []keys.RouteStats{{Route: "POST /v1/charges", Requests: 400, Replays: 3, ReplayRate: 0.0075, InProgress: 2, Mismatches: 11, Uncertain: 1, OldestUncertainAgeSeconds: 1200}},
 		Warnings: []health.Warning{{Metric: "replayRate", Summary: "POST /v1/charges: 0.75% of the keyed requests since 2026-11-29 were replays (3 of 400), above 0.5%", Action: "clients retry too much"}},
 	})

@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 // The textfile collector reads the figures with the Prometheus text parser: what it parses must
@@ -20,7 +22,7 @@ values ('billing', (now() at time zone 'utc')::date, 21, 20)`)
 select 'billing', 'evt-' || i, 1, 'payload_conflict', 'k' || i from generate_series(1, 14) i`)
 
 	stdout, stderr, code := runCommand(t, false, "ledger stats --consumer billing --window 7d --format openmetrics "+w.flags)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.HasSuffix(stdout, "# EOF\n") || !strings.Contains(stdout, "# TYPE replayctl_ledger_replay_rate gauge") {
@@ -72,7 +74,7 @@ select 'billing', 'evt-' || i, 1, 'payload_conflict', 'k' || i from generate_ser
 		"ledger stats --consumer billing --format openmetrics --json": "--format openmetrics and --json: choose one",
 	} {
 		_, stderr, code := runCommand(t, false, args+" "+w.flags)
-		if code != ExitUsage || !strings.Contains(stderr, want) {
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 with %q", args, code, stderr, want)
 		}
 	}

@@ -13,14 +13,16 @@ import (
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/health"
+	"github.com/replayctl/replayctl/internal/cli/ledgercmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
 // replaceLedgerVerb swaps the ledger command's subcommand of c's name for c.
-func replaceLedgerVerb(build func(f *Factory) *cobra.Command) func(*Factory, *cobra.Command) {
-	return func(f *Factory, root *cobra.Command) {
+func replaceLedgerVerb(build func(f *cmdutil.Factory) *cobra.Command) func(*cmdutil.Factory, *cobra.Command) {
+	return func(f *cmdutil.Factory, root *cobra.Command) {
 		for _, parent := range root.Commands() {
 			if parent.Name() == "ledger" {
 				replaceCommand(parent, build(f))
@@ -76,13 +78,13 @@ func (w *ledgerWorld) remaining(t *testing.T) (rows, bodies int) {
 }
 
 func TestLedgerPruneAndStatsFlags(t *testing.T) {
-	var prune *LedgerPruneOptions
+	var prune *ledgercmd.LedgerPruneOptions
 	_, stderr, code := execCommand(t, false,
 		"ledger prune --consumer billing --dry-run --yes --batch-size 500 --as-of 2026-12-01 --incident-retention 30d --tombstone-retention 3650d --actor bob --json",
-		replaceLedgerVerb(func(f *Factory) *cobra.Command {
-			return NewCmdLedgerPrune(f, func(o *LedgerPruneOptions) error { prune = o; return nil })
+		replaceLedgerVerb(func(f *cmdutil.Factory) *cobra.Command {
+			return ledgercmd.NewCmdLedgerPrune(f, func(o *ledgercmd.LedgerPruneOptions) error { prune = o; return nil })
 		}))
-	if code != ExitOK || prune == nil {
+	if code != cmdutil.ExitOK || prune == nil {
 		t.Fatalf("prune: exit %d: %s", code, stderr)
 	}
 	if r := prune.Request; r.Consumer != "billing" || r.AllConsumers || r.BatchSize != 500 || r.Actor != "bob" ||
@@ -90,12 +92,12 @@ func TestLedgerPruneAndStatsFlags(t *testing.T) {
 		t.Errorf("prune options %+v", *prune)
 	}
 
-	var stats *LedgerStatsOptions
+	var stats *ledgercmd.LedgerStatsOptions
 	_, stderr, code = execCommand(t, false, "ledger stats --consumer billing --window 7d --json",
-		replaceLedgerVerb(func(f *Factory) *cobra.Command {
-			return NewCmdLedgerStats(f, func(o *LedgerStatsOptions) error { stats = o; return nil })
+		replaceLedgerVerb(func(f *cmdutil.Factory) *cobra.Command {
+			return ledgercmd.NewCmdLedgerStats(f, func(o *ledgercmd.LedgerStatsOptions) error { stats = o; return nil })
 		}))
-	if code != ExitOK || stats == nil {
+	if code != cmdutil.ExitOK || stats == nil {
 		t.Fatalf("stats: exit %d: %s", code, stderr)
 	}
 	if stats.Request.Consumer != "billing" || stats.Window != "7d" || !stats.JSON {
@@ -124,10 +126,10 @@ func TestLedgerVerbsRefuseBadFlagsWithExit2BeforeConnecting(t *testing.T) {
 			Error    string `json:"error"`
 			ExitCode int    `json:"exitCode"`
 		}
-		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 saying %q", tc.args, code, stderr, tc.want)
 		}
-		if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.ExitCode != ExitUsage || !strings.Contains(res.Error, tc.want) {
+		if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.ExitCode != cmdutil.ExitUsage || !strings.Contains(res.Error, tc.want) {
 			t.Errorf("%s --json: stdout %q; want one JSON error with exitCode 2", tc.args, stdout)
 		}
 	}
@@ -138,14 +140,14 @@ func TestLedgerPruneNeedsYesWithoutATerminalAndTheConsumersNameOnOne(t *testing.
 	w.seedPrunable(t)
 
 	stdout, stderr, code := runCommand(t, false, "ledger prune --consumer billing "+w.flags)
-	if code != ExitGateRefused || !strings.Contains(stderr, "not confirmed: ledger prune would remove 3 rows to tombstones, 0 tombstones, 2 result bodies and 0 incidents; without a terminal pass --yes") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "not confirmed: ledger prune would remove 3 rows to tombstones, 0 tombstones, 2 result bodies and 0 incidents; without a terminal pass --yes") {
 		t.Errorf("prune without a terminal or --yes: exit %d, stderr %q; want 3 asking for --yes", code, stderr)
 	}
 	if stdout != "" {
 		t.Errorf("a refused prune printed a result: %q", stdout)
 	}
 	_, stderr, code = execCommandWithStdin(t, true, "bill\n", "ledger prune --consumer billing "+w.flags)
-	if code != ExitGateRefused || !strings.Contains(stderr, `Type "billing" to confirm`) || !strings.Contains(stderr, "not confirmed: nothing was pruned") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, `Type "billing" to confirm`) || !strings.Contains(stderr, "not confirmed: nothing was pruned") {
 		t.Errorf("prune answered with another name: exit %d, stderr %q; want 3", code, stderr)
 	}
 	if rows, bodies := w.remaining(t); rows != 6 || bodies != 6 {
@@ -153,7 +155,7 @@ func TestLedgerPruneNeedsYesWithoutATerminalAndTheConsumersNameOnOne(t *testing.
 	}
 
 	stdout, stderr, code = execCommandWithStdin(t, true, "billing\n", "ledger prune --consumer billing "+w.flags)
-	if code != ExitOK || !strings.Contains(stderr, "would remove 3 rows to tombstones, 0 tombstones, 2 result bodies and 0 incidents") {
+	if code != cmdutil.ExitOK || !strings.Contains(stderr, "would remove 3 rows to tombstones, 0 tombstones, 2 result bodies and 0 incidents") {
 		t.Fatalf("confirmed prune: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stdout, "ledger prune of consumer billing as of") || !strings.Contains(stdout, "recorded in the audit log") {
@@ -172,7 +174,7 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 	w.seedPrunable(t)
 
 	stdout, stderr, code := runCommand(t, false, "ledger prune --all-consumers --dry-run "+w.flags)
-	if code != ExitOK || !strings.HasPrefix(stdout, "DRY RUN: nothing was pruned.") {
+	if code != cmdutil.ExitOK || !strings.HasPrefix(stdout, "DRY RUN: nothing was pruned.") {
 		t.Fatalf("dry run: exit %d, want 0 and a first line saying nothing was pruned:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"would remove:", "billing\t3\t0\t2", "total\t3\t0\t2", "incidents recorded before"} {
@@ -185,7 +187,7 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 	}
 
 	stdout, stderr, code = runCommand(t, false, "ledger prune --all-consumers --yes --json --batch-size 2 "+w.flags)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("prune --yes --json: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var r struct {
@@ -218,14 +220,14 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 	}
 
 	stdout, _, code = runCommand(t, false, "ledger prune --all-consumers --yes "+w.flags)
-	if code != ExitOK || !strings.HasPrefix(stdout, "nothing to prune for all consumers as of") {
+	if code != cmdutil.ExitOK || !strings.HasPrefix(stdout, "nothing to prune for all consumers as of") {
 		t.Errorf("prune with nothing left: exit %d, stdout %q; want 0 and nothing to prune", code, stdout)
 	}
-	if _, stderr, code := runCommand(t, false, "ledger prune --all-consumers "+w.flags); code != ExitGateRefused ||
+	if _, stderr, code := runCommand(t, false, "ledger prune --all-consumers "+w.flags); code != cmdutil.ExitGateRefused ||
 		!strings.Contains(stderr, "would remove 0 rows to tombstones, 0 tombstones, 0 result bodies and 0 incidents; without a terminal pass --yes") {
 		t.Errorf("prune with nothing left, without a terminal or --yes: exit %d, stderr %q; want 3 as on any night", code, stderr)
 	}
-	if stdout, stderr, code := execCommandWithStdin(t, true, "", "ledger prune --all-consumers "+w.flags); code != ExitOK ||
+	if stdout, stderr, code := execCommandWithStdin(t, true, "", "ledger prune --all-consumers "+w.flags); code != cmdutil.ExitOK ||
 		!strings.HasPrefix(stdout, "nothing to prune") || strings.Contains(stderr, "to confirm") {
 		t.Errorf("prune with nothing left on a terminal: exit %d, stdout %q, stderr %q; want 0 without a prompt", code, stdout, stderr)
 	}
@@ -236,7 +238,7 @@ func TestLedgerVerbsRefuseAnUnknownConsumerWithExit2(t *testing.T) {
 	w.seedPrunable(t)
 	for _, args := range []string{"ledger prune --dry-run --consumer biling", "ledger prune --yes --consumer biling", "ledger stats --consumer biling"} {
 		_, stderr, code := runCommand(t, false, args+" "+w.flags)
-		if code != ExitUsage || !strings.Contains(stderr, `consumer "biling"; did you mean billing? check --consumer (known consumers: billing)`) {
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, `consumer "biling"; did you mean billing? check --consumer (known consumers: billing)`) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 naming the known consumers", args, code, stderr)
 		}
 	}
@@ -259,7 +261,7 @@ values ('billing', (now() at time zone 'utc')::date, 101, 1)`)
 values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 minutes')`)
 
 	stdout, stderr, code := runCommand(t, false, "ledger stats --consumer billing "+w.flags)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("stats with warnings: exit %d, want 0 (a report):\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{
@@ -303,7 +305,7 @@ values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 min
 		} `json:"uncertain"`
 		Warnings []struct{ Metric, Summary, Action string } `json:"warnings"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != ExitOK {
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != cmdutil.ExitOK {
 		t.Fatalf("--json: exit %d, %v:\n%s", code, err, stdout)
 	}
 	if st.Consumer != "billing" || st.WindowSeconds != 2*86400 || st.Replay.Deliveries != 101 || st.Replay.Duplicates != 1 ||
@@ -366,7 +368,7 @@ values ('billing', 'evt-b', 1, 'processing', $1, 'billing-dead', now() - interva
 
 	stdout, stderr, code := w.replayctl(t, "ledger stats --consumer billing --json")
 	var st health.Report
-	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != ExitOK {
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil || code != cmdutil.ExitOK {
 		t.Fatalf("stats --json: exit %d, %v:\n%s\n%s", code, err, stdout, stderr)
 	}
 	if st.Mismatches.Count != 1 || st.LeaseExpiries.Count != 1 || st.Replay.Deliveries != 3 || st.Replay.Duplicates != 0 {
@@ -388,7 +390,7 @@ func TestLedgerHelpTeachesWithoutConnecting(t *testing.T) {
 			"replayctl ledger stats --consumer billing --window 7d", "--window"},
 	} {
 		stdout, stderr, code := execCommand(t, false, args, noConnections(t))
-		if code != ExitOK {
+		if code != cmdutil.ExitOK {
 			t.Errorf("%s: exit %d, stderr %q", args, code, stderr)
 		}
 		for _, want := range wants {

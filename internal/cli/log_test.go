@@ -5,20 +5,21 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/jobhistory"
 )
 
 func TestLogShowsTheAuditTrailInOrder(t *testing.T) {
 	w := newExecWorld(t)
 	m := w.Shadowed(3, "job-cli-log")
-	if _, stderr, code := w.replayctl(t, "cancel --reason 'wrong failure filter' "+m.ID); code != ExitOK {
+	if _, stderr, code := w.replayctl(t, "cancel --reason 'wrong failure filter' "+m.ID); code != cmdutil.ExitOK {
 		t.Fatalf("cancel: exit %d: %s", code, stderr)
 	}
 
 	// By job ID and by manifest file alike.
 	for _, arg := range []string{m.ID, w.ManifestPath()} {
 		stdout, stderr, code := w.replayctl(t, "log "+arg)
-		if code != ExitOK {
+		if code != cmdutil.ExitOK {
 			t.Fatalf("log %s: exit %d:\n%s\n%s", arg, code, stdout, stderr)
 		}
 		lines := strings.Split(strings.TrimSpace(stdout), "\n")
@@ -43,7 +44,7 @@ func TestLogShowsTheAuditTrailInOrder(t *testing.T) {
 
 	stdout, _, code := w.replayctl(t, "log --json "+m.ID)
 	var entries []jobhistory.LogEntry
-	if err := jsonItems(stdout, &entries); err != nil || code != ExitOK || len(entries) != 4 {
+	if err := jsonItems(stdout, &entries); err != nil || code != cmdutil.ExitOK || len(entries) != 4 {
 		t.Fatalf("log --json: exit %d, %v, %d entries:\n%s", code, err, len(entries), stdout)
 	}
 	if e := entries[3]; e.Action != "job.cancel" || e.Reason != "wrong failure filter" || e.Details["to"] != "cancelled" || e.ManifestDigest != m.Digest {
@@ -58,11 +59,11 @@ func TestLogShowsTheAuditTrailInOrder(t *testing.T) {
 	}
 
 	stdout, stderr, code := runCommand(t, true, "log "+m.ID+" "+w.flags)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("log on a terminal: exit %d: %s", code, stderr)
 	}
 	for _, line := range strings.Split(strings.TrimRight(stdout, "\n"), "\n") {
-		if n := utf8.RuneCountInString(strings.TrimRight(line, " ")); n > jobsWidth {
+		if n := utf8.RuneCountInString(strings.TrimRight(line, " ")); n > cmdutil.JobsWidth {
 			t.Errorf("a %d-column line:\n%s", n, line)
 		}
 	}
@@ -71,10 +72,10 @@ func TestLogShowsTheAuditTrailInOrder(t *testing.T) {
 func TestLogOfAnUnknownJobExits2(t *testing.T) {
 	w := newExecWorld(t)
 	_, stderr, code := w.replayctl(t, "log job-does-not-exist")
-	if code != ExitUsage || !strings.Contains(stderr, `no job "job-does-not-exist"`) {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `no job "job-does-not-exist"`) {
 		t.Errorf("log of an unknown job: exit %d, stderr %q; want 2 naming the job", code, stderr)
 	}
-	if _, stderr, code := w.replayctl(t, "log"); code != ExitUsage {
+	if _, stderr, code := w.replayctl(t, "log"); code != cmdutil.ExitUsage {
 		t.Errorf("log without a job: exit %d, stderr %q; want 2", code, stderr)
 	}
 }

@@ -9,15 +9,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/cli/migratecmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 )
 
 func TestMigrateFlags(t *testing.T) {
-	var got *MigrateOptions
-	_, stderr, code := execCommand(t, false, "migrate --json", func(f *Factory, root *cobra.Command) {
-		replaceCommand(root, NewCmdMigrate(f, func(o *MigrateOptions) error { got = o; return nil }))
+	var got *migratecmd.MigrateOptions
+	_, stderr, code := execCommand(t, false, "migrate --json", func(f *cmdutil.Factory, root *cobra.Command) {
+		replaceCommand(root, migratecmd.NewCmdMigrate(f, func(o *migratecmd.MigrateOptions) error { got = o; return nil }))
 	})
-	if code != ExitOK || got == nil {
+	if code != cmdutil.ExitOK || got == nil {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	if !got.JSON || got.IO == nil || got.Ledger == nil {
@@ -28,7 +30,7 @@ func TestMigrateFlags(t *testing.T) {
 func TestMigrateTwice(t *testing.T) {
 	url := pgtest.URL(t)
 	stdout, stderr, code := runCommand(t, false, "migrate --database-url '"+url+"'")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("first migrate: exit %d, stderr %q", code, stderr)
 	}
 	first := regexp.MustCompile(`^ledger schema at version (\d+) \(applied: 0001_init[^)]*\)\n$`).FindStringSubmatch(stdout)
@@ -37,7 +39,7 @@ func TestMigrateTwice(t *testing.T) {
 	}
 
 	stdout, stderr, code = runCommand(t, false, "migrate --database-url '"+url+"'")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("second migrate: exit %d, stderr %q", code, stderr)
 	}
 	if want := "ledger schema already at version " + first[1] + ", nothing to apply\n"; stdout != want {
@@ -49,7 +51,7 @@ func TestMigrateTwice(t *testing.T) {
 		Version int      `json:"version"`
 		Applied []string `json:"applied"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != ExitOK {
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, %v: %s", code, err, stdout)
 	}
 	if res.Applied == nil || len(res.Applied) != 0 || res.Version < 1 {
@@ -65,7 +67,7 @@ func TestMigrateHelpNamesTheVersionMigrateReaches(t *testing.T) {
 		Version int      `json:"version"`
 		Applied []string `json:"applied"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != ExitOK || len(res.Applied) == 0 {
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != cmdutil.ExitOK || len(res.Applied) == 0 {
 		t.Fatalf("migrate --json: exit %d, %v: %s%s", code, err, stdout, stderr)
 	}
 	help, _, _ := runCommand(t, false, "migrate --help")

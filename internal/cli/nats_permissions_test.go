@@ -12,6 +12,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
@@ -70,12 +71,12 @@ func TestNATSPermissionsOfTheDocsRunAReplayAndRefuseTheRest(t *testing.T) {
 		"plan --consumer billing --stream " + exectest.DLQStream + " --reason 'provider outage fixed; replay failed charges' -o " + manifestPath,
 		"shadow " + manifestPath,
 	} {
-		if stdout, stderr, code := runCommand(t, false, step+as("replayctl")); code != ExitOK {
+		if stdout, stderr, code := runCommand(t, false, step+as("replayctl")); code != cmdutil.ExitOK {
 			t.Fatalf("%s as user replayctl: exit %d:\n%s\n%s", step, code, stdout, stderr)
 		}
 	}
 
-	if stdout, stderr, code := runCommand(t, false, "execute --dry-run "+manifestPath+as("ci")); code != ExitOK {
+	if stdout, stderr, code := runCommand(t, false, "execute --dry-run "+manifestPath+as("ci")); code != cmdutil.ExitOK {
 		t.Errorf("execute --dry-run as user ci: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	began := time.Now()
@@ -83,9 +84,9 @@ func TestNATSPermissionsOfTheDocsRunAReplayAndRefuseTheRest(t *testing.T) {
 	if took := time.Since(began); took > time.Minute {
 		t.Errorf("the refused execute took %s to stop", took)
 	}
-	if code != ExitUsage || !strings.Contains(stderr, `the NATS server refused the publish of replays to billing.charge.requested`) ||
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `the NATS server refused the publish of replays to billing.charge.requested`) ||
 		!strings.Contains(stderr, "docs/nats/permissions.conf") {
-		t.Errorf("execute as user ci: exit %d, want %d naming the refused permission:\n%s\n%s", code, ExitUsage, stdout, stderr)
+		t.Errorf("execute as user ci: exit %d, want %d naming the refused permission:\n%s\n%s", code, cmdutil.ExitUsage, stdout, stderr)
 	}
 	if calls := e.Provider.Calls(""); calls != 0 {
 		t.Fatalf("CI's refused execute made %d provider calls", calls)
@@ -99,7 +100,7 @@ func TestNATSPermissionsOfTheDocsRunAReplayAndRefuseTheRest(t *testing.T) {
 		t.Error("user billing published to the consumer's own stream subjects")
 	}
 
-	if stdout, stderr, code := runCommand(t, false, "execute --yes "+manifestPath+as("replayctl")); code != ExitOK {
+	if stdout, stderr, code := runCommand(t, false, "execute --yes "+manifestPath+as("replayctl")); code != cmdutil.ExitOK {
 		t.Fatalf("execute as user replayctl: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	if dups := e.DuplicateCharges(); len(dups) > 0 {

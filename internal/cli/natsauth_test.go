@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 )
@@ -24,7 +25,7 @@ import (
 func securedDLQ(t *testing.T) (dbURL, natsURL string) {
 	t.Helper()
 	dbURL = pgtest.URL(t)
-	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+dbURL+"'"); code != ExitOK {
+	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+dbURL+"'"); code != cmdutil.ExitOK {
 		t.Fatalf("migrate: exit %d: %s", code, stderr)
 	}
 	natsURL = natstest.StartSecured(t, &server.Options{Username: "billing", Password: secret})
@@ -81,7 +82,7 @@ func TestPlanConnectsThroughANatsCLIContext(t *testing.T) {
 	seen := map[string]string{}
 
 	stdout, stderr, code := runCommand(t, false, plan+"--context prod -o "+out)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("plan --context prod: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	seen["plan stdout"], seen["plan stderr"] = stdout, stderr
@@ -112,7 +113,7 @@ func TestPlanConnectsThroughANatsCLIContext(t *testing.T) {
 			if c.env != "" {
 				t.Setenv(c.env, "")
 			}
-			if code != ExitUsage || !strings.HasPrefix(stderr, c.want) {
+			if code != cmdutil.ExitUsage || !strings.HasPrefix(stderr, c.want) {
 				t.Errorf("%s: exit %d, want 2 and stderr starting\n%s\ngot:\n%s", name, code, c.want, stderr)
 			}
 			if asJSON != "" && !strings.Contains(stdout, `"exitCode": 2`) {
@@ -168,7 +169,7 @@ func TestNATSCredentialsNeverPrinted(t *testing.T) {
 	} {
 		for _, asJSON := range []string{"", "--json "} {
 			stdout, stderr, code := runCommand(t, false, asJSON+args)
-			if code == ExitOK {
+			if code == cmdutil.ExitOK {
 				t.Errorf("%s: exit 0 with refused credentials", args)
 			}
 			for _, s := range secrets {

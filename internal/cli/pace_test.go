@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/jobhistory"
 )
 
@@ -13,13 +14,13 @@ func TestPaceIsStoredAuditedAndUsedByTheNextExecute(t *testing.T) {
 	m := w.Shadowed(3, "job-cli-pace")
 
 	stdout, stderr, code := w.replayctl(t, "pace "+m.ID+" --rate 5 --max-in-flight 7 --reason 'provider asks for 5/s'")
-	if code != ExitOK || !strings.Contains(stdout, "job job-cli-pace (shadowed): --rate unset -> 5/s, --max-in-flight unset -> 7") ||
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "job job-cli-pace (shadowed): --rate unset -> 5/s, --max-in-flight unset -> 7") ||
 		!strings.Contains(stdout, "no executor is attached: `replayctl execute job-cli-pace` starts with it") {
 		t.Fatalf("pace: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	// By manifest file too; one flag keeps the other's value.
 	stdout, stderr, code = w.replayctl(t, "pace "+w.ManifestPath()+" --rate 0")
-	if code != ExitOK || !strings.Contains(stdout, "--rate 5/s -> 0 (no limit), --max-in-flight 7 -> 7") {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "--rate 5/s -> 0 (no limit), --max-in-flight 7 -> 7") {
 		t.Fatalf("pace of the file: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 
@@ -63,7 +64,7 @@ func TestPaceIsStoredAuditedAndUsedByTheNextExecute(t *testing.T) {
 				MaxInFlight int     `json:"maxInFlight"`
 			} `json:"preflight"`
 		}
-		if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != ExitOK ||
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil || code != cmdutil.ExitOK ||
 			r.Preflight.Rate != want[0] || r.Preflight.MaxInFlight != int(want[1]) {
 			t.Errorf("%s: exit %d, %v, rate %v max in flight %d; want %v\n%s", args, code, err, r.Preflight.Rate, r.Preflight.MaxInFlight, want, stderr)
 		}
@@ -79,15 +80,15 @@ func TestPaceRefusesBadValuesAndFinishedJobs(t *testing.T) {
 		"pace job-does-not-exist --rate 1":    `no job "job-does-not-exist"`,
 		"pace --rate 1":                       "exactly one argument",
 	} {
-		if _, stderr, code := w.replayctl(t, args); code != ExitUsage || !strings.Contains(stderr, want) {
+		if _, stderr, code := w.replayctl(t, args); code != cmdutil.ExitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 with %q", args, code, stderr, want)
 		}
 	}
-	if stdout, stderr, code := w.replayctl(t, "execute --yes "+m.ID); code != ExitOK {
+	if stdout, stderr, code := w.replayctl(t, "execute --yes "+m.ID); code != cmdutil.ExitOK {
 		t.Fatalf("execute: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	_, stderr, code := w.replayctl(t, "pace "+m.ID+" --rate 1")
-	if code != ExitGateRefused || !strings.Contains(stderr, "is completed") || !strings.Contains(stderr, "final") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "is completed") || !strings.Contains(stderr, "final") {
 		t.Errorf("pace of a completed job: exit %d, stderr %q; want 3", code, stderr)
 	}
 	// A refused pace changes nothing and audits nothing.

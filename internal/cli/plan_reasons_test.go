@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/dlq"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -44,7 +45,7 @@ func TestPlanGroupsReasonsByClassAndShowsTheTopTen(t *testing.T) {
 
 	out := filepath.Join(e.dir, "job.json")
 	stdout, stderr, code := e.plan(t, false, "--reason '"+planReason+"' -o "+out)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	table, _, _ := strings.Cut(stdout[strings.Index(stdout, "REASON\tTARGETS"):], "\n\n")
@@ -67,22 +68,22 @@ func TestPlanGroupsReasonsByClassAndShowsTheTopTen(t *testing.T) {
 	}
 
 	// The first job holds its targets until it finishes (issue 14): cancel it to plan them again.
-	if _, stderr, code := runCommand(t, false, "cancel "+e.flags+" "+m.ID+" --reason 'plan the same DLQ again for --json'"); code != ExitOK {
+	if _, stderr, code := runCommand(t, false, "cancel "+e.flags+" "+m.ID+" --reason 'plan the same DLQ again for --json'"); code != cmdutil.ExitOK {
 		t.Fatalf("cancel: exit %d: %s", code, stderr)
 	}
 	stdout, stderr, code = e.plan(t, false, "--json --reason '"+planReason+"' -o "+filepath.Join(e.dir, "job2.json"))
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("--json: exit %d: %s", code, stderr)
 	}
 	var res struct {
-		Stats   manifest.Stats `json:"stats"`
-		Summary reasonTop      `json:"failureReasonSummary"`
+		Stats   manifest.Stats    `json:"stats"`
+		Summary cmdutil.ReasonTop `json:"failureReasonSummary"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("stdout is not one JSON document: %v\n%s", err, stdout)
 	}
 	s := res.Summary
-	if len(s.Top) != 10 || s.Top[0] != (reasonCount{"payments provider unavailable", 2000}) || s.OtherReasons != 4 || s.OtherTargets != 4 ||
+	if len(s.Top) != 10 || s.Top[0] != (cmdutil.ReasonCount{Reason: "payments provider unavailable", Targets: 2000}) || s.OtherReasons != 4 || s.OtherTargets != 4 ||
 		len(res.Stats.FailureReasons) != 10 {
 		t.Fatalf("--json reasons: summary %+v, stats.failureReasons %v; want the top 10 and 4 others", s, res.Stats.FailureReasons)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/cli/plancmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/manifest"
@@ -34,7 +36,7 @@ type planEnv struct {
 func newLedgerAndDLQ(t *testing.T) (dbURL string, env *natstest.Env) {
 	t.Helper()
 	dbURL = pgtest.URL(t)
-	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+dbURL+"'"); code != ExitOK {
+	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+dbURL+"'"); code != cmdutil.ExitOK {
 		t.Fatalf("migrate: exit %d: %s", code, stderr)
 	}
 	env = natstest.Start(t, true)
@@ -78,7 +80,7 @@ func TestPlanWritesManifestAndPrintsSummary(t *testing.T) {
 	e := newPlanEnv(t)
 	out := filepath.Join(e.dir, "job.json")
 	stdout, stderr, code := e.plan(t, false, "--reason '"+planReason+"' --ticket INC-4521 -o "+out)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	m, err := manifest.Load(out)
@@ -97,7 +99,7 @@ func TestPlanWritesManifestAndPrintsSummary(t *testing.T) {
 		t.Errorf("stderr lacks the next step:\n%s", stderr)
 	}
 	stdout, stderr, code = runCommand(t, false, "validate --ledger "+e.flags+" "+out)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("validate --ledger of a fresh plan: exit %d: %s %s", code, stdout, stderr)
 	}
 }
@@ -105,7 +107,7 @@ func TestPlanWritesManifestAndPrintsSummary(t *testing.T) {
 func TestPlanJSON(t *testing.T) {
 	e := newPlanEnv(t)
 	stdout, stderr, code := e.plan(t, false, "--json --reason '"+planReason+"' --max 2 -o "+filepath.Join(e.dir, "job.json"))
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	var res struct {
@@ -125,7 +127,7 @@ func TestPlanJSON(t *testing.T) {
 func TestPlanRefusalsExitTwoAndRecordNothing(t *testing.T) {
 	e := newPlanEnv(t)
 	out := filepath.Join(e.dir, "job.json")
-	if _, stderr, code := e.plan(t, false, "--reason '"+planReason+"' -o "+out); code != ExitOK {
+	if _, stderr, code := e.plan(t, false, "--reason '"+planReason+"' -o "+out); code != cmdutil.ExitOK {
 		t.Fatalf("first plan: exit %d: %s", code, stderr)
 	}
 	// --force: a refused plan leaves the file alone even where it was allowed to replace it.
@@ -143,8 +145,8 @@ func TestPlanRefusalsExitTwoAndRecordNothing(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, stderr, code := e.plan(t, false, c.args)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d: %s", code, ExitUsage, stderr)
+			if code != cmdutil.ExitUsage {
+				t.Fatalf("exit %d, want %d: %s", code, cmdutil.ExitUsage, stderr)
 			}
 			if !strings.Contains(stderr, c.says) {
 				t.Errorf("stderr does not name %q: %s", c.says, stderr)
@@ -164,13 +166,13 @@ func TestPlanOverwritesAnExistingManifestOnlyWithForce(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := e.plan(t, false, "--json --reason '"+planReason+"' -o "+out)
-	if code != ExitUsage || !strings.Contains(stderr, "-o "+out+": the file exists") || !strings.Contains(stderr, "pass --force to replace it") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "-o "+out+": the file exists") || !strings.Contains(stderr, "pass --force to replace it") {
 		t.Fatalf("plan over an existing file: exit %d, want 2 saying what to do:\n%s\n%s", code, stdout, stderr)
 	}
 	if data, _ := os.ReadFile(out); string(data) != "an earlier manifest\n" {
 		t.Fatalf("the refused plan changed %s: %q", out, data)
 	}
-	if _, stderr, code := e.plan(t, false, "--force --reason '"+planReason+"' -o "+out); code != ExitOK {
+	if _, stderr, code := e.plan(t, false, "--force --reason '"+planReason+"' -o "+out); code != cmdutil.ExitOK {
 		t.Fatalf("plan --force: exit %d: %s", code, stderr)
 	}
 	if _, err := manifest.Load(out); err != nil {
@@ -182,7 +184,7 @@ func TestPlanVersionMustBeAboveTheLedgers(t *testing.T) {
 	e := newPlanEnv(t)
 	// Planned jobs do not claim versions; the ledger's effects (and registered versions) do.
 	stdout, stderr, code := e.plan(t, false, "--json --reason '"+planReason+"' --effect-version 3 -o "+filepath.Join(e.dir, "a.json"))
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	dbURL := strings.Split(strings.TrimPrefix(e.flags, "--database-url '"), "'")[0]
@@ -191,19 +193,19 @@ func TestPlanVersionMustBeAboveTheLedgers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code = e.plan(t, false, "--reason '"+planReason+"' --effect-version 2 -o "+filepath.Join(e.dir, "b.json"))
-	if code != ExitUsage || !strings.Contains(stderr, "not greater than 2") || !strings.Contains(stderr, "omit --effect-version to use 3") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "not greater than 2") || !strings.Contains(stderr, "omit --effect-version to use 3") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
 	}
 }
 
 func TestPlanFlagsReachTheRequest(t *testing.T) {
-	var got *PlanOptions
+	var got *plancmd.PlanOptions
 	_, stderr, code := execCommand(t, false, "plan --consumer c --stream S --reason r --subject 'dlq.>' --since 6h --until 2026-12-02T09:00:00Z "+
 		"--failure-match 'time.*out' --max 5 --effect-version 7 --write-forbidden --header-event-id X-Id -o j.json --actor bob",
-		func(f *Factory, root *cobra.Command) {
-			replaceCommand(root, NewCmdPlan(f, func(o *PlanOptions) error { got = o; return nil }))
+		func(f *cmdutil.Factory, root *cobra.Command) {
+			replaceCommand(root, plancmd.NewCmdPlan(f, func(o *plancmd.PlanOptions) error { got = o; return nil }))
 		})
-	if code != ExitOK || got == nil {
+	if code != cmdutil.ExitOK || got == nil {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	r := got.Request
@@ -220,12 +222,12 @@ func TestParseTimeFlag(t *testing.T) {
 		"2026-12-01":           "2026-12-01T00:00:00Z",
 		"2026-12-01T10:00:00Z": "2026-12-01T10:00:00Z",
 	} {
-		got, err := parseTimeFlag("since", in, fixedNow)
+		got, err := cmdutil.ParseTimeFlag("since", in, fixedNow)
 		if err != nil || got.UTC().Format(time.RFC3339) != want {
 			t.Errorf("parseTimeFlag(%q) = %v, %v; want %s", in, got, err, want)
 		}
 	}
-	if _, err := parseTimeFlag("since", "-6h", fixedNow); err == nil {
+	if _, err := cmdutil.ParseTimeFlag("since", "-6h", fixedNow); err == nil {
 		t.Error("a negative duration was accepted")
 	}
 }
@@ -234,11 +236,11 @@ func TestPlanShowsProgressOnlyOnATerminal(t *testing.T) {
 	e := newPlanEnv(t)
 	// Each plan takes one event: the first job's targets are kept out of the second's.
 	_, stderr, code := e.plan(t, true, "--max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "tty.json"))
-	if code != ExitOK || !strings.Contains(stderr, "scanning DLQ") {
+	if code != cmdutil.ExitOK || !strings.Contains(stderr, "scanning DLQ") {
 		t.Fatalf("TTY: exit %d, stderr without a progress bar:\n%s", code, stderr)
 	}
 	_, stderr, code = e.plan(t, false, "--max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "ci.json"))
-	if code != ExitOK || strings.Contains(stderr, "scanning DLQ") {
+	if code != cmdutil.ExitOK || strings.Contains(stderr, "scanning DLQ") {
 		t.Fatalf("no TTY: exit %d, stderr with a progress bar:\n%s", code, stderr)
 	}
 }
@@ -264,7 +266,7 @@ func TestPlanWithoutTargetsExitsTwoAndSaysWhy(t *testing.T) {
 	_, stderr, code := runCommand(t, false, "plan --database-url '"+dbURL+"' --nats-url "+env.Server.ClientURL()+
 		" --consumer billing --new-consumer --stream BILLING --reason '"+planReason+"' -o "+out)
 	want := "300 of 300 messages have no Dlq-Original-Subject header: is BILLING a source stream? Use --backfill"
-	if code != ExitUsage || !strings.Contains(stderr, want) {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, want) {
 		t.Fatalf("exit %d, stderr:\n%s\nwant exit 2 saying %q", code, stderr, want)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
@@ -276,13 +278,13 @@ func TestPlanWithoutTargetsExitsTwoAndSaysWhy(t *testing.T) {
 // exit 2, the known consumers, the nearest of them, and --new-consumer for a first replay.
 func TestPlanRefusesAnUnknownConsumerWithTheKnownNames(t *testing.T) {
 	e := newPlanEnv(t)
-	if _, stderr, code := e.plan(t, false, "--max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "first.json")); code != ExitOK {
+	if _, stderr, code := e.plan(t, false, "--max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "first.json")); code != cmdutil.ExitOK {
 		t.Fatalf("first replay with --new-consumer: exit %d:\n%s", code, stderr)
 	}
 	out := filepath.Join(e.dir, "typo.json")
 	stdout, stderr, code := runCommand(t, false, "plan --json "+e.flags+" --consumer biling --stream DLQ --reason '"+planReason+"' -o "+out)
-	if code != ExitUsage {
-		t.Fatalf("plan --consumer biling: exit %d, want %d:\n%s", code, ExitUsage, stderr)
+	if code != cmdutil.ExitUsage {
+		t.Fatalf("plan --consumer biling: exit %d, want %d:\n%s", code, cmdutil.ExitUsage, stderr)
 	}
 	for _, want := range []string{"biling", "did you mean billing?", "known consumers: billing", "pass --new-consumer"} {
 		if !strings.Contains(stderr, want) || !strings.Contains(stdout, want) {
@@ -293,7 +295,7 @@ func TestPlanRefusesAnUnknownConsumerWithTheKnownNames(t *testing.T) {
 		t.Errorf("the refused plan wrote %s", out)
 	}
 	// billing is known now (its job): no flag needed.
-	if _, stderr, code := runCommand(t, false, "plan "+e.flags+" --consumer billing --stream DLQ --max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "second.json")); code != ExitOK {
+	if _, stderr, code := runCommand(t, false, "plan "+e.flags+" --consumer billing --stream DLQ --max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "second.json")); code != cmdutil.ExitOK {
 		t.Fatalf("plan of the known consumer billing: exit %d:\n%s", code, stderr)
 	}
 }

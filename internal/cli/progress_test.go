@@ -6,18 +6,20 @@ import (
 	"testing"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/cli/executecmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 )
 
 func TestExecuteProgressCountsTargetsAndShowsNoETAWhilePaused(t *testing.T) {
 	ios, _, _, stderr := iostreams.Test()
 	ios.SetStderrTTY(true)
-	p := &executeProgress{ios: ios}
-	p.update(executor.Progress{Targets: 100, Remaining: 60, Rate: 4, State: "publishing"})
+	p := executecmd.NewExecuteProgress(ios)
+	p.Update(executor.Progress{Targets: 100, Remaining: 60, Rate: 4, State: "publishing"})
 	if got := lastRedraw(stderr.String()); !strings.Contains(got, "execute: publishing") || !strings.Contains(got, "40/100 targets (40%), 4.0/s, ETA 15s") {
 		t.Errorf("publishing bar %q: want targets counted, the settled rate and an ETA", got)
 	}
-	p.update(executor.Progress{Targets: 100, Remaining: 60, Rate: 4, State: "paused", Reason: "paused by bob; `replayctl resume job-1` continues"})
+	p.Update(executor.Progress{Targets: 100, Remaining: 60, Rate: 4, State: "paused", Reason: "paused by bob; `replayctl resume job-1` continues"})
 	out := stderr.String()
 	if got := lastRedraw(out); !strings.Contains(got, "execute: paused") || !strings.Contains(got, "paused, no ETA") || strings.Contains(got, "ETA 15s") {
 		t.Errorf("paused bar %q: want no ETA", got)
@@ -28,7 +30,7 @@ func TestExecuteProgressCountsTargetsAndShowsNoETAWhilePaused(t *testing.T) {
 	if strings.Contains(out, "it/s") {
 		t.Errorf("the bar counts targets, not iterations: %q", out)
 	}
-	p.finish()
+	p.Finish()
 }
 
 // lastRedraw is what a terminal shows last on the bar's line.
@@ -40,7 +42,7 @@ func TestExecuteWithoutTTYLogsAProgressLinePerInterval(t *testing.T) {
 	// run could end before the first interval (it did in 1 of 8 runs), and a run shorter than the
 	// interval rightly logs no progress line.
 	stdout, stderr, code := w.replayctl(t, "execute --yes --rate 100 --progress-interval 100ms "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, want 0:\n%s\n%s", code, stdout, stderr)
 	}
 	stamp := `\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ `
@@ -61,7 +63,7 @@ func TestExecuteWithoutTTYLogsAProgressLinePerInterval(t *testing.T) {
 
 func TestProgressIntervalMustNotBeNegative(t *testing.T) {
 	_, stderr, code := runCommand(t, false, "status job-1 --progress-interval -1s")
-	if code != ExitUsage || !strings.Contains(stderr, "--progress-interval -1s") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "--progress-interval -1s") {
 		t.Errorf("exit %d, stderr %q; want 2 naming the flag", code, stderr)
 	}
 }
@@ -71,11 +73,11 @@ func TestProgressIntervalMustNotBeNegative(t *testing.T) {
 func TestANoticeOnATTYGetsALineOfItsOwn(t *testing.T) {
 	ios, _, _, stderr := iostreams.Test()
 	ios.SetStderrTTY(true)
-	p := &executeProgress{ios: ios}
-	p.update(executor.Progress{Targets: 100, Remaining: 60, Rate: 4, State: "publishing"})
-	p.notice(executor.Notice{Kind: executor.NoticeStall, Message: "stalled: 40 published targets, no outcome for 1m0s"})
-	p.update(executor.Progress{Targets: 100, Remaining: 50, Rate: 4, State: "publishing"})
-	p.finish()
+	p := executecmd.NewExecuteProgress(ios)
+	p.Update(executor.Progress{Targets: 100, Remaining: 60, Rate: 4, State: "publishing"})
+	p.Notice(executor.Notice{Kind: executor.NoticeStall, Message: "stalled: 40 published targets, no outcome for 1m0s"})
+	p.Update(executor.Progress{Targets: 100, Remaining: 50, Rate: 4, State: "publishing"})
+	p.Finish()
 	out := stderr.String()
 	notice := regexp.MustCompile(`ETA 15s\x1b\[K\n\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ execute: stalled: 40 published targets, no outcome for 1m0s\n\r`)
 	if !notice.MatchString(out) {

@@ -9,21 +9,23 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/cli/reconcilecmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/reconcile"
 )
 
 func TestReconcileResolveFlagsAreCheckedBeforeResolving(t *testing.T) {
-	var got *ReconcileResolveOptions
+	var got *reconcilecmd.ReconcileResolveOptions
 	_, stderr, code := execCommand(t, false, "reconcile resolve --consumer billing evt-1 --as not-happened --note 'no charge at the provider' --effect-version 3 --yes",
-		func(f *Factory, root *cobra.Command) {
+		func(f *cmdutil.Factory, root *cobra.Command) {
 			for _, c := range root.Commands() {
 				if c.Name() == "reconcile" {
-					replaceCommand(c, NewCmdReconcileResolve(f, func(o *ReconcileResolveOptions) error { got = o; return nil }))
+					replaceCommand(c, reconcilecmd.NewCmdReconcileResolve(f, func(o *reconcilecmd.ReconcileResolveOptions) error { got = o; return nil }))
 				}
 			}
 		})
-	if code != ExitOK || got == nil {
+	if code != cmdutil.ExitOK || got == nil {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if r := got.Request; r.Consumer != "billing" || r.EventID != "evt-1" || r.As != "not_happened" || r.EffectVersion != 3 || !got.Yes {
@@ -39,7 +41,7 @@ func TestReconcileResolveFlagsAreCheckedBeforeResolving(t *testing.T) {
 		"reconcile resolve --consumer 'bad name' evt-1 --as happened --note 'checked the provider dashboard'": "--consumer",
 	} {
 		_, stderr, code := runCommand(t, false, args+" --database-url postgres://127.0.0.1:1/x")
-		if code != ExitUsage || !strings.Contains(stderr, want) {
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, want) {
 			t.Errorf("%s: exit %d, stderr %q; want 2 with %q", args, code, stderr, want)
 		}
 	}
@@ -57,19 +59,19 @@ func TestReconcileResolveClosesRowsAndANotHappenedEventIsTheNextPlansTarget(t *t
 	note := "'payments dashboard: no charge for this order (INC-4521)'"
 
 	stdout, stderr, code := w.replayctl(t, "reconcile resolve --consumer billing "+uncharged+" --as not-happened --note "+note)
-	if code != ExitGateRefused || !strings.Contains(stderr, "pass --yes") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "pass --yes") {
 		t.Fatalf("without a terminal or --yes: exit %d, want 3:\n%s\n%s", code, stdout, stderr)
 	}
 	if n := w.QueryInt(`select count(*) from effects where state = 'uncertain'`); n != 2 {
 		t.Fatalf("%d uncertain rows after a refused resolve, want 2", n)
 	}
 	stdout, stderr, code = w.replayctl(t, "reconcile resolve --consumer billing evt-00001 --as happened --yes --note "+note)
-	if code != ExitUsage || !strings.Contains(stderr, `event "evt-00001" of consumer billing has no uncertain row (its rows: version 2 completed)`) {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `event "evt-00001" of consumer billing has no uncertain row (its rows: version 2 completed)`) {
 		t.Errorf("a completed event: exit %d, want 2 naming its rows:\n%s\n%s", code, stdout, stderr)
 	}
 
 	stdout, stderr, code = w.replayctl(t, "reconcile resolve --consumer billing "+uncharged+" --as not-happened --yes --note "+note)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("resolve not-happened: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"resolved event " + uncharged + " version 2 of consumer billing as not_happened",
@@ -100,7 +102,7 @@ func TestReconcileResolveClosesRowsAndANotHappenedEventIsTheNextPlansTarget(t *t
 
 	stdout, stderr, code = w.replayctl(t, "reconcile resolve --consumer billing "+charged+" --as happened --yes --json --note "+note)
 	var res reconcile.Resolution
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != ExitOK {
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != cmdutil.ExitOK {
 		t.Fatalf("resolve happened --json: exit %d, %v:\n%s\n%s", code, err, stdout, stderr)
 	}
 	if !res.Applied || res.From != "uncertain" || res.To != "reconciled" || res.JobID != job || !res.TargetUpdated {

@@ -13,6 +13,8 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/cli/reconcilecmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/reconcile"
@@ -28,17 +30,17 @@ func TestReconcileFlagsAreCheckedBeforeConnecting(t *testing.T) {
 	} {
 		// An unreachable database and NATS server prove the refusal comes first.
 		stdout, stderr, code := runCommand(t, false, args+" --database-url postgres://127.0.0.1:1/x --nats-url nats://127.0.0.1:1")
-		if code != ExitUsage {
+		if code != cmdutil.ExitUsage {
 			t.Errorf("%s: exit %d, want 2:\n%s\n%s", args, code, stdout, stderr)
 		}
 	}
-	var got *ReconcileOptions
+	var got *reconcilecmd.ReconcileOptions
 	_, _, code := execCommand(t, false, "reconcile --consumer billing --job j-1 --older-than 1h --dry-run --timeout 2s --concurrency 8 --max 50",
-		func(f *Factory, root *cobra.Command) {
-			replaceCommand(root, NewCmdReconcile(f, func(o *ReconcileOptions) error { got = o; return nil }))
+		func(f *cmdutil.Factory, root *cobra.Command) {
+			replaceCommand(root, reconcilecmd.NewCmdReconcile(f, func(o *reconcilecmd.ReconcileOptions) error { got = o; return nil }))
 		})
 	r := got.Request
-	if code != ExitOK || r.Consumer != "billing" || r.JobID != "j-1" || r.OlderThan != time.Hour || !r.DryRun ||
+	if code != cmdutil.ExitOK || r.Consumer != "billing" || r.JobID != "j-1" || r.OlderThan != time.Hour || !r.DryRun ||
 		r.Timeout != 2*time.Second || r.Concurrency != 8 || r.Max != 50 {
 		t.Fatalf("exit %d, options %+v", code, got.Request)
 	}
@@ -72,7 +74,7 @@ func uncertainReplay(t *testing.T, w *execWorld, jobID string, withLookup bool) 
 			cfg.Lookup = billing.Lookup(w.Provider, orders)
 		}
 	}))
-	if _, _, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitNeedsReview {
+	if _, _, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != cmdutil.ExitNeedsReview {
 		t.Fatalf("execute: exit %d, want 5 with two uncertain targets", code)
 	}
 }
@@ -85,11 +87,11 @@ func TestReconcileSettlesAJobsUncertainTargets(t *testing.T) {
 
 	// Without a terminal and without --yes nothing is applied.
 	stdout, stderr, code := w.replayctl(t, "reconcile --consumer billing --job "+job)
-	if code != ExitGateRefused || !strings.Contains(stderr, "pass --yes") || !strings.Contains(stdout, "NOT APPLIED: nothing was changed") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "pass --yes") || !strings.Contains(stdout, "NOT APPLIED: nothing was changed") {
 		t.Fatalf("unconfirmed: exit %d, want 3:\n%s\n%s", code, stdout, stderr)
 	}
 	stdout, stderr, code = w.replayctl(t, "reconcile --consumer billing --dry-run")
-	if code != ExitNeedsReview || !strings.HasPrefix(stdout, "DRY RUN: nothing was changed.") {
+	if code != cmdutil.ExitNeedsReview || !strings.HasPrefix(stdout, "DRY RUN: nothing was changed.") {
 		t.Fatalf("dry run: exit %d, want 5 (a row would remain):\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"EVENT\tVERSION\tJOB\tAGE\tCALLS\tREFS\tLAST ERROR\tVERDICT\tOUTCOME\tDETAIL",
@@ -106,7 +108,7 @@ func TestReconcileSettlesAJobsUncertainTargets(t *testing.T) {
 	}
 
 	stdout, stderr, code = w.replayctl(t, "reconcile --consumer billing --job "+job+" --yes --json")
-	if code != ExitNeedsReview {
+	if code != cmdutil.ExitNeedsReview {
 		t.Fatalf("reconcile --yes: exit %d, want 5:\n%s\n%s", code, stdout, stderr)
 	}
 	var rep reconcile.Report
@@ -140,7 +142,7 @@ func TestReconcileWithoutAResponderExits1AndChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	stdout, stderr, code := w.replayctl(t, "reconcile --consumer billing --yes")
-	if code != ExitFailure || !strings.Contains(stderr, "no look-up responder for consumer billing") || !strings.Contains(stderr, "nothing was changed") {
+	if code != cmdutil.ExitFailure || !strings.Contains(stderr, "no look-up responder for consumer billing") || !strings.Contains(stderr, "nothing was changed") {
 		t.Fatalf("exit %d, want 1 naming the missing responder:\n%s\n%s", code, stdout, stderr)
 	}
 	if n := w.QueryInt(`select count(*) from effects where state = 'uncertain' and reviewed_at is null`); n != 1 {
@@ -148,7 +150,7 @@ func TestReconcileWithoutAResponderExits1AndChangesNothing(t *testing.T) {
 	}
 
 	stdout, _, code = w.replayctl(t, "reconcile --consumer mailer --yes")
-	if code != ExitOK || !strings.Contains(stdout, "no uncertain ledger rows for consumer mailer") {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "no uncertain ledger rows for consumer mailer") {
 		t.Fatalf("a consumer without uncertain rows: exit %d, want 0:\n%s", code, stdout)
 	}
 }
@@ -164,7 +166,7 @@ func TestReconcileSettlesAStuckLeaseThatLedgerStatsWarnsOf(t *testing.T) {
 	w.RunConsumer(w.NewConsumer(orders.Record(billing.Handler(w.Provider, time.Now)), func(cfg *consumer.Config) {
 		cfg.Lookup = billing.Lookup(w.Provider, orders)
 	}))
-	if _, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != ExitOK {
+	if _, stderr, code := w.replayctl(t, "execute --yes "+w.ManifestPath()); code != cmdutil.ExitOK {
 		t.Fatalf("execute: exit %d: %s", code, stderr)
 	}
 	stuckEvent := exectest.EventID(3)
@@ -175,15 +177,15 @@ func TestReconcileSettlesAStuckLeaseThatLedgerStatsWarnsOf(t *testing.T) {
 		select (select count(*) from e) + (select count(*) from t)`, job, stuckEvent)
 
 	stdout, _, code := w.replayctl(t, "ledger stats --consumer billing")
-	if code != ExitOK || !strings.Contains(stdout, "replayctl reconcile --consumer billing") {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "replayctl reconcile --consumer billing") {
 		t.Fatalf("ledger stats: exit %d, want the stuck lease warned of with reconcile as what to do:\n%s", code, stdout)
 	}
 	stdout, stderr, code := w.replayctl(t, "reconcile --consumer billing --dry-run")
-	if code != ExitOK || !strings.Contains(stdout, stuckEvent) || !strings.Contains(stdout, "stuck lease: lapsed after a call started") ||
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, stuckEvent) || !strings.Contains(stdout, "stuck lease: lapsed after a call started") ||
 		!strings.Contains(stdout, "happened\twould_reconcile") {
 		t.Fatalf("dry run: exit %d, want the stuck lease listed as would_reconcile:\n%s\n%s", code, stdout, stderr)
 	}
-	if _, stderr, code := w.replayctl(t, "reconcile --consumer billing --yes"); code != ExitOK {
+	if _, stderr, code := w.replayctl(t, "reconcile --consumer billing --yes"); code != cmdutil.ExitOK {
 		t.Fatalf("reconcile --yes: exit %d: %s", code, stderr)
 	}
 	if r := w.statusJSON(t, job); r.Counts.Completed != 10 {

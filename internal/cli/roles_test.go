@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/jobtype"
@@ -31,7 +32,7 @@ func TestLeastPrivilegeRolesRunTheirCommandsAndAreRefusedTheRest(t *testing.T) {
 	ro, roURL := pgtest.Role(t, w.DatabaseURL, "ro")
 	grants, stderr, code := runCommand(t, false, "ledger grants --sdk-role "+sdk+" --operator-role "+op+
 		" --readonly-role "+ro+" --database-url '"+w.DatabaseURL+"'")
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("ledger grants: exit %d: %s", code, stderr)
 	}
 	pgtest.Exec(t, grants)
@@ -49,7 +50,7 @@ func TestLeastPrivilegeRolesRunTheirCommandsAndAreRefusedTheRest(t *testing.T) {
 	w.RunConsumer(w.NewConsumer(nil, func(c *consumer.Config) { c.Store = sdkStore }))
 
 	stdout, stderr, code := runCommand(t, false, "execute --yes "+w.ManifestPath()+as(opURL))
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("execute as the operator role: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	w.assertChargedOnce(t, n)
@@ -58,7 +59,7 @@ func TestLeastPrivilegeRolesRunTheirCommandsAndAreRefusedTheRest(t *testing.T) {
 	}
 
 	for _, args := range []string{"status " + m.ID, "status --json " + m.ID, "show " + m.ID, "ledger stats --consumer billing"} {
-		if stdout, stderr, code := runCommand(t, false, args+as(roURL)); code != ExitOK {
+		if stdout, stderr, code := runCommand(t, false, args+as(roURL)); code != cmdutil.ExitOK {
 			t.Errorf("%s as the read-only role: exit %d:\n%s\n%s", args, code, stdout, stderr)
 		}
 	}
@@ -73,10 +74,10 @@ func TestLeastPrivilegeRolesRunTheirCommandsAndAreRefusedTheRest(t *testing.T) {
 	}
 	for _, r := range refused {
 		stdout, stderr, code := runCommand(t, false, r.args+as(r.url))
-		if code != ExitUsage || !strings.Contains(stderr, "permission denied") ||
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, "permission denied") ||
 			!strings.Contains(stderr, "replayctl ledger grants") {
 			t.Errorf("%s as the %s role: exit %d, want %d naming the refused privilege and the grants:\n%s\n%s",
-				r.args, r.role, code, ExitUsage, stdout, stderr)
+				r.args, r.role, code, cmdutil.ExitUsage, stdout, stderr)
 		}
 	}
 	if s := w.JobStatus(m.ID); s != jobtype.Completed {

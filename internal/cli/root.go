@@ -1,5 +1,6 @@
-// Package cli is replayctl's command line: cobra wiring, flags, output (tables and --json) and
-// the mapping of errors to exit codes. The work itself is done by the domain packages.
+// Package cli is replayctl's root command: it builds every verb (one package each under
+// internal/cli, sharing internal/cmdutil), runs one, and turns its error into the exit code.
+// Its tests run the verbs end to end as an operator does, global flags included.
 package cli
 
 import (
@@ -13,7 +14,24 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/cli/controlcmd"
+	"github.com/replayctl/replayctl/internal/cli/democmd"
+	"github.com/replayctl/replayctl/internal/cli/draincmd"
+	"github.com/replayctl/replayctl/internal/cli/executecmd"
+	"github.com/replayctl/replayctl/internal/cli/jobscmd"
+	"github.com/replayctl/replayctl/internal/cli/keyscmd"
+	"github.com/replayctl/replayctl/internal/cli/ledgercmd"
+	"github.com/replayctl/replayctl/internal/cli/logcmd"
+	"github.com/replayctl/replayctl/internal/cli/migratecmd"
+	"github.com/replayctl/replayctl/internal/cli/pacecmd"
+	"github.com/replayctl/replayctl/internal/cli/plancmd"
+	"github.com/replayctl/replayctl/internal/cli/reconcilecmd"
+	"github.com/replayctl/replayctl/internal/cli/shadowcmd"
+	"github.com/replayctl/replayctl/internal/cli/showcmd"
+	"github.com/replayctl/replayctl/internal/cli/statuscmd"
+	"github.com/replayctl/replayctl/internal/cli/validatecmd"
 	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/internal/natsurl"
 	"github.com/replayctl/replayctl/ledger"
@@ -82,7 +100,7 @@ const rootExample = `  # once per environment and after every upgrade; safe to r
 
 // NewCmdRoot returns the replayctl command with its global flags and verbs. Building it opens
 // nothing; the flags are bound to f, whose funcs read them when a verb runs.
-func NewCmdRoot(f *Factory) *cobra.Command {
+func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "replayctl",
 		Short:         "Plan, shadow and execute dead-letter-queue replays safely",
@@ -91,38 +109,28 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       versionString(),
-		Args:          noArgs,
+		Args:          cmdutil.NoArgs,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			if f.flags.jq != "" {
-				code, err := compileJQ(f.flags.jq)
-				if err != nil {
-					return err
-				}
-				f.jqOut = &jqOutput{code: code, out: f.IOStreams.Out}
-				f.IOStreams.Out = f.jqOut
+			if err := f.StartOutput(); err != nil {
+				return err
 			}
-			f.IOStreams.SetMachineOutput(f.JSON())
-			if f.flags.progressInterval < 0 {
-				return usageErrorf("--progress-interval %s: must be 0 (no progress lines) or positive, e.g. 30s", f.flags.progressInterval)
-			}
-			f.IOStreams.SetProgressInterval(f.flags.progressInterval)
 			// cobra reports these as plain errors after this hook; checking them here first
 			// makes them usage errors (exit 2) like every other flag problem.
 			if err := cmd.ValidateRequiredFlags(); err != nil {
-				return usageErrorf("%s", err)
+				return cmdutil.UsageErrorf("%s", err)
 			}
 			if err := cmd.ValidateFlagGroups(); err != nil {
-				return usageErrorf("%s", err)
+				return cmdutil.UsageErrorf("%s", err)
 			}
 			// Every command that records who ran it takes the actor from here; checking it once
 			// refuses it before anything is read or written.
 			if err := manifest.ValidateActor(f.Actor()); err != nil {
 				source := "--actor"
-				if f.flags.actor == "" {
+				if !f.ActorGiven() {
 					source = "$USER or the OS user (the default of --actor)"
 				}
-				return usageErrorf("%s %q %v", source, clip.Runes(f.Actor(), 80), err)
+				return cmdutil.UsageErrorf("%s %q %v", source, clip.Runes(f.Actor(), 80), err)
 			}
 			return nil
 		},
@@ -131,41 +139,31 @@ func NewCmdRoot(f *Factory) *cobra.Command {
 	root.SetOut(f.IOStreams.Out)
 	root.SetErr(f.IOStreams.ErrOut)
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%s", err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.UsageErrorf("%s", err) })
 
-	pf := root.PersistentFlags()
-	pf.StringVar(&f.flags.databaseURL, "database-url", "",
-		"PostgreSQL URL of the ledger (default: $REPLAYCTL_DATABASE_URL, then $DATABASE_URL, then the local socket, database test)")
-	for _, spec := range f.flags.nats.Specs() {
-		pf.StringVar(spec.Value, spec.Name, "", spec.Usage)
-	}
-	pf.BoolVar(&f.flags.json, "json", false, "print machine-readable JSON on stdout; logs stay on stderr")
-	pf.StringVar(&f.flags.jq, "jq", "", "print only what this jq expression selects from the --json output (implies --json), e.g. --jq '.counts.completed'")
-	pf.Var(newDurationValue(&f.flags.progressInterval, defaultProgressInterval), "progress-interval",
-		"without a terminal (nohup, CI) or with --json, long commands (plan, shadow, execute, reconcile, prune) print a progress line on stderr this often (0: none)")
-	pf.StringVar(&f.flags.actor, "actor", "", "operator recorded in the audit log (default: $USER, else the OS user)")
+	f.BindGlobalFlags(root.PersistentFlags())
 
 	root.AddCommand(
-		NewCmdMigrate(f, nil),
-		NewCmdPlan(f, nil),
-		NewCmdShadow(f, nil),
-		NewCmdExecute(f, nil),
-		NewCmdStatus(f, nil),
-		NewCmdReconcile(f, nil),
-		NewCmdControl(f, "pause", nil),
-		NewCmdControl(f, "resume", nil),
-		NewCmdControl(f, "cancel", nil),
-		NewCmdDrain(f, nil),
-		NewCmdShow(f, nil),
-		NewCmdJobs(f, nil),
-		NewCmdLog(f, nil),
-		NewCmdPace(f, nil),
-		NewCmdValidate(f, nil),
-		NewCmdLedger(f),
-		NewCmdKeys(f),
-		NewCmdDemo(f, nil),
+		migratecmd.NewCmdMigrate(f, nil),
+		plancmd.NewCmdPlan(f, nil),
+		shadowcmd.NewCmdShadow(f, nil),
+		executecmd.NewCmdExecute(f, nil),
+		statuscmd.NewCmdStatus(f, nil),
+		reconcilecmd.NewCmdReconcile(f, nil),
+		controlcmd.NewCmdControl(f, "pause", nil),
+		controlcmd.NewCmdControl(f, "resume", nil),
+		controlcmd.NewCmdControl(f, "cancel", nil),
+		draincmd.NewCmdDrain(f, nil),
+		showcmd.NewCmdShow(f, nil),
+		jobscmd.NewCmdJobs(f, nil),
+		logcmd.NewCmdLog(f, nil),
+		pacecmd.NewCmdPace(f, nil),
+		validatecmd.NewCmdValidate(f, nil),
+		ledgercmd.NewCmdLedger(f),
+		keyscmd.NewCmdKeys(f),
+		democmd.NewCmdDemo(f, nil),
 	)
-	registerCompletions(f, root)
+	cmdutil.RegisterCompletions(f, root)
 	return root
 }
 
@@ -179,28 +177,25 @@ func Execute() int {
 		<-ctx.Done()
 		stop()
 	}()
-	f := NewFactory(iostreams.System())
+	f := cmdutil.NewFactory(iostreams.System())
 	return run(ctx, f, NewCmdRoot(f), os.Args[1:])
 }
 
 // run executes args on root, built on f, and reports a failure; Execute and the tests share it.
-func run(ctx context.Context, f *Factory, root *cobra.Command, args []string) int {
-	defer f.closeLedger()
+func run(ctx context.Context, f *cmdutil.Factory, root *cobra.Command, args []string) int {
+	defer f.CloseLedger()
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(ctx)
-	code := ExitOK
+	code := cmdutil.ExitOK
 	if err != nil {
 		err = withPrivilegeHint(err)
-		code = exitCode(err)
+		code = cmdutil.ExitCode(err)
 		reportError(f, cmd, args, err, code)
 	}
-	if j := f.jqOut; j != nil {
-		f.IOStreams.Out, f.jqOut = j.out, nil
-		if jerr := j.flush(); jerr != nil {
-			fmt.Fprintf(f.IOStreams.ErrOut, "replayctl: %s\n", jerr)
-			if code == ExitOK {
-				code = ExitFailure
-			}
+	if jerr := f.FinishOutput(); jerr != nil {
+		fmt.Fprintf(f.IOStreams.ErrOut, "replayctl: %s\n", jerr)
+		if code == cmdutil.ExitOK {
+			code = cmdutil.ExitFailure
 		}
 	}
 	return code
@@ -208,23 +203,23 @@ func run(ctx context.Context, f *Factory, root *cobra.Command, args []string) in
 
 // reportError prints err as "replayctl: <message>" on stderr, with a hint to --help for usage
 // errors, and under --json also as {"error", "exitCode"} on stdout for CI.
-func reportError(f *Factory, cmd *cobra.Command, args []string, err error, code int) {
+func reportError(f *cmdutil.Factory, cmd *cobra.Command, args []string, err error, code int) {
 	msg := redact(err.Error(), f.DatabaseURL(), ledger.RedactURL)
 	if settings, err := f.NATS(); err == nil {
 		msg = settings.Scrub(msg)
 	}
-	msg = redactCredentials(natsurl.Scrub(msg, f.NATSURL()))
+	msg = cmdutil.RedactCredentials(natsurl.Scrub(msg, f.NATSURL()))
 	ios := f.IOStreams
 	// Messages quote ledger rows, manifests and flags: no terminal escape in them is obeyed.
 	fmt.Fprintf(ios.ErrOut, "replayctl: %s\n", clip.Text(msg))
-	if errors.Is(err, ErrUsage) {
+	if errors.Is(err, cmdutil.ErrUsage) {
 		fmt.Fprintf(ios.ErrOut, "Run '%s --help' for usage.\n", cmd.CommandPath())
 	}
-	if ee, ok := errors.AsType[*ExitError](err); ok && ee.Reported {
+	if ee, ok := errors.AsType[*cmdutil.ExitError](err); ok && ee.Reported {
 		return
 	}
 	if f.JSON() || jsonRequested(args) {
-		_ = printJSON(ios.Out, "Error", struct {
+		_ = cmdutil.PrintJSON(ios.Out, "Error", struct {
 			Error    string `json:"error"`
 			ExitCode int    `json:"exitCode"`
 		}{msg, code})

@@ -15,7 +15,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -24,13 +26,13 @@ import (
 
 // noConnections makes any attempt to reach PostgreSQL or NATS fail the test. Commands take the
 // factory's funcs when they are built, so the verbs are built again from the changed factory.
-func noConnections(t *testing.T) func(*Factory, *cobra.Command) {
+func noConnections(t *testing.T) func(*cmdutil.Factory, *cobra.Command) {
 	return failOnConnection(func(what string) { t.Errorf("the command %s", what) })
 }
 
 // failOnConnection calls report instead of opening the ledger or connecting to NATS.
-func failOnConnection(report func(what string)) func(*Factory, *cobra.Command) {
-	return func(f *Factory, root *cobra.Command) {
+func failOnConnection(report func(what string)) func(*cmdutil.Factory, *cobra.Command) {
+	return func(f *cmdutil.Factory, root *cobra.Command) {
 		f.Ledger = func(context.Context) (*ledger.Store, error) {
 			report("opened the ledger")
 			return nil, errors.New("no ledger in this test")
@@ -67,7 +69,7 @@ func TestHelpNeedsNoConnection(t *testing.T) {
 		t.Run(args, func(t *testing.T) {
 			start := time.Now()
 			stdout, stderr, code := execCommand(t, false, args, noConnections(t))
-			if code != ExitOK {
+			if code != cmdutil.ExitOK {
 				t.Fatalf("exit %d, stderr %q", code, stderr)
 			}
 			if d := time.Since(start); d > 2*time.Second {
@@ -85,7 +87,7 @@ func TestHelpNeedsNoConnection(t *testing.T) {
 
 func TestRootHelpExplainsWorkflowAndExitCodes(t *testing.T) {
 	stdout, _, code := execCommand(t, false, "--help", noConnections(t))
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d", code)
 	}
 	for _, want := range []string{
@@ -119,8 +121,8 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {
 			stdout, stderr, code := execCommand(t, false, tt.args, noConnections(t))
-			if code != ExitUsage {
-				t.Errorf("exit %d, want %d", code, ExitUsage)
+			if code != cmdutil.ExitUsage {
+				t.Errorf("exit %d, want %d", code, cmdutil.ExitUsage)
 			}
 			if !strings.HasPrefix(stderr, "replayctl: ") || !strings.Contains(stderr, tt.wantErr) || !strings.Contains(stderr, tt.wantHint) {
 				t.Errorf("stderr %q, want %q and the hint %q", stderr, tt.wantErr, tt.wantHint)
@@ -146,7 +148,7 @@ func jsonError(t *testing.T, stdout string) (msg string, code int) {
 	if err := dec.Decode(&got); err != nil || dec.More() {
 		t.Fatalf("stdout is not one error object (%v):\n%s", err, stdout)
 	}
-	if got.Error == nil || got.ExitCode == nil || got.APIVersion != outputAPIVersion || got.Kind != "Error" {
+	if got.Error == nil || got.ExitCode == nil || got.APIVersion != cmdutil.OutputAPIVersion || got.Kind != "Error" {
 		t.Fatalf("error object lacks error or exitCode: %s", stdout)
 	}
 	return *got.Error, *got.ExitCode
@@ -156,8 +158,8 @@ func TestJSONErrorObject(t *testing.T) {
 	t.Run("bad input", func(t *testing.T) {
 		stdout, stderr, code := runCommand(t, false, "--json show /nonexistent/job.json")
 		msg, jsonCode := jsonError(t, stdout)
-		if code != ExitUsage || jsonCode != ExitUsage {
-			t.Errorf("exit %d, exitCode %d; want %d", code, jsonCode, ExitUsage)
+		if code != cmdutil.ExitUsage || jsonCode != cmdutil.ExitUsage {
+			t.Errorf("exit %d, exitCode %d; want %d", code, jsonCode, cmdutil.ExitUsage)
 		}
 		if !strings.Contains(msg, "/nonexistent/job.json") || !strings.Contains(stderr, "replayctl: "+msg) {
 			t.Errorf("error %q, stderr %q", msg, stderr)
@@ -165,13 +167,13 @@ func TestJSONErrorObject(t *testing.T) {
 	})
 	t.Run("flag error after --json", func(t *testing.T) {
 		stdout, _, code := runCommand(t, false, "validate --json --bogus job.json")
-		if _, jsonCode := jsonError(t, stdout); code != ExitUsage || jsonCode != ExitUsage {
+		if _, jsonCode := jsonError(t, stdout); code != cmdutil.ExitUsage || jsonCode != cmdutil.ExitUsage {
 			t.Errorf("exit %d, exitCode %d", code, jsonCode)
 		}
 	})
 	t.Run("flag error before --json", func(t *testing.T) {
 		stdout, _, code := runCommand(t, false, "validate --bogus --json job.json")
-		if _, jsonCode := jsonError(t, stdout); code != ExitUsage || jsonCode != ExitUsage {
+		if _, jsonCode := jsonError(t, stdout); code != cmdutil.ExitUsage || jsonCode != cmdutil.ExitUsage {
 			t.Errorf("exit %d, exitCode %d", code, jsonCode)
 		}
 	})
@@ -179,8 +181,8 @@ func TestJSONErrorObject(t *testing.T) {
 		url := "postgres://ops:s3cret-pw@127.0.0.1:1/ledger?connect_timeout=2"
 		stdout, stderr, code := runCommand(t, false, "--json migrate --database-url "+url)
 		msg, jsonCode := jsonError(t, stdout)
-		if code != ExitFailure || jsonCode != ExitFailure {
-			t.Errorf("exit %d, exitCode %d; want %d", code, jsonCode, ExitFailure)
+		if code != cmdutil.ExitFailure || jsonCode != cmdutil.ExitFailure {
+			t.Errorf("exit %d, exitCode %d; want %d", code, jsonCode, cmdutil.ExitFailure)
 		}
 		if strings.Contains(stdout+stderr, "s3cret-pw") {
 			t.Errorf("the password was printed:\nstdout %s\nstderr %s", stdout, stderr)
@@ -196,23 +198,23 @@ func TestExitCodes(t *testing.T) {
 		err  error
 		want int
 	}{
-		{nil, ExitOK},
-		{errors.New("connection refused"), ExitFailure},
-		{usageErrorf("bad flag"), ExitUsage},
-		{fmt.Errorf("manifest job.json: %w", manifest.ErrTampered), ExitGateRefused},
-		{&manifest.ValidationError{}, ExitUsage},
-		{fmt.Errorf("validate: %w", job.ErrNotRecorded), ExitUsage},
+		{nil, cmdutil.ExitOK},
+		{errors.New("connection refused"), cmdutil.ExitFailure},
+		{cmdutil.UsageErrorf("bad flag"), cmdutil.ExitUsage},
+		{fmt.Errorf("manifest job.json: %w", manifest.ErrTampered), cmdutil.ExitGateRefused},
+		{&manifest.ValidationError{}, cmdutil.ExitUsage},
+		{fmt.Errorf("validate: %w", job.ErrNotRecorded), cmdutil.ExitUsage},
 		// One refusal, three callers: a file naming a job never recorded is bad input, one
 		// recorded with another digest a gate; shadow refuses both as a gate.
-		{fmt.Errorf("validate: %w", &job.RecordedError{JobID: "j", Digest: "sha256:a"}), ExitUsage},
-		{fmt.Errorf("validate: %w", &job.RecordedError{JobID: "j", Digest: "sha256:a", Recorded: "sha256:b"}), ExitGateRefused},
-		{fmt.Errorf("%w: %w", shadow.ErrJobMismatch, &job.RecordedError{JobID: "j", Digest: "sha256:a"}), ExitGateRefused},
-		{fmt.Errorf("status: %w", ledger.ErrJobNotFound), ExitUsage},
-		{&ExitError{Code: ExitGateRefused, Err: errors.New("confirmation declined")}, ExitGateRefused},
-		{fmt.Errorf("execute: %w", &ExitError{Code: ExitNeedsReview, Err: manifest.ErrInvalid}), ExitNeedsReview},
+		{fmt.Errorf("validate: %w", &job.RecordedError{JobID: "j", Digest: "sha256:a"}), cmdutil.ExitUsage},
+		{fmt.Errorf("validate: %w", &job.RecordedError{JobID: "j", Digest: "sha256:a", Recorded: "sha256:b"}), cmdutil.ExitGateRefused},
+		{fmt.Errorf("%w: %w", shadow.ErrJobMismatch, &job.RecordedError{JobID: "j", Digest: "sha256:a"}), cmdutil.ExitGateRefused},
+		{fmt.Errorf("status: %w", ledger.ErrJobNotFound), cmdutil.ExitUsage},
+		{&cmdutil.ExitError{Code: cmdutil.ExitGateRefused, Err: errors.New("confirmation declined")}, cmdutil.ExitGateRefused},
+		{fmt.Errorf("execute: %w", &cmdutil.ExitError{Code: cmdutil.ExitNeedsReview, Err: manifest.ErrInvalid}), cmdutil.ExitNeedsReview},
 	}
 	for _, tt := range tests {
-		if got := exitCode(tt.err); got != tt.want {
+		if got := cmdutil.ExitCode(tt.err); got != tt.want {
 			t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
 	}
@@ -223,15 +225,15 @@ func TestGlobalFlagDefaults(t *testing.T) {
 	t.Setenv("DATABASE_URL", "")
 	t.Setenv("NATS_URL", "")
 	t.Setenv("USER", "")
-	var f *Factory
-	capture := func(got *Factory, _ *cobra.Command) { f = got }
-	if _, stderr, code := execCommand(t, false, "--help", capture); code != ExitOK {
+	var f *cmdutil.Factory
+	capture := func(got *cmdutil.Factory, _ *cobra.Command) { f = got }
+	if _, stderr, code := execCommand(t, false, "--help", capture); code != cmdutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if got := f.DatabaseURL(); got != defaultDatabaseURL {
+	if got := f.DatabaseURL(); got != cmdutil.DefaultDatabaseURL {
 		t.Errorf("DatabaseURL() = %q", got)
 	}
-	if got := f.NATSURL(); got != defaultNATSURL {
+	if got := f.NATSURL(); got != cmdutil.DefaultNATSURL {
 		t.Errorf("NATSURL() = %q", got)
 	}
 	// cron, systemd units and container entrypoints run without $USER: the audit log still
@@ -256,7 +258,7 @@ func TestGlobalFlagDefaults(t *testing.T) {
 	}
 
 	args := "--database-url postgres:///flag --nats-url nats://flag:4222 --actor carol --json --help"
-	if _, stderr, code := execCommand(t, false, args, capture); code != ExitOK {
+	if _, stderr, code := execCommand(t, false, args, capture); code != cmdutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	if f.DatabaseURL() != "postgres:///flag" || f.NATSURL() != "nats://flag:4222" || f.Actor() != "carol" || !f.JSON() {
@@ -265,8 +267,12 @@ func TestGlobalFlagDefaults(t *testing.T) {
 }
 
 func TestNATSConnectFailureNamesTheFlag(t *testing.T) {
-	f := NewFactory(nil)
-	f.flags.nats.URL = "nats://ops:nats-secret@127.0.0.1:1"
+	f := cmdutil.NewFactory(nil)
+	flags := pflag.NewFlagSet("replayctl", pflag.ContinueOnError)
+	f.BindGlobalFlags(flags)
+	if err := flags.Parse([]string{"--nats-url", "nats://ops:nats-secret@127.0.0.1:1"}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, _, err := f.JetStream(ctx)
@@ -276,14 +282,14 @@ func TestNATSConnectFailureNamesTheFlag(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "check --nats-url / NATS_URL") || strings.Contains(msg, "nats-secret") {
 		t.Errorf("error %q: want the flag named and no password", msg)
 	}
-	if exitCode(err) != ExitFailure {
-		t.Errorf("exit code %d, want %d", exitCode(err), ExitFailure)
+	if cmdutil.ExitCode(err) != cmdutil.ExitFailure {
+		t.Errorf("exit code %d, want %d", cmdutil.ExitCode(err), cmdutil.ExitFailure)
 	}
 }
 
 func TestVersionNamesModuleCommitAndGo(t *testing.T) {
 	stdout, stderr, code := execCommand(t, false, "--version", noConnections(t))
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("--version: exit %d:\n%s", code, stderr)
 	}
 	if !strings.HasPrefix(stdout, "replayctl ") || !strings.Contains(stdout, "built with go1.") || !strings.Contains(stdout, "commit ") {

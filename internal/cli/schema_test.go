@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 // validateJSON checks a command's --json output against its schema under docs/schemas: a field
@@ -102,8 +104,8 @@ func checkDocuments(t *testing.T, stdout string) {
 			APIVersion string `json:"apiVersion"`
 			Kind       string `json:"kind"`
 		}
-		if json.Unmarshal(raw, &head) != nil || head.APIVersion != outputAPIVersion || schemaOf[head.Kind] == "" {
-			t.Errorf("a --json document without apiVersion %s and a known kind:\n%.400s", outputAPIVersion, raw)
+		if json.Unmarshal(raw, &head) != nil || head.APIVersion != cmdutil.OutputAPIVersion || schemaOf[head.Kind] == "" {
+			t.Errorf("a --json document without apiVersion %s and a known kind:\n%.400s", cmdutil.OutputAPIVersion, raw)
 			continue
 		}
 		if dir := os.Getenv("REPLAYCTL_DUMP_JSON"); dir != "" {

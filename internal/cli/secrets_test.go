@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -60,7 +61,7 @@ func TestDatabasePasswordNeverPrinted(t *testing.T) {
 			for _, asJSON := range []string{"", "--json "} {
 				t.Run(u.name+"/"+asJSON+verb, func(t *testing.T) {
 					stdout, stderr, code := execCommand(t, false, asJSON+c+" --database-url \""+u.url+"\" --nats-url nats://127.0.0.1:1", nil)
-					if code != ExitFailure && code != ExitUsage {
+					if code != cmdutil.ExitFailure && code != cmdutil.ExitUsage {
 						t.Errorf("exit %d, want 1 (unreachable) or 2 (malformed URL)", code)
 					}
 					if !strings.Contains(stderr, "--database-url") {
@@ -82,10 +83,10 @@ func TestDatabasePasswordFromEnvironmentNeverPrinted(t *testing.T) {
 			t.Setenv(env, "postgres://replay:"+secret+"@127.0.0.1:1/test")
 			for _, args := range []string{"--json status job-1", "status job-1", "migrate", "plan --help", "--help"} {
 				stdout, stderr, code := runCommand(t, false, args)
-				if strings.Contains(args, "help") != (code == ExitOK) {
+				if strings.Contains(args, "help") != (code == cmdutil.ExitOK) {
 					t.Errorf("%s: exit %d", args, code)
 				}
-				if code != ExitOK && !strings.Contains(stderr, "127.0.0.1:1") {
+				if code != cmdutil.ExitOK && !strings.Contains(stderr, "127.0.0.1:1") {
 					t.Errorf("%s: stderr does not say where it tried to connect:\n%s", args, stderr)
 				}
 				assertNoSecret(t, map[string]string{args + " stdout": stdout, args + " stderr": stderr})
@@ -113,7 +114,7 @@ func TestNATSPasswordNeverPrinted(t *testing.T) {
 		for _, asJSON := range []string{"", "--json "} {
 			stdout, stderr, code := runCommand(t, false, asJSON+"plan --consumer billing --stream DLQ --reason '"+planReason+
 				"' -o "+filepath.Join(t.TempDir(), "job.json")+" --database-url '"+dbURL+"' --nats-url '"+natsURL+"'")
-			if code != ExitFailure || !strings.Contains(stderr, "--nats-url") {
+			if code != cmdutil.ExitFailure || !strings.Contains(stderr, "--nats-url") {
 				t.Errorf("%s: exit %d, want 1 with the setting to check:\n%s", natsURL, code, stderr)
 			}
 			assertNoSecret(t, map[string]string{natsURL + " stdout": stdout, natsURL + " stderr": stderr})
@@ -152,7 +153,7 @@ func TestPlanStoresNoPassword(t *testing.T) {
 			args += jobID
 		}
 		stdout, stderr, code := runCommand(t, false, args+flags)
-		if code != ExitOK {
+		if code != cmdutil.ExitOK {
 			t.Fatalf("%s: exit %d:\n%s\n%s", args, code, stdout, stderr)
 		}
 		seen[args+" stdout"], seen[args+" stderr"] = stdout, stderr
@@ -205,7 +206,7 @@ func TestMisplacedURLNeverEchoed(t *testing.T) {
 			"--json cancel --database-url '" + dbURL + "' --reason 'wrong filter' '" + misplaced + "'",
 		} {
 			stdout, stderr, code := runCommand(t, false, args)
-			if code != ExitUsage {
+			if code != cmdutil.ExitUsage {
 				t.Errorf("%s: exit %d, want 2:\n%s", args, code, stderr)
 			}
 			if !strings.Contains(stderr, "xxxxx") {
@@ -226,8 +227,8 @@ func TestUnparseableDatabaseURLIsAUsageError(t *testing.T) {
 	} {
 		for _, asJSON := range []string{"", "--json "} {
 			stdout, stderr, code := runCommand(t, false, asJSON+"migrate --database-url \""+bad+"\"")
-			if code != ExitUsage {
-				t.Errorf("%q: exit %d, want %d:\n%s", bad, code, ExitUsage, stderr)
+			if code != cmdutil.ExitUsage {
+				t.Errorf("%q: exit %d, want %d:\n%s", bad, code, cmdutil.ExitUsage, stderr)
 			}
 			if !strings.Contains(stderr, "invalid ledger database URL") || !strings.Contains(stderr, "check --database-url") {
 				t.Errorf("%q: stderr does not say the URL is invalid and where to fix it:\n%s", bad, stderr)

@@ -17,6 +17,8 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/cli/shadowcmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
@@ -24,11 +26,11 @@ import (
 )
 
 func TestShadowFlags(t *testing.T) {
-	var got *ShadowOptions
-	capture := func(f *Factory, root *cobra.Command) {
-		replaceCommand(root, NewCmdShadow(f, func(o *ShadowOptions) error { got = o; return nil }))
+	var got *shadowcmd.ShadowOptions
+	capture := func(f *cmdutil.Factory, root *cobra.Command) {
+		replaceCommand(root, shadowcmd.NewCmdShadow(f, func(o *shadowcmd.ShadowOptions) error { got = o; return nil }))
 	}
-	if _, stderr, code := execCommand(t, false, "shadow job.json --actor bob", capture); code != ExitOK {
+	if _, stderr, code := execCommand(t, false, "shadow job.json --actor bob", capture); code != cmdutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	want := shadow.Options{Concurrency: 16, Sample: 100, Timeout: 5 * time.Second, Thresholds: shadow.DefaultThresholds(), Actor: "bob"}
@@ -38,7 +40,7 @@ func TestShadowFlags(t *testing.T) {
 
 	args := "shadow job.json --concurrency 4 --sample 20 --timeout 750ms --ignore-field processedAt --ignore-field 'lines[*].sku' " +
 		"--report out.json --max-error-ratio 0.01 --max-unanswered-ratio 0.02 --max-failure-ratio 0.03 --max-changed-ratio 0.5 --max-calls-over 0.2"
-	if _, stderr, code := execCommand(t, false, args, capture); code != ExitOK {
+	if _, stderr, code := execCommand(t, false, args, capture); code != cmdutil.ExitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	want = shadow.Options{Concurrency: 4, Sample: 20, Timeout: 750 * time.Millisecond,
@@ -61,7 +63,7 @@ func TestShadowRefusesBadInputBeforeConnecting(t *testing.T) {
 		{"shadow " + filepath.Join(t.TempDir(), "missing.json"), "no such file"},
 	} {
 		_, stderr, code := execCommand(t, false, tc.args, noConnections(t))
-		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 mentioning %q", tc.args, code, stderr, tc.want)
 		}
 	}
@@ -131,7 +133,7 @@ func newShadowEnv(t *testing.T, planFlags ...string) *shadowEnv {
 			t.Fatal(err)
 		}
 	}
-	if _, stderr, code := runCommand(t, false, "plan "+e.flags+" --consumer billing --stream DLQ --effect-version 2 --reason '"+planReason+"' -o "+e.manifest+" "+strings.Join(planFlags, " ")); code != ExitOK {
+	if _, stderr, code := runCommand(t, false, "plan "+e.flags+" --consumer billing --stream DLQ --effect-version 2 --reason '"+planReason+"' -o "+e.manifest+" "+strings.Join(planFlags, " ")); code != cmdutil.ExitOK {
 		t.Fatalf("plan: exit %d: %s", code, stderr)
 	}
 	if _, err := store.EffectsImport(ctx, history); err != nil {
@@ -155,7 +157,7 @@ func newShadowEnv(t *testing.T, planFlags ...string) *shadowEnv {
 func TestShadowPassesAndRecordsTheVerdict(t *testing.T) {
 	e := newShadowEnv(t)
 	stdout, stderr, code := runCommand(t, false, "shadow "+e.flags+" "+e.manifest)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{"targets\t40", "answered\t40", "no original to compare\t30",
@@ -191,7 +193,7 @@ func TestShadowJSONAndFailingVerdict(t *testing.T) {
 		t.Fatal("the seed has no event whose fee the fix changes")
 	}
 	stdout, stderr, code := runCommand(t, false, "shadow --json "+e.flags+" --max-changed-ratio 0 "+e.manifest)
-	if code != ExitGuardStopped {
+	if code != cmdutil.ExitGuardStopped {
 		t.Fatalf("exit %d, want 4:\n%s\n%s", code, stdout, stderr)
 	}
 	var report shadow.Report
@@ -211,7 +213,7 @@ func TestShadowWithoutResponderFailsQuickly(t *testing.T) {
 	e.stopResponder()
 	start := time.Now()
 	stdout, stderr, code := runCommand(t, false, "shadow "+e.flags+" --timeout 2s "+e.manifest)
-	if code != ExitGuardStopped || !strings.Contains(stdout, "no shadow responder") {
+	if code != cmdutil.ExitGuardStopped || !strings.Contains(stdout, "no shadow responder") {
 		t.Fatalf("exit %d, want 4 naming the missing responder:\n%s\n%s", code, stdout, stderr)
 	}
 	if elapsed := time.Since(start); elapsed > 10*time.Second {
@@ -224,7 +226,7 @@ func TestShadowRefusesAJobNotRecorded(t *testing.T) {
 	// A sound manifest whose job this ledger never recorded.
 	other := writeManifest(t, testManifest(t))
 	stdout, stderr, code := runCommand(t, false, "shadow "+e.flags+" "+other)
-	if code != ExitGateRefused {
+	if code != cmdutil.ExitGateRefused {
 		t.Fatalf("exit %d, want 3:\n%s\n%s", code, stdout, stderr)
 	}
 }
@@ -233,7 +235,7 @@ func TestShadowNeedsMigratedSchema(t *testing.T) {
 	env := natstest.Start(t, true)
 	path := writeManifest(t, testManifest(t))
 	_, stderr, code := runCommand(t, false, "shadow --database-url '"+pgtest.URL(t)+"' --nats-url "+env.Server.ClientURL()+" "+path)
-	if code == ExitOK || !strings.Contains(stderr, "run `replayctl migrate`") {
+	if code == cmdutil.ExitOK || !strings.Contains(stderr, "run `replayctl migrate`") {
 		t.Fatalf("exit %d, stderr %q; want a refusal that says to migrate", code, stderr)
 	}
 }
@@ -241,14 +243,14 @@ func TestShadowNeedsMigratedSchema(t *testing.T) {
 func TestShadowShowsProgressOnlyOnATerminal(t *testing.T) {
 	e := newShadowEnv(t)
 	stdout, stderr, code := runCommand(t, true, "shadow "+e.flags+" "+e.manifest)
-	if code != ExitOK || !strings.Contains(stderr, "shadowing targets") || !strings.Contains(stderr, "recording the verdict") {
+	if code != cmdutil.ExitOK || !strings.Contains(stderr, "shadowing targets") || !strings.Contains(stderr, "recording the verdict") {
 		t.Fatalf("TTY: exit %d, stderr %q", code, stderr)
 	}
 	if !strings.Contains(stdout, "│") {
 		t.Errorf("TTY: tables are not boxed:\n%s", stdout)
 	}
 	_, stderr, code = runCommand(t, false, "shadow "+e.flags+" "+e.manifest)
-	if code != ExitOK || strings.Contains(stderr, "shadowing targets") {
+	if code != cmdutil.ExitOK || strings.Contains(stderr, "shadowing targets") {
 		t.Fatalf("no TTY: exit %d, stderr %q; want no progress", code, stderr)
 	}
 }
@@ -256,7 +258,7 @@ func TestShadowShowsProgressOnlyOnATerminal(t *testing.T) {
 func TestShadowOfAWriteForbiddenJobSaysExecuteWillSuppressTheCalls(t *testing.T) {
 	e := newShadowEnv(t, "--write-forbidden")
 	stdout, stderr, code := runCommand(t, false, "shadow "+e.flags+" "+e.manifest)
-	if code != ExitOK || !strings.Contains(stdout, "write-forbidden: execute will suppress every external call counted below") ||
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "write-forbidden: execute will suppress every external call counted below") ||
 		!strings.Contains(stdout, "external calls in shadow\t80") {
 		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
 	}
@@ -270,7 +272,7 @@ func TestShadowReportHTMLMatchesTheJSONReport(t *testing.T) {
 	e := newShadowEnv(t)
 	htmlPath := filepath.Join(t.TempDir(), "report.html")
 	stdout, stderr, code := runCommand(t, false, "shadow --json "+e.flags+" --report-html "+htmlPath+" "+e.manifest)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var report shadow.Report

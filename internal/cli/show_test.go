@@ -8,15 +8,17 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/cli/showcmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/manifest"
 )
 
 func TestShowFlags(t *testing.T) {
-	var got *ShowOptions
-	_, stderr, code := execCommand(t, false, "show job.json --json", func(f *Factory, root *cobra.Command) {
-		replaceCommand(root, NewCmdShow(f, func(o *ShowOptions) error { got = o; return nil }))
+	var got *showcmd.ShowOptions
+	_, stderr, code := execCommand(t, false, "show job.json --json", func(f *cmdutil.Factory, root *cobra.Command) {
+		replaceCommand(root, showcmd.NewCmdShow(f, func(o *showcmd.ShowOptions) error { got = o; return nil }))
 	})
-	if code != ExitOK || got == nil {
+	if code != cmdutil.ExitOK || got == nil {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	if got.Path != "job.json" || !got.JSON || got.IO == nil {
@@ -27,7 +29,7 @@ func TestShowFlags(t *testing.T) {
 func TestShowPlain(t *testing.T) {
 	path := writeManifest(t, testManifest(t))
 	stdout, stderr, code := runCommand(t, false, "show "+path)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	// Non-TTY rows are exact, tab-separated lines.
@@ -89,7 +91,7 @@ func TestShowPlain(t *testing.T) {
 func TestShowTTY(t *testing.T) {
 	path := writeManifest(t, testManifest(t))
 	stdout, stderr, code := runCommand(t, true, "show "+path)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	if !strings.Contains(stdout, "│") {
@@ -110,7 +112,7 @@ func TestShowJSONRoundTrips(t *testing.T) {
 	m := testManifest(t)
 	path := writeManifest(t, m)
 	stdout, stderr, code := runCommand(t, false, "show --json "+path)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	file, err := os.ReadFile(path)
@@ -133,7 +135,7 @@ func TestShowRefusesTamperedManifest(t *testing.T) {
 	path := writeManifest(t, testManifest(t))
 	editFile(t, path, `"scanned": 1234`, `"scanned": 1235`)
 	stdout, stderr, code := runCommand(t, false, "show "+path)
-	if code != ExitGateRefused || !strings.Contains(stderr, "tampered") || stdout != "" {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "tampered") || stdout != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
@@ -145,7 +147,7 @@ func TestShowSanitisesControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := printSummary(&out, false, m); err != nil {
+	if err := showcmd.PrintSummary(&out, false, m); err != nil {
 		t.Fatal(err)
 	}
 	// Shown escaped, so a reviewer sees that the reason holds an escape sequence and a line break.
@@ -166,8 +168,8 @@ func TestShowHelpStatesTheExitCodesShowReturns(t *testing.T) {
 		path, claim string
 		want        int
 	}{
-		{edited, "edited after plan (its digest does not\nmatch) is refused with exit 3", ExitGateRefused},
-		{invalid, "an invalid one with exit 2", ExitUsage},
+		{edited, "edited after plan (its digest does not\nmatch) is refused with exit 3", cmdutil.ExitGateRefused},
+		{invalid, "an invalid one with exit 2", cmdutil.ExitUsage},
 	} {
 		if !strings.Contains(help, tt.claim) {
 			t.Errorf("show --help does not say %q:\n%s", tt.claim, help)

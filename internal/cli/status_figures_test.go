@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 func TestStatusReportsTheCallBudgetExecuteEnforces(t *testing.T) {
@@ -13,7 +14,7 @@ func TestStatusReportsTheCallBudgetExecuteEnforces(t *testing.T) {
 
 	// Before any run: the budget a run would enforce at the default --max-calls-over.
 	stdout, stderr, code := w.replayctl(t, "execute --dry-run --json "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("dry run: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var dry executor.Result
@@ -25,7 +26,7 @@ func TestStatusReportsTheCallBudgetExecuteEnforces(t *testing.T) {
 	}
 
 	stdout, stderr, code = w.replayctl(t, "execute --yes --json --max-calls-over 0.5 "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("execute: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var res executor.Result
@@ -54,7 +55,7 @@ func TestARerunWithNothingLeftToPublishStillFindsTheDurable(t *testing.T) {
 	w.WaitIdle() // the durable exists
 	stopConsumer()
 	stdout, stderr, code := w.replayctl(t, "execute --yes --canary 0 --settle-timeout 2s "+w.ManifestPath())
-	if code != ExitGuardStopped {
+	if code != cmdutil.ExitGuardStopped {
 		t.Fatalf("execute without a running consumer: exit %d, want 4:\n%s\n%s", code, stdout, stderr)
 	}
 	if n := w.QueryInt(`select count(*) from job_targets where job_id = $1 and status = 'published'`, m.ID); n != 5 {
@@ -65,7 +66,7 @@ func TestARerunWithNothingLeftToPublishStillFindsTheDurable(t *testing.T) {
 	w.RunConsumer(w.NewConsumer(nil, nil))
 	w.WaitIdle()
 	stdout, stderr, code = w.replayctl(t, "execute --yes --json "+w.ManifestPath())
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("rerun: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	var res executor.Result

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 // status shows each consumer instance's share of the job by lease owner and the durable's counts
@@ -16,7 +17,7 @@ func TestStatusShowsEachInstancesShareAndTheDurable(t *testing.T) {
 	for _, owner := range []string{"billing-a", "billing-b"} {
 		w.RunConsumer(w.NewConsumer(nil, func(cfg *consumer.Config) { cfg.Owner, cfg.Concurrency = owner, 1 }))
 	}
-	if stdout, stderr, code := w.replayctl(t, "execute --yes --canary 0 "+w.ManifestPath()); code != ExitOK {
+	if stdout, stderr, code := w.replayctl(t, "execute --yes --canary 0 "+w.ManifestPath()); code != cmdutil.ExitOK {
 		t.Fatalf("execute: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	r := w.statusJSON(t, m.ID)
@@ -39,7 +40,7 @@ func TestStatusShowsEachInstancesShareAndTheDurable(t *testing.T) {
 
 	stdout, stderr, code := w.replayctl(t, "status "+m.ID)
 	for _, want := range []string{"consumer instances (lease owners)", "OLDEST LEASE", "durable billing on BILLING: 0 pending, 0 ack pending"} {
-		if code != ExitOK || !strings.Contains(stdout, want) {
+		if code != cmdutil.ExitOK || !strings.Contains(stdout, want) {
 			t.Errorf("status (exit %d) lacks %q:\n%s\n%s", code, want, stdout, stderr)
 		}
 	}
@@ -47,7 +48,7 @@ func TestStatusShowsEachInstancesShareAndTheDurable(t *testing.T) {
 	// The server gone: the ledger part is the same, the durable's part a note.
 	w.NATS.Server.Shutdown()
 	stdout, stderr, code = w.replayctl(t, "status --json "+m.ID)
-	if code != ExitOK || !strings.Contains(stdout, `"durableNote": "the durable's counts are left out: NATS is unreachable`) ||
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, `"durableNote": "the durable's counts are left out: NATS is unreachable`) ||
 		!strings.Contains(stdout, `"owner": "billing-`) {
 		t.Fatalf("status with NATS down: exit %d:\n%s\n%s", code, stdout, stderr)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/cli/statuscmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 // status --watch off a terminal prints one line per interval while the job runs, and ends by
@@ -25,7 +27,7 @@ func TestStatusWatchPrintsALinePerIntervalUntilTheJobCompletes(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatalf("execute: %v", err)
 	}
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("status --watch: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
@@ -51,7 +53,7 @@ func TestStatusWatchPrintsALinePerIntervalUntilTheJobCompletes(t *testing.T) {
 
 	// A final job on a terminal: one view, drawn over the screen, and the watch ends.
 	stdout, stderr, code = execCommand(t, true, "status --watch --interval 200ms "+m.ID+" "+w.flags, nil)
-	if code != ExitOK || strings.Count(stdout, clearScreen) != 1 || !strings.Contains(stdout, "watching every 200ms") ||
+	if code != cmdutil.ExitOK || strings.Count(stdout, statuscmd.ClearScreen) != 1 || !strings.Contains(stdout, "watching every 200ms") ||
 		!strings.Contains(stdout, "consumer instances (lease owners)") {
 		t.Fatalf("status --watch on a terminal: exit %d:\n%q\n%s", code, stdout, stderr)
 	}
@@ -59,7 +61,7 @@ func TestStatusWatchPrintsALinePerIntervalUntilTheJobCompletes(t *testing.T) {
 
 func TestStatusWatchRefusesAnIntervalBelow100ms(t *testing.T) {
 	_, stderr, code := runCommand(t, false, "status --watch --interval 5ms job-x --database-url postgres://127.0.0.1:1/none")
-	if code != ExitUsage || !strings.Contains(stderr, "--interval 5ms: must be at least 100ms") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "--interval 5ms: must be at least 100ms") {
 		t.Fatalf("exit %d, want 2:\n%s", code, stderr)
 	}
 }

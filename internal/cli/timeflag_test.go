@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/internal/cli/shadowcmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 )
 
 func TestParseDurationReadsDaysWeeksAndGoDurations(t *testing.T) {
@@ -19,38 +22,38 @@ func TestParseDurationReadsDaysWeeksAndGoDurations(t *testing.T) {
 		" 3d ":  72 * time.Hour,
 		"0":     0,
 	} {
-		if got, ok := parseDuration(in); !ok || got != want {
+		if got, ok := cmdutil.ParseDuration(in); !ok || got != want {
 			t.Errorf("parseDuration(%q) = %v, %v; want %v", in, got, ok, want)
 		}
 	}
 	for _, in := range []string{"", "d", "2x", "-1d", "-6h", "1d-30h", "2d1w", "999999d", "1.5d"} {
-		if got, ok := parseDuration(in); ok {
+		if got, ok := cmdutil.ParseDuration(in); ok {
 			t.Errorf("parseDuration(%q) = %v, accepted", in, got)
 		}
 	}
 }
 
 func TestSinceTakesDaysLikeTheOtherDurationFlags(t *testing.T) {
-	got, err := parseTimeFlag("since", "2d", fixedNow)
+	got, err := cmdutil.ParseTimeFlag("since", "2d", fixedNow)
 	if err != nil || !got.Equal(fixedNow.Add(-48*time.Hour)) {
 		t.Fatalf("--since 2d = %v, %v; want %v", got, err, fixedNow.Add(-48*time.Hour))
 	}
 	_, stderr, code := execCommand(t, false, "plan --consumer c --stream S --reason r -o j.json --since 2x", noConnections(t))
-	if code != ExitUsage || !strings.Contains(stderr, `--since "2x"`) || !strings.Contains(stderr, "days (2d)") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `--since "2x"`) || !strings.Contains(stderr, "days (2d)") {
 		t.Fatalf("plan --since 2x: exit %d:\n%s", code, stderr)
 	}
 }
 
 func TestDurationFlagsTakeDays(t *testing.T) {
-	var shadowOpts *ShadowOptions
-	_, stderr, code := execCommand(t, false, "shadow job.json --timeout 1d", func(f *Factory, root *cobra.Command) {
-		replaceCommand(root, NewCmdShadow(f, func(o *ShadowOptions) error { shadowOpts = o; return nil }))
+	var shadowOpts *shadowcmd.ShadowOptions
+	_, stderr, code := execCommand(t, false, "shadow job.json --timeout 1d", func(f *cmdutil.Factory, root *cobra.Command) {
+		replaceCommand(root, shadowcmd.NewCmdShadow(f, func(o *shadowcmd.ShadowOptions) error { shadowOpts = o; return nil }))
 	})
-	if code != ExitOK || shadowOpts.Request.Timeout != 24*time.Hour {
+	if code != cmdutil.ExitOK || shadowOpts.Request.Timeout != 24*time.Hour {
 		t.Fatalf("shadow --timeout 1d: exit %d, %+v:\n%s", code, shadowOpts, stderr)
 	}
 	_, stderr, code = runCommand(t, false, "shadow job.json --timeout 2x")
-	if code != ExitUsage || !strings.Contains(stderr, "want a length of time in weeks (1w), days (2d)") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "want a length of time in weeks (1w), days (2d)") {
 		t.Fatalf("shadow --timeout 2x: exit %d:\n%s", code, stderr)
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/cli/validatecmd"
+	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -16,20 +18,20 @@ import (
 func TestValidateFlags(t *testing.T) {
 	tests := []struct {
 		args string
-		want ValidateOptions
+		want validatecmd.ValidateOptions
 	}{
-		{"validate job.json", ValidateOptions{Path: "job.json"}},
-		{"validate --ledger job.json", ValidateOptions{Path: "job.json", CheckLedger: true}},
-		{"--json validate job.json", ValidateOptions{Path: "job.json", JSON: true}},
-		{"validate job.json --json --ledger", ValidateOptions{Path: "job.json", JSON: true, CheckLedger: true}},
+		{"validate job.json", validatecmd.ValidateOptions{Path: "job.json"}},
+		{"validate --ledger job.json", validatecmd.ValidateOptions{Path: "job.json", CheckLedger: true}},
+		{"--json validate job.json", validatecmd.ValidateOptions{Path: "job.json", JSON: true}},
+		{"validate job.json --json --ledger", validatecmd.ValidateOptions{Path: "job.json", JSON: true, CheckLedger: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {
-			var got *ValidateOptions
-			_, stderr, code := execCommand(t, false, tt.args, func(f *Factory, root *cobra.Command) {
-				replaceCommand(root, NewCmdValidate(f, func(o *ValidateOptions) error { got = o; return nil }))
+			var got *validatecmd.ValidateOptions
+			_, stderr, code := execCommand(t, false, tt.args, func(f *cmdutil.Factory, root *cobra.Command) {
+				replaceCommand(root, validatecmd.NewCmdValidate(f, func(o *validatecmd.ValidateOptions) error { got = o; return nil }))
 			})
-			if code != ExitOK || got == nil {
+			if code != cmdutil.ExitOK || got == nil {
 				t.Fatalf("exit %d, run called: %v, stderr %q", code, got != nil, stderr)
 			}
 			if got.Path != tt.want.Path || got.CheckLedger != tt.want.CheckLedger || got.JSON != tt.want.JSON {
@@ -47,7 +49,7 @@ func TestValidateValidManifest(t *testing.T) {
 	path := writeManifest(t, m)
 
 	stdout, stderr, code := runCommand(t, false, "validate "+path)
-	if code != ExitOK {
+	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	want := path + ": valid (job job-20261202-test01, 12 targets, digest " + m.Digest + ")\n"
@@ -56,8 +58,8 @@ func TestValidateValidManifest(t *testing.T) {
 	}
 
 	stdout, _, code = runCommand(t, false, "validate --json "+path)
-	var res validateResult
-	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != ExitOK {
+	var res validatecmd.ValidateResult
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || code != cmdutil.ExitOK {
 		t.Fatalf("exit %d, %v:\n%s", code, err, stdout)
 	}
 	if !res.Valid || res.ID != m.ID || res.Digest != m.Digest || res.Targets != 12 || res.Problems == nil || len(res.Problems) != 0 {
@@ -71,8 +73,8 @@ func TestValidateTamperedManifest(t *testing.T) {
 	editFile(t, path, `"evt-003"`, `"evt-003a"`)
 
 	stdout, stderr, code := runCommand(t, true, "validate "+path)
-	if code != ExitGateRefused {
-		t.Errorf("exit %d, want %d", code, ExitGateRefused)
+	if code != cmdutil.ExitGateRefused {
+		t.Errorf("exit %d, want %d", code, cmdutil.ExitGateRefused)
 	}
 	if !strings.HasPrefix(stderr, "replayctl: "+path+": tampered: the manifest was edited after plan") {
 		t.Errorf("stderr %q does not say the manifest was tampered with", stderr)
@@ -82,12 +84,12 @@ func TestValidateTamperedManifest(t *testing.T) {
 	}
 
 	stdout, _, code = runCommand(t, false, "validate --json "+path)
-	var res validateResult
+	var res validatecmd.ValidateResult
 	dec := json.NewDecoder(strings.NewReader(stdout))
 	if err := dec.Decode(&res); err != nil || dec.More() {
 		t.Fatalf("stdout is not one JSON document (%v):\n%s", err, stdout)
 	}
-	if code != ExitGateRefused || res.Valid || res.ExitCode != ExitGateRefused || !strings.Contains(res.Error, "tampered") || len(res.Problems) != 1 {
+	if code != cmdutil.ExitGateRefused || res.Valid || res.ExitCode != cmdutil.ExitGateRefused || !strings.Contains(res.Error, "tampered") || len(res.Problems) != 1 {
 		t.Errorf("exit %d, result %+v", code, res)
 	}
 }
@@ -100,8 +102,8 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	editFile(t, path, `"targets": 12`, `"targets": 13`)
 
 	_, stderr, code := runCommand(t, false, "validate "+path)
-	if code != ExitUsage {
-		t.Errorf("exit %d, want %d", code, ExitUsage)
+	if code != cmdutil.ExitUsage {
+		t.Errorf("exit %d, want %d", code, cmdutil.ExitUsage)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	if len(lines) != 4 || !strings.Contains(lines[0], "invalid manifest, 3 problem(s)") {
@@ -116,7 +118,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 
 func TestValidateAgainstLedger(t *testing.T) {
 	url := pgtest.URL(t)
-	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+url+"'"); code != ExitOK {
+	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+url+"'"); code != cmdutil.ExitOK {
 		t.Fatalf("migrate: exit %d, %s", code, stderr)
 	}
 	m := testManifest(t)
@@ -130,7 +132,7 @@ func TestValidateAgainstLedger(t *testing.T) {
 
 	path := writeManifest(t, m)
 	stdout, stderr, code := runCommand(t, false, "validate --ledger"+flags+path)
-	if code != ExitOK || !strings.Contains(stdout, "matches the job recorded in the ledger") {
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "matches the job recorded in the ledger") {
 		t.Errorf("recorded manifest: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 
@@ -141,11 +143,11 @@ func TestValidateAgainstLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	path = writeManifest(t, resealed)
-	if _, _, code := runCommand(t, false, "validate "+path); code != ExitOK {
+	if _, _, code := runCommand(t, false, "validate "+path); code != cmdutil.ExitOK {
 		t.Fatalf("without --ledger the re-sealed manifest must pass, exit %d", code)
 	}
 	_, stderr, code = runCommand(t, false, "validate --ledger"+flags+path)
-	if code != ExitGateRefused || !strings.Contains(stderr, "manifest does not match the recorded job") ||
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "manifest does not match the recorded job") ||
 		!strings.Contains(stderr, m.Digest) || !strings.Contains(stderr, "re-run `replayctl plan`") {
 		t.Errorf("re-sealed manifest: exit %d, stderr %q", code, stderr)
 	}
@@ -157,11 +159,11 @@ func TestValidateAgainstLedger(t *testing.T) {
 	}
 	path = writeManifest(t, unrecorded)
 	stdout, _, code = runCommand(t, false, "validate --json --ledger"+flags+path)
-	var res validateResult
+	var res validatecmd.ValidateResult
 	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 		t.Fatalf("%v: %s", err, stdout)
 	}
-	if code != ExitUsage || res.Valid || res.ExitCode != ExitUsage || res.ID != "job-never-recorded" ||
+	if code != cmdutil.ExitUsage || res.Valid || res.ExitCode != cmdutil.ExitUsage || res.ID != "job-never-recorded" ||
 		len(res.Problems) != 1 || !strings.Contains(res.Problems[0], "no job job-never-recorded") {
 		t.Errorf("unrecorded manifest: exit %d, result %+v", code, res)
 	}
@@ -170,7 +172,7 @@ func TestValidateAgainstLedger(t *testing.T) {
 func TestValidateLedgerNeedsMigratedSchema(t *testing.T) {
 	path := writeManifest(t, testManifest(t))
 	_, stderr, code := runCommand(t, false, "validate --ledger --database-url '"+pgtest.URL(t)+"' "+path)
-	if code != ExitFailure || !strings.Contains(stderr, "replayctl migrate") {
+	if code != cmdutil.ExitFailure || !strings.Contains(stderr, "replayctl migrate") {
 		t.Errorf("exit %d, stderr %q; want a runtime failure saying to run migrate", code, stderr)
 	}
 }

@@ -1,0 +1,207 @@
+// Package plancmd is `replayctl plan`: flags into planner.Options, one call to planner.Plan, the
+// summary or --json.
+package plancmd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/dlq"
+	"github.com/replayctl/replayctl/internal/cli/showcmd"
+	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/planner"
+	"github.com/replayctl/replayctl/protocol"
+)
+
+// PlanOptions are the inputs of replayctl plan.
+type PlanOptions struct {
+	IO        *iostreams.IOStreams
+	Ledger    func(ctx context.Context) (*ledger.Store, error)
+	JetStream func(ctx context.Context) (jetstream.JetStream, func(), error)
+	Now       func() time.Time
+	JSON      bool
+
+	Request planner.Options
+	Since   string
+	Until   string
+	// EvidenceWindow is --evidence-window as typed; the run parses it.
+	EvidenceWindow string
+}
+
+// NewCmdPlan returns the plan command. runF, when not nil, replaces the run function (tests).
+func NewCmdPlan(f *cmdutil.Factory, runF func(*PlanOptions) error) *cobra.Command {
+	opts := &PlanOptions{IO: f.IOStreams, Ledger: f.Ledger, JetStream: f.JetStream, Now: f.Now}
+	req := &opts.Request
+	cmd := &cobra.Command{
+		Use:   "plan --consumer C --stream S --reason TEXT -o job.json",
+		Short: "Freeze a replay's boundary into a sealed manifest",
+		Long: `Scan a JetStream DLQ stream, join every event ID against the consumer's ledger in bulk, and
+write a sealed manifest (-o) plus a job row with status planned and an audit entry.
+
+Kept out of the targets, counted and listed in the manifest:
+  - messages without a usable Event-Id header (they cannot be deduplicated)
+  - event IDs seen with different payloads in the DLQ, or with a payload that differs from the
+    ledger's request hash (conflicts: a changed intent is never replayed silently)
+  - event IDs already completed under any version, live or by an earlier job (alreadyCompleted,
+    with the jobs that did it): a DLQ replay never repeats what is done
+  - event IDs that a job of the consumer which has not finished targets (excludedInOtherJob)
+  - uncertain rows and lapsed leases (an external call's outcome is unknown: reconcile by hand)
+  - event IDs with a live processing lease (in flight)
+  - event IDs whose ledger evidence expired (a tombstone, or no row and a message older than
+    --evidence-window): plan asks the consumer's look-up once about each (evidenceLookup);
+    happened is recorded reconciled (evidenceReconciled), not happened becomes a target, and
+    unknown, no answer or no responder stays kept out (evidenceExpired) for review by hand
+A plan in which no event is a target records nothing and says which of these took the messages
+(exit 2).
+
+--backfill plans from a retained stream of original messages instead: each message replays to
+its own subject, and the targets are the events completed under an older version (re-processing
+after a fix); events never completed are kept out (notProcessed). A write-forbidden completion
+never counts as done.
+
+The replay runs under a new effect version, by default one above the highest the ledger holds for
+the consumer; a version that is not above it is refused. Expected external calls come from the
+ledger's recorded effect_count (the manifest says how).
+
+A --consumer the ledger holds nothing for (no effects row, version or job) is refused as a typo,
+naming the consumers it knows (exit 2); pass --new-consumer for the first replay of a new one.
+
+--since and --until take an RFC 3339 time, a date, or a duration before now (6h), and apply to the
+DLQ stream's storage time. --max keeps the oldest N eligible events.`,
+		Example: `  replayctl plan --consumer billing --stream DLQ_BILLING \
+    --reason "payments provider outage INC-4521 fixed; re-run failed charges" \
+    --ticket INC-4521 --since 6h --failure-match 'timeout|503' -o job.json
+
+  # re-process the orders version 1 completed, after the fee fix, with every call suppressed first
+  replayctl plan --backfill --consumer billing --stream BILLING --since 2026-11-01 \
+    --reason "fee rounding fixed in v2; recompute the receipts of November" --write-forbidden -o fees.json
+
+  # CI: machine-readable summary, nothing interactive
+  replayctl plan --json --consumer billing --stream DLQ_BILLING --reason "..." -o job.json`,
+		Args: cmdutil.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.JSON = f.JSON()
+			req.Actor = f.Actor()
+			if runF != nil {
+				return runF(opts)
+			}
+			return planRun(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&req.Consumer, "consumer", "", "consumer whose ledger is joined (required)")
+	fl.BoolVar(&req.NewConsumer, "new-consumer", false, "allow a consumer the ledger has never seen (a first replay); without it an unknown --consumer is refused as a typo")
+	fl.StringVar(&req.Stream, "stream", "", "DLQ stream to scan, or with --backfill the stream of original messages (required)")
+	fl.BoolVar(&req.Backfill, "backfill", false, "re-process events completed under an older version, from a retained stream of original messages")
+	fl.StringVar(&req.Reason, "reason", "", "why the replay is needed and what changed (required, recorded)")
+	fl.StringVar(&req.Ticket, "ticket", "", "incident or change ticket, recorded with the job")
+	fl.StringVar(&req.SubjectFilter, "subject", "", "only messages on this subject (wildcards allowed)")
+	fl.StringVar(&opts.Since, "since", "", "only messages stored at or after this time")
+	fl.StringVar(&opts.Until, "until", "", "only messages stored at or before this time")
+	fl.StringVar(&req.FailureMatch, "failure-match", "", "only messages whose failure reason matches this regular expression")
+	fl.IntVar(&req.Max, "max", 0, "keep at most N targets, the oldest first (0: no limit)")
+	fl.StringVar(&opts.EvidenceWindow, "evidence-window", "",
+		"override the consumer's EvidenceRetention, which its SDK registers in the ledger (replayctl keys policy; default "+cmdutil.SpanString(planner.DefaultEvidenceWindow)+
+			" when none is registered): an event with no ledger row whose message is older is excluded as evidenceExpired")
+	fl.BoolVar(&req.NoLookup, "no-lookup", false, "do not ask the consumer's look-up about events whose evidence expired: keep them all out as evidenceExpired")
+	fl.IntVar(&req.EffectVersion, "effect-version", 0, "effect version to replay under (default: highest known + 1)")
+	fl.BoolVar(&req.WriteForbidden, "write-forbidden", false, "replay with every external call suppressed and recorded")
+	fl.StringVarP(&req.OutputPath, "output", "o", "", "path of the manifest to write (required)")
+	fl.BoolVar(&req.Overwrite, "force", false, "replace an existing file at -o (without it, plan refuses to overwrite a manifest)")
+	fl.StringVar(&req.Headers.EventID, "header-event-id", dlq.DefaultHeaders.EventID, "DLQ header carrying the event ID")
+	fl.StringVar(&req.Headers.Reason, "header-reason", dlq.DefaultHeaders.Reason, "DLQ header carrying the failure reason")
+	fl.StringVar(&req.Headers.OriginalSubject, "header-original-subject", dlq.DefaultHeaders.OriginalSubject, "DLQ header carrying the original subject")
+	fl.StringVar(&req.Headers.Attempts, "header-attempts", dlq.DefaultHeaders.Attempts, "DLQ header carrying the delivery attempts (recorded)")
+	fl.StringVar(&req.Headers.FailedAt, "header-failed-at", dlq.DefaultHeaders.FailedAt, "DLQ header carrying the failure time (recorded)")
+	return cmd
+}
+
+func planRun(ctx context.Context, opts *PlanOptions) error {
+	req := opts.Request
+	req.Now = opts.Now()
+	var err error
+	if req.Since, err = cmdutil.ParseTimeFlag("since", opts.Since, req.Now); err != nil {
+		return err
+	}
+	if req.Until, err = cmdutil.ParseTimeFlag("until", opts.Until, req.Now); err != nil {
+		return err
+	}
+	if opts.EvidenceWindow != "" {
+		if req.EvidenceWindow, err = cmdutil.ParseSpan("evidence-window", opts.EvidenceWindow); err != nil {
+			return err
+		}
+	}
+	if err := req.Normalise(); err != nil {
+		return err
+	}
+	var finishProgress func()
+	req.Progress, req.Stage, finishProgress = cmdutil.StepProgress(opts.IO, "scanning DLQ", "messages")
+	store, err := opts.Ledger(ctx)
+	if err != nil {
+		return err
+	}
+	js, closeNATS, err := opts.JetStream(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeNATS()
+	res, err := planner.Plan(ctx, js, store, req)
+	finishProgress()
+	if err != nil {
+		return err
+	}
+	return PrintPlanResult(opts.IO, opts.JSON, req.OutputPath, res)
+}
+
+// PrintPlanResult reports a recorded plan: the manifest summary (or a JSON document), then the
+// warnings on stderr, where a person looks and a CI parser does not.
+func PrintPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *planner.Result) error {
+	m := res.Manifest
+	warnings := res.Warnings
+	if warnings == nil {
+		warnings = []string{}
+	}
+	if asJSON {
+		// Only the largest reasons are printed, in stats as in the manifest and in order beside
+		// them with what was left out; the manifest keeps every reason.
+		reasons := cmdutil.TopReasons(m.Stats.FailureReasons, cmdutil.ShownReasons)
+		stats := m.Stats
+		stats.FailureReasons = make(map[string]int64, len(reasons.Top))
+		for _, r := range reasons.Top {
+			stats.FailureReasons[r.Reason] = r.Targets
+		}
+		return cmdutil.PrintJSON(io.Out, "Plan", struct {
+			JobID                 string                   `json:"jobId"`
+			Manifest              string                   `json:"manifestPath"`
+			Digest                string                   `json:"manifestDigest"`
+			Consumer              string                   `json:"consumer"`
+			EffectVersion         manifest.EffectVersion   `json:"effectVersion"`
+			WriteForbidden        bool                     `json:"writeForbidden"`
+			Stats                 manifest.Stats           `json:"stats"`
+			FailureReasonSummary  cmdutil.ReasonTop        `json:"failureReasonSummary"`
+			ExpectedExternalCalls int64                    `json:"expectedExternalCalls"`
+			ExternalCallsEstimate manifest.CallsEstimate   `json:"externalCallsEstimate"`
+			EvidenceLookup        *manifest.EvidenceLookup `json:"evidenceLookup,omitempty"`
+			DedupWindow           *protocol.DedupWindow    `json:"dedupWindow,omitempty"`
+			Warnings              []string                 `json:"warnings"`
+		}{m.ID, path, m.Digest, m.Consumer, m.EffectVersion, m.WriteForbidden, stats,
+			reasons, m.ExpectedExternalCalls, m.ExternalCallsEstimate, m.EvidenceLookup, res.DedupWindow, warnings})
+	}
+	if err := showcmd.PrintSummary(io.Out, io.IsStdoutTTY(), m); err != nil {
+		return err
+	}
+	fmt.Fprintf(io.Out, "\nplanned job %s: %d targets, manifest %s (%s)\n", m.ID, m.Stats.Targets, path, m.Digest)
+	for _, w := range warnings {
+		fmt.Fprintf(io.ErrOut, "warning: %s\n", clip.Line(w))
+	}
+	fmt.Fprintf(io.ErrOut, "next: review with `replayctl show %s` and `replayctl validate --ledger %s`\n", path, path)
+	return nil
+}

@@ -1,0 +1,346 @@
+// Package showcmd is `replayctl show`: a manifest summarised, printed or exported.
+package showcmd
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+// Bounds of the lists show prints; the manifest (show --json) has them all.
+const (
+	showMaxExcluded = 20
+	showMaxEventIDs = 10
+)
+
+// ShowOptions are the inputs of replayctl show.
+type ShowOptions struct {
+	IO     *iostreams.IOStreams
+	Ledger func(ctx context.Context) (*ledger.Store, error)
+	JSON   bool
+	// Path is the argument: a manifest file, or a job ID whose stored manifest is shown.
+	Path string
+	// Output (-o) exports the manifest, byte for byte as plan wrote it, instead of summarising
+	// it; Force lets it replace an existing file.
+	Output string
+	Force  bool
+}
+
+// NewCmdShow returns the show command. runF, when not nil, replaces the run function (tests).
+func NewCmdShow(f *cmdutil.Factory, runF func(*ShowOptions) error) *cobra.Command {
+	opts := &ShowOptions{IO: f.IOStreams, Ledger: f.Ledger}
+	cmd := &cobra.Command{
+		Use:   "show <job-id | job.json>",
+		Short: "Summarise a manifest for review, or export a job's manifest",
+		Long: `Print a readable summary of a manifest: the job and why it exists, the scan boundary, the
+effect version, every figure of the plan, the failure reasons, what was kept out of the targets
+(uncertain, in flight, conflicting payloads) and the first event IDs.
+
+Give the manifest file, or the job ID: plan stores the sealed manifest with the job, and show
+reads it from the ledger, checking that its bytes are the ones stored and its digest the job's.
+-o FILE writes that manifest to FILE, byte for byte the file plan wrote (an existing FILE is
+refused unless --force), for a runbook or a terminal without the original file.
+
+The manifest is verified first, like validate: a manifest edited after plan (its digest does not
+match) is refused with exit 3, like the gates; an invalid one with exit 2.
+With --json, show prints the manifest itself.`,
+		Example: `  replayctl show job.json
+  replayctl show job-20261202-0300-3f9c
+  replayctl show job-20261202-0300-3f9c -o job.json   # the planned file again
+  replayctl show job.json --json | jq '.stats'`,
+		Args: cmdutil.JobOrManifestArg,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Path = args[0]
+			opts.JSON = f.JSON()
+			if runF != nil {
+				return runF(opts)
+			}
+			return showRun(cmd.Context(), opts)
+		},
+	}
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the manifest to this file, byte for byte as plan wrote it, instead of summarising it")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "with -o, replace an existing file")
+	return cmd
+}
+
+func showRun(ctx context.Context, opts *ShowOptions) error {
+	if opts.Force && opts.Output == "" {
+		return cmdutil.UsageErrorf("--force replaces the file -o names; give -o FILE")
+	}
+	jm, err := cmdutil.LoadJobManifest(ctx, opts.Path, opts.Ledger)
+	if err != nil {
+		return err
+	}
+	m := jm.Manifest
+	if opts.Output != "" {
+		return exportManifest(opts, jm)
+	}
+	if opts.JSON {
+		return manifest.Encode(opts.IO.Out, m)
+	}
+	return PrintSummary(opts.IO.Out, opts.IO.IsStdoutTTY(), m)
+}
+
+// exportManifest writes jm's bytes to opts.Output and says so.
+func exportManifest(opts *ShowOptions, jm *cmdutil.JobManifest) error {
+	data, err := jm.Bytes()
+	if err != nil {
+		return err
+	}
+	err = manifest.WriteBytes(opts.Output, data, opts.Force)
+	if errors.Is(err, fs.ErrExist) {
+		return cmdutil.UsageErrorf("-o %s: the file exists; pass --force to replace it, or write the manifest elsewhere", opts.Output)
+	}
+	if err != nil {
+		return err
+	}
+	m := jm.Manifest
+	if opts.JSON {
+		return cmdutil.PrintJSON(opts.IO.Out, "ManifestExport", struct {
+			JobID  string `json:"jobId"`
+			Path   string `json:"manifestPath"`
+			Digest string `json:"manifestDigest"`
+			Bytes  int    `json:"bytes"`
+		}{m.ID, opts.Output, m.Digest, len(data)})
+	}
+	fmt.Fprintf(opts.IO.Out, "wrote the manifest of job %s to %s (%d bytes, digest %s)\n", m.ID, opts.Output, len(data), m.Digest)
+	return nil
+}
+
+// summarySection is one table of the manifest summary; total counts the rows before the cut.
+type summarySection struct {
+	title  string
+	header []string
+	rows   [][]string
+	total  int
+}
+
+func PrintSummary(w io.Writer, isTTY bool, m *manifest.Manifest) error {
+	sections := []summarySection{
+		{title: "Job", rows: jobRows(m)},
+		{title: "Stats", rows: statsRows(&m.Stats)},
+		strataSection(m),
+		{title: "Already completed by", header: []string{"JOB", "EVENTS"}, rows: cmdutil.ReasonRows(m.Stats.AlreadyCompletedBy)},
+		{title: "Excluded: uncertain (check and reconcile by hand, never replay)", header: exclusionHeader,
+			rows: exclusionRows(m.Excluded.Uncertain), total: len(m.Excluded.Uncertain)},
+		{title: "Excluded: in flight (a live lease)", header: exclusionHeader,
+			rows: exclusionRows(m.Excluded.InFlight), total: len(m.Excluded.InFlight)},
+		{title: "Excluded: evidence expired (the consumer's look-up decides, never replay blindly)", header: exclusionHeader,
+			rows: exclusionRows(m.Excluded.EvidenceExpired), total: len(m.Excluded.EvidenceExpired)},
+		{title: "Excluded: conflicting payloads", header: []string{"EVENT ID", "WHERE", "PAYLOAD HASHES"},
+			rows: conflictRows(m.Excluded.Conflicts), total: len(m.Excluded.Conflicts)},
+		{title: "Excluded: already completed (a DLQ replay never repeats what is done)", header: []string{"EVENT ID", "VERSION", "COMPLETED BY"},
+			rows: completedRows(m.Excluded.AlreadyCompleted), total: len(m.Excluded.AlreadyCompleted)},
+		{title: "Excluded: targets of jobs that have not finished", header: []string{"EVENT ID", "JOB", "JOB STATUS"},
+			rows: otherJobRows(m.Excluded.InOtherJob), total: len(m.Excluded.InOtherJob)},
+		{title: "Excluded: never completed (nothing to backfill)", header: []string{"EVENT ID"},
+			rows: eventIDRows(m.Excluded.NotProcessed), total: len(m.Excluded.NotProcessed)},
+		{title: "Excluded: messages without a usable Event-Id or original subject", header: []string{"STREAM SEQ"},
+			rows: seqRows(m.Excluded.MissingEventIDSeqs), total: len(m.Excluded.MissingEventIDSeqs)},
+		{title: "Event IDs", header: []string{"EVENT ID"}, rows: eventIDRows(m.EventIDs), total: len(m.EventIDs)},
+	}
+	if l := m.EvidenceLookup; l != nil {
+		// After the evidence-expired section: what the look-up said about those events and the rest.
+		at := slices.IndexFunc(sections, func(s summarySection) bool { return strings.HasPrefix(s.title, "Excluded: evidence expired") }) + 1
+		sections = slices.Insert(sections, at, summarySection{title: lookupTitle(l), header: []string{"EVENT ID", "VERDICT", "OUTCOME"},
+			rows: lookupRows(l.Events), total: len(l.Events)})
+	}
+	for i, s := range sections {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if len(s.rows) == 0 {
+			fmt.Fprintf(w, "%s: none\n", s.title)
+			continue
+		}
+		fmt.Fprintln(w, s.title)
+		t := cmdutil.NewTable(w, isTTY)
+		if s.header != nil {
+			t.Header(s.header)
+		}
+		if err := t.Bulk(s.rows); err != nil {
+			return fmt.Errorf("show: %w", err)
+		}
+		if err := t.Render(); err != nil {
+			return fmt.Errorf("show: %w", err)
+		}
+		if more := s.total - len(s.rows); more > 0 {
+			fmt.Fprintf(w, "... %d more\n", more)
+		}
+	}
+	return nil
+}
+
+func jobRows(m *manifest.Manifest) [][]string {
+	src := &m.Source
+	est := &m.ExternalCallsEstimate
+	rows := [][]string{
+		{"job", m.ID},
+		{"consumer", m.Consumer},
+		{"reason", m.Reason},
+		{"ticket", orDash(m.Ticket)},
+		{"created by", m.CreatedBy},
+		{"created at", formatTime(&m.CreatedAt, "-")},
+		{"digest", m.Digest},
+		{"source", sourceDescription(m)},
+		{"stream", src.Stream},
+		{"subject filter", orDash(src.SubjectFilter)},
+		{"time range", formatTime(src.Since, "stream start") + " to " + formatTime(src.Until, "plan time")},
+		{"failure match", orDash(src.FailureMatch)},
+		{"max targets", formatMax(src.Max)},
+		{"seq range", fmt.Sprintf("%d to %d (stream last seq %d at plan)", src.FirstSeq, src.LastSeq, src.StreamLastSeq)},
+		{"effect version", fmt.Sprintf("%d -> %d", m.EffectVersion.From, m.EffectVersion.To)},
+		{"write forbidden", strconv.FormatBool(m.WriteForbidden)},
+		{"expected external calls", strconv.FormatInt(m.ExpectedExternalCalls, 10)},
+		{"estimate method", est.Method},
+		{"estimate", fmt.Sprintf("%d known targets with %d recorded calls + %d estimated targets at %s calls each (mean of %d effects)",
+			est.KnownTargets, est.KnownCalls, est.EstimatedTargets, strconv.FormatFloat(est.MeanPerEffect, 'f', -1, 64), est.SampleSize)},
+	}
+	return rows
+}
+
+// statsRows lists every field of Stats under its JSON name, found by reflection so a figure
+// added to the manifest cannot be left out of the review. FailureReasons has its own table.
+func statsRows(st *manifest.Stats) [][]string {
+	v := reflect.ValueOf(st).Elem()
+	var rows [][]string
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		switch f := v.Field(i); f.Kind() {
+		case reflect.Int64:
+			rows = append(rows, []string{name, strconv.FormatInt(f.Int(), 10)})
+		case reflect.Float64:
+			rows = append(rows, []string{name, fmt.Sprintf("%.4f (%.1f%%)", f.Float(), f.Float()*100)})
+		}
+	}
+	return rows
+}
+
+// strataSection is the targets' histogram: a DLQ's failure reasons, a backfill's previous
+// outcomes (what the shadow sample is stratified by).
+func strataSection(m *manifest.Manifest) summarySection {
+	s := summarySection{title: "Failure reasons of the targets", header: []string{"REASON", "TARGETS"}, rows: cmdutil.ReasonRows(m.Strata())}
+	if m.SourceKind() == manifest.SourceBackfill {
+		s.title, s.header = "Previous outcomes of the targets", []string{"OUTCOME", "TARGETS"}
+	}
+	return s
+}
+
+func sourceDescription(m *manifest.Manifest) string {
+	if m.SourceKind() == manifest.SourceBackfill {
+		return "backfill: originals replayed to their own subjects; targets completed under an older version"
+	}
+	return "dlq: dead-lettered messages replayed to their original subject; targets never completed"
+}
+
+func completedRows(xs []manifest.CompletedExclusion) [][]string {
+	xs = xs[:min(len(xs), showMaxExcluded)]
+	rows := make([][]string, len(xs))
+	for i, x := range xs {
+		rows[i] = []string{x.EventID, strconv.Itoa(x.EffectVersion), cmp.Or(x.JobID, "live")}
+	}
+	return rows
+}
+
+func otherJobRows(xs []manifest.JobExclusion) [][]string {
+	xs = xs[:min(len(xs), showMaxExcluded)]
+	rows := make([][]string, len(xs))
+	for i, x := range xs {
+		rows[i] = []string{x.EventID, x.JobID, x.JobStatus}
+	}
+	return rows
+}
+
+var exclusionHeader = []string{"EVENT ID", "VERSION", "STATE", "LEASE OWNER", "LEASE EXPIRES"}
+
+// lookupTitle heads plan's look-ups on expired evidence with what they did, in counts.
+func lookupTitle(l *manifest.EvidenceLookup) string {
+	t := fmt.Sprintf("Look-up on expired evidence: %d asked, %d recorded reconciled, %d made targets, %d still kept out (review by hand)",
+		l.Asked, l.Reconciled, l.Targets, l.KeptOut)
+	if l.Stopped != "" {
+		t += "; stopped: " + clip.Line(l.Stopped)
+	}
+	return t
+}
+
+func lookupRows(xs []manifest.LookupOutcome) [][]string {
+	xs = xs[:min(len(xs), showMaxExcluded)]
+	rows := make([][]string, len(xs))
+	for i, x := range xs {
+		rows[i] = []string{x.EventID, orDash(x.Verdict), x.Outcome}
+	}
+	return rows
+}
+
+func exclusionRows(xs []manifest.LedgerExclusion) [][]string {
+	xs = xs[:min(len(xs), showMaxExcluded)]
+	rows := make([][]string, len(xs))
+	for i, x := range xs {
+		rows[i] = []string{x.EventID, strconv.Itoa(x.EffectVersion), x.State, orDash(x.LeaseOwner), formatTime(x.LeaseExpiresAt, "-")}
+	}
+	return rows
+}
+
+func conflictRows(cs []manifest.Conflict) [][]string {
+	cs = cs[:min(len(cs), showMaxExcluded)]
+	rows := make([][]string, len(cs))
+	for i, c := range cs {
+		rows[i] = []string{c.EventID, c.Where, strings.Join(c.PayloadHashes, ", ")}
+	}
+	return rows
+}
+
+func seqRows(seqs []uint64) [][]string {
+	seqs = seqs[:min(len(seqs), showMaxExcluded)]
+	rows := make([][]string, len(seqs))
+	for i, seq := range seqs {
+		rows[i] = []string{strconv.FormatUint(seq, 10)}
+	}
+	return rows
+}
+
+func eventIDRows(ids []string) [][]string {
+	ids = ids[:min(len(ids), showMaxEventIDs)]
+	rows := make([][]string, len(ids))
+	for i, id := range ids {
+		rows[i] = []string{id}
+	}
+	return rows
+}
+
+func formatTime(t *time.Time, absent string) string {
+	if t == nil || t.IsZero() {
+		return absent
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+func formatMax(n int) string {
+	if n == 0 {
+		return "no limit"
+	}
+	return strconv.Itoa(n)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
