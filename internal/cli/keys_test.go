@@ -186,3 +186,10 @@ func TestKeysPruneDropsBodiesPastTheReplayWindowAndKeepsUncertain(t *testing.T) 
 		t.Fatalf("after prune: %v (the uncertain record must stay uncertain)", states)
 	}
 }
+
+// A verb's required flag is a usage error (exit 2) from the root, before anything is opened.
+func TestKeysResolveWithoutAsIsAUsageError(t *testing.T) {
+	if _, errOut, code := runCommand(t, false, "keys resolve --key-hash h --note x --database-url postgres://127.0.0.1:1/x"); code != cmdutil.ExitUsage || !strings.Contains(errOut, `"as" not set`) {
+		t.Fatalf("resolve without --as: exit %d %s", code, errOut)
+	}
+}

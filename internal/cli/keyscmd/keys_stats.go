@@ -83,11 +83,11 @@ func keysStatsRun(ctx context.Context, opts *KeysStatsOptions) error {
 	if opts.JSON {
 		return cmdutil.PrintJSON(opts.IO.Out, "KeyStats", r)
 	}
-	PrintKeysStats(opts.IO, r)
+	printKeysStats(opts.IO, r)
 	return nil
 }
 
-func PrintKeysStats(ios *iostreams.IOStreams, r *keys.StatsReport) {
+func printKeysStats(ios *iostreams.IOStreams, r *keys.StatsReport) {
 	out := ios.Out
 	if len(r.Routes) == 0 {
 		fmt.Fprintf(out, "no API route has keyed requests or records since %s\n", r.Since.Format(time.DateOnly))
