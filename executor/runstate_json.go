@@ -1,29 +1,17 @@
 package executor
 
-import (
-	"encoding/json"
-	"time"
-)
+import "github.com/replayctl/replayctl/job"
 
 // MarshalJSON gives the ETA in seconds, the one form of a duration in every --json document.
 func (s RunState) MarshalJSON() ([]byte, error) {
 	type plain RunState
-	return json.Marshal(struct {
-		plain
-		ETASeconds float64 `json:"etaSeconds"`
-	}{plain(s), s.ETA.Seconds()})
+	return job.MarshalWithETA(plain(s), s.ETA)
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.
 func (s *RunState) UnmarshalJSON(data []byte) error {
 	type plain RunState
-	v := struct {
-		*plain
-		ETASeconds float64 `json:"etaSeconds"`
-	}{plain: (*plain)(s)}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	s.ETA = time.Duration(v.ETASeconds * float64(time.Second))
-	return nil
+	eta, err := job.UnmarshalWithETA(data, (*plain)(s))
+	s.ETA = eta
+	return err
 }
