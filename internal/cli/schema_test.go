@@ -22,9 +22,7 @@ import (
 // renamed, retyped, added or dropped without the schema (the public contract) fails the test.
 func validateJSON(t *testing.T, schema, output string) {
 	t.Helper()
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	sch, err := c.Compile(filepath.Join("..", "..", "docs", "schemas", schema))
+	sch, err := compileSchema(schema)
 	if err != nil {
 		t.Fatalf("schema %s: %v", schema, err)
 	}
@@ -39,8 +37,7 @@ func validateJSON(t *testing.T, schema, output string) {
 
 // The schemas refuse what the contract does not have: a renamed field and a retyped one.
 func TestTheOutputSchemasRefuseARenamedOrRetypedField(t *testing.T) {
-	c := jsonschema.NewCompiler()
-	sch, err := c.Compile(filepath.Join("..", "..", "docs", "schemas", "keys-policy.schema.json"))
+	sch, err := compileSchema("keys-policy.schema.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,10 +120,8 @@ func validateDocument(t *testing.T, schema string, raw []byte) {
 	schemaMu.Lock()
 	sch, ok := schemaCache[schema]
 	if !ok {
-		c := jsonschema.NewCompiler()
-		c.AssertFormat()
 		var err error
-		if sch, err = c.Compile(filepath.Join("..", "..", "docs", "schemas", schema)); err != nil {
+		if sch, err = compileSchema(schema); err != nil {
 			schemaMu.Unlock()
 			t.Fatalf("schema %s: %v", schema, err)
 		}
@@ -139,5 +134,53 @@ func validateDocument(t *testing.T, schema string, raw []byte) {
 	}
 	if err := sch.Validate(doc); err != nil {
 		t.Errorf("the output breaks %s: %v\n%.2000s", schema, err, raw)
+	}
+}
+
+// schemaBase is the $id prefix of every schema under docs/schemas.
+const schemaBase = "https://replayctl.dev/schemas/"
+
+// compileSchema compiles docs/schemas/NAME with every schema there loaded under its $id, so a
+// $ref to a shared definition (defs.schema.json) or to another document resolves offline.
+func compileSchema(name string) (*jsonschema.Schema, error) {
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "schemas", "*.schema.json"))
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		r, err := os.Open(f)
+		if err != nil {
+			return nil, err
+		}
+		doc, err := jsonschema.UnmarshalJSON(r)
+		r.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if err := c.AddResource(schemaBase+filepath.Base(f), doc); err != nil {
+			return nil, err
+		}
+	}
+	return c.Compile(schemaBase + name)
+}
+
+// Every schema compiles, its references resolved, and each document kind has one: a schema no
+// test's output reaches (keys resolve, demo, ledger grants) still cannot rot into an invalid one.
+func TestEverySchemaCompiles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "schemas", "*.schema.json"))
+	if err != nil || len(files) < len(schemaOf) {
+		t.Fatalf("%d schemas for %d kinds: %v", len(files), len(schemaOf), err)
+	}
+	for _, f := range files {
+		if _, err := compileSchema(filepath.Base(f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for kind, name := range schemaOf {
+		if _, err := os.Stat(filepath.Join("..", "..", "docs", "schemas", name+".schema.json")); err != nil {
+			t.Errorf("kind %s has no schema: %v", kind, err)
+		}
 	}
 }
