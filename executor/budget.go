@@ -14,20 +14,23 @@ import (
 // made). It is enforced before the calls: the publisher keeps no more targets in flight than
 // the remaining budget covers at the calls one target makes.
 
+// BudgetSource says which figure a call budget is based on.
+type BudgetSource string
+
 // Budget sources.
 const (
 	// BudgetFromVerdict: the shadow verdict's measured external calls.
-	BudgetFromVerdict = "shadow_verdict"
+	BudgetFromVerdict BudgetSource = "shadow_verdict"
 	// BudgetFromPlan: the manifest's expectedExternalCalls, for a verdict recorded before
 	// verdicts carried the shadow's calls.
-	BudgetFromPlan = "plan"
+	BudgetFromPlan BudgetSource = "plan"
 )
 
 // CallBudget is the external calls a run may start, and where the figure came from.
 type CallBudget struct {
 	// Source is BudgetFromVerdict or BudgetFromPlan; VerdictID the verdict's ID for the former.
-	Source    string `json:"source"`
-	VerdictID int64  `json:"verdictId,omitempty"`
+	Source    BudgetSource `json:"source"`
+	VerdictID int64        `json:"verdictId,omitempty"`
 	// Calls is the figure the budget is based on; Budget is Calls × (1 + MaxCallsOver), rounded up.
 	Calls        int64   `json:"calls"`
 	MaxCallsOver float64 `json:"maxCallsOver"`

@@ -39,7 +39,7 @@ func (s *session) finish(ctx context.Context, r *Result, stop *Stop) error {
 		s.audit(ctx, "execute.stalled", details)
 	default:
 		details["guard"] = stop
-		end.Transition = job.Transition(job.EventGuard, m.ID, "guard "+stop.Kind+": "+stop.Message, guardActor)
+		end.Transition = job.Transition(job.EventGuard, m.ID, "guard "+string(stop.Kind)+": "+stop.Message, guardActor)
 		end.Audit = s.entry("execute.guard_stopped", details)
 		err = s.store.ExecuteGuardStopped(ctx, end)
 	}

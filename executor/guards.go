@@ -13,7 +13,8 @@ const minGuardSample = 20
 // guardFinding is a guard's threshold passed: what was found, and what to do while the job can
 // still be resumed.
 type guardFinding struct {
-	kind, found, advice string
+	kind          StopKind
+	found, advice string
 }
 
 // guardInput is all a guard judges at one poll: figures, no connection, so each guard is tested

@@ -22,8 +22,8 @@ func TestGuardsStopJustAboveTheirThresholds(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		edit  func(*guardInput)
-		kind  string // "" when no guard stops the run
-		found string // part of the finding
+		kind  StopKind // "" when no guard stops the run
+		found string   // part of the finding
 	}{
 		{"nothing settled yet", func(*guardInput) {}, "", ""},
 		{"calls at the budget", func(in *guardInput) { in.ExternalCalls = 110 }, "", ""},

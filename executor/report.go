@@ -82,19 +82,22 @@ type Drift struct {
 // Progress is where a job's targets stand (job.Progress): what execute shows while it runs.
 type Progress = job.Progress
 
-// Stop kinds: why a run ended before its end, or ended with a guard exceeded.
+// StopKind says why a run ended before its end, or ended with a guard exceeded.
+type StopKind string
+
+// Stop kinds.
 const (
-	StopCallBudget = "call_budget"
-	StopErrorRate  = "error_rate"
-	StopUncertain  = "uncertain"
-	StopStalled    = "stalled"
-	StopCancelled  = "cancelled"
+	StopCallBudget StopKind = "call_budget"
+	StopErrorRate  StopKind = "error_rate"
+	StopUncertain  StopKind = "uncertain"
+	StopStalled    StopKind = "stalled"
+	StopCancelled  StopKind = "cancelled"
 )
 
 // Stop says why a run stopped.
 type Stop struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
+	Kind    StopKind `json:"kind"`
+	Message string   `json:"message"`
 	// By is who cancelled, for StopCancelled.
 	By string `json:"by,omitempty"`
 	// Completed says a guard's threshold was passed on the job's last targets: the job completed

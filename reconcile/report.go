@@ -7,21 +7,24 @@ import (
 	"github.com/replayctl/replayctl/protocol"
 )
 
-// Row outcomes: what this run did, or (dry run, not confirmed) would do, with one uncertain row.
+// Outcome is what a run did, or (dry run, not confirmed) would do, with one uncertain row.
+type Outcome string
+
+// Row outcomes.
 const (
 	// OutcomeReconciled: the look-up answered happened; the row is reconciled, never replayed.
-	OutcomeReconciled = "reconciled"
+	OutcomeReconciled Outcome = "reconciled"
 	// OutcomeManualReview: the look-up answered not_happened or unknown; the row stays uncertain,
 	// marked for manual review.
-	OutcomeManualReview = "manual_review"
+	OutcomeManualReview Outcome = "manual_review"
 	// OutcomeWouldReconcile and OutcomeWouldReview are the same verdicts, not applied.
-	OutcomeWouldReconcile = "would_reconcile"
-	OutcomeWouldReview    = "would_review"
+	OutcomeWouldReconcile Outcome = "would_reconcile"
+	OutcomeWouldReview    Outcome = "would_review"
 	// OutcomeUnanswered: no usable answer (timeout, a reply for another event); row untouched.
-	OutcomeUnanswered = "unanswered"
+	OutcomeUnanswered Outcome = "unanswered"
 	// OutcomeChanged: the row changed between list and apply (reconciled or marked by someone
 	// else, or uncertain anew); it was left alone.
-	OutcomeChanged = "changed_since_listed"
+	OutcomeChanged Outcome = "changed_since_listed"
 )
 
 // Report is what one reconcile run found and did; cmd prints it as a table or as --json.
@@ -63,7 +66,7 @@ type Row struct {
 	Verdict   string            `json:"verdict,omitempty"`
 	Detail    string            `json:"detail,omitempty"`
 	FoundRefs []protocol.Effect `json:"foundRefs,omitempty"`
-	Outcome   string            `json:"outcome"`
+	Outcome   Outcome           `json:"outcome"`
 	// Error says why the row was unanswered.
 	Error string `json:"error,omitempty"`
 

@@ -85,33 +85,39 @@ type Sample struct {
 	Items []SampleItem `json:"items"`
 }
 
+// Baseline is what a sampled result is compared with.
+type Baseline string
+
 // Baselines a sampled result is compared with.
 const (
 	// BaselineLedger is the original's retained result body.
-	BaselineLedger = "ledger"
+	BaselineLedger Baseline = "ledger"
 	// BaselineLedgerHash is the original's result hash, its body pruned: compared on hash only.
-	BaselineLedgerHash = "ledger_hash"
+	BaselineLedgerHash Baseline = "ledger_hash"
 	// BaselineShadowFrom is a shadow run under effectVersion.from, for events with no original.
-	BaselineShadowFrom = "shadow_from"
+	BaselineShadowFrom Baseline = "shadow_from"
 	// BaselineNone means no original and no older version to shadow under (effectVersion.from is
 	// 0: the ledger knew no version of the consumer at plan time).
-	BaselineNone = "none"
+	BaselineNone Baseline = "none"
 )
+
+// Outcome is what the comparison of a sampled event found.
+type Outcome string
 
 // Outcomes of a sampled event.
 const (
-	OutcomeIdentical     = "identical"
-	OutcomeChanged       = "changed"
-	OutcomeError         = "error"
-	OutcomeUnanswered    = "unanswered"
-	OutcomeSourceMissing = "source_missing"
+	OutcomeIdentical     Outcome = "identical"
+	OutcomeChanged       Outcome = "changed"
+	OutcomeError         Outcome = "error"
+	OutcomeUnanswered    Outcome = "unanswered"
+	OutcomeSourceMissing Outcome = "source_missing"
 	// OutcomeRefused is a request NATS would not send (over the server's max_payload).
-	OutcomeRefused = "refused"
+	OutcomeRefused Outcome = "refused"
 	// OutcomeNoOriginal is a shadow result with nothing to compare it with (BaselineNone).
-	OutcomeNoOriginal = "no_original"
+	OutcomeNoOriginal Outcome = "no_original"
 	// OutcomeFailed is a terminal business failure under the new version; FailedBefore says
 	// whether the baseline failed too.
-	OutcomeFailed = "failed"
+	OutcomeFailed Outcome = "failed"
 )
 
 // SampleItem is one sampled event's comparison.
@@ -120,12 +126,12 @@ type SampleItem struct {
 	FailureReason string `json:"failureReason"`
 	// Baseline is BaselineLedger, BaselineLedgerHash, BaselineShadowFrom or BaselineNone; empty
 	// when the event never got that far (source missing).
-	Baseline        string `json:"baseline,omitempty"`
-	BaselineVersion int    `json:"baselineVersion"`
+	Baseline        Baseline `json:"baseline,omitempty"`
+	BaselineVersion int      `json:"baselineVersion"`
 	// Outcome is identical, changed, failed (a terminal business failure under the new
 	// version), error (an error on one side or both), unanswered, source_missing, refused (NATS
 	// would not send the request), or no_original (BaselineNone).
-	Outcome string `json:"outcome"`
+	Outcome Outcome `json:"outcome"`
 	// FailedBefore says, for a failed outcome, that the baseline was a business failure too.
 	FailedBefore bool `json:"failedBefore,omitempty"`
 	// Changed lists the differing result paths with both values.

@@ -52,9 +52,9 @@ func PrintExecuteResult(ios *iostreams.IOStreams, r *executor.Result) error {
 	}
 	switch {
 	case r.Stop != nil && r.Stop.Completed:
-		fmt.Fprintf(out, "\nguard %s passed: %s\n", clip.Line(r.Stop.Kind), clip.Line(r.Stop.Message))
+		fmt.Fprintf(out, "\nguard %s passed: %s\n", clip.Line(string(r.Stop.Kind)), clip.Line(r.Stop.Message))
 	case r.Stop != nil:
-		fmt.Fprintf(out, "\nstopped (%s): %s\n", clip.Line(r.Stop.Kind), clip.Line(r.Stop.Message))
+		fmt.Fprintf(out, "\nstopped (%s): %s\n", clip.Line(string(r.Stop.Kind)), clip.Line(r.Stop.Message))
 	}
 	if err := PrintReview(ios, "uncertain: review by hand, never retried automatically", r.Uncertain, r.Final.Uncertain); err != nil {
 		return err

@@ -72,8 +72,8 @@ func PrintShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 	outcomes := map[string]int{}
 	baselines := map[string]int{}
 	for _, it := range s.Items {
-		outcomes[it.Outcome]++
-		baselines[it.Baseline]++
+		outcomes[string(it.Outcome)]++
+		baselines[string(it.Baseline)]++
 	}
 	fmt.Fprintf(out, "sample outcomes: %s\n", clip.Line(cmdutil.JoinCounts(outcomes)))
 	fmt.Fprintf(out, "compared against: %s\n", clip.Line(cmdutil.JoinCounts(baselines)))
