@@ -2,6 +2,7 @@ package dlq
 
 import (
 	"net/textproto"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -17,6 +18,8 @@ type Replay struct {
 	JobID          string
 	EffectVersion  int
 	WriteForbidden bool
+	// Strip are headers of the DLQ message left off the replay (plan's --strip-header).
+	Strip []string
 }
 
 // ReplayMsg is the replay of the DLQ message (data, header), read with names, on subject: its
@@ -34,6 +37,7 @@ type JobReplay struct {
 	jobID                  string
 	shared                 [4]sharedHeader
 	eventIDName, msgIDName string
+	strip                  []string
 }
 
 // sharedHeader is a header with the same value on every replay of a job. Its value slice is shared
@@ -57,11 +61,17 @@ func NewJobReplay(names manifest.Headers, jobID string, effectVersion int, write
 	return j
 }
 
+// Stripping leaves headers off every replay (the manifest's source.stripHeaders) and returns j.
+func (j *JobReplay) Stripping(headers []string) *JobReplay {
+	j.strip = canonical(headers)
+	return j
+}
+
 // Msg is event eventID's replay of the DLQ message (data, header) on subject, as ReplayMsg.
 func (j *JobReplay) Msg(subject string, data []byte, header nats.Header, eventID string) *nats.Msg {
 	size := 2 + len(j.shared)
 	for name := range header {
-		if carried(name, j.names) {
+		if carried(name, j.names, j.strip) {
 			size++
 		}
 	}
@@ -69,7 +79,7 @@ func (j *JobReplay) Msg(subject string, data []byte, header nats.Header, eventID
 	// entries.
 	msg := &nats.Msg{Subject: subject, Data: data, Header: make(nats.Header, size)}
 	for name, values := range header {
-		if carried(name, j.names) {
+		if carried(name, j.names, j.strip) {
 			msg.Header[name] = values
 		}
 	}
@@ -90,8 +100,9 @@ func ReplaySize(data []byte, header nats.Header, names manifest.Headers, r Repla
 	line := func(name, value string) int {
 		return len(name) + len(": ") + len(textproto.TrimString(value)) + len("\r\n")
 	}
+	strip := canonical(r.Strip)
 	for name, values := range header {
-		if carried(name, names) {
+		if carried(name, names, strip) {
 			for _, v := range values {
 				size += line(name, v)
 			}
@@ -119,10 +130,35 @@ func (r Replay) headers() [6]headerValue {
 }
 
 // carried reports whether a DLQ message's header travels with its replay.
-func carried(name string, names manifest.Headers) bool {
+func carried(name string, names manifest.Headers, strip []string) bool {
 	switch name {
 	case names.EventID, names.Reason, names.OriginalSubject, names.Attempts, names.FailedAt, HeaderReasonDetail:
 		return false
 	}
+	if slices.Contains(strip, name) {
+		return false
+	}
 	return !strings.HasPrefix(name, "Nats-") && !strings.HasPrefix(name, "Replay-")
+}
+
+// canonical is headers in the form nats.Header keys them.
+func canonical(headers []string) []string {
+	out := make([]string, len(headers))
+	for i, h := range headers {
+		out[i] = textproto.CanonicalMIMEHeaderKey(h)
+	}
+	return out
+}
+
+// Unstrippable reports why name may not be stripped from a replay, or "" when it may: the event
+// ID and the replay protocol's headers are what make a replay safe.
+func Unstrippable(name string, names manifest.Headers) string {
+	c := textproto.CanonicalMIMEHeaderKey(name)
+	switch {
+	case c == textproto.CanonicalMIMEHeaderKey(names.EventID) || c == protocol.HeaderEventID:
+		return "the event ID is what the consumer's ledger deduplicates on"
+	case strings.HasPrefix(c, "Replay-") || strings.HasPrefix(c, "Nats-"):
+		return "the replay and NATS headers are set by execute, not carried from the DLQ message"
+	}
+	return ""
 }

@@ -102,7 +102,7 @@ func (s *session) publishPage(after uint64, limit int) ledger.PublishPage {
 // when the run is stopping.
 func (s *session) publishPages(ctx context.Context, st *runState, pub jetstream.JetStream, pages <-chan []ledger.ExecTarget, acks chan<- []pendingAck) error {
 	pace := newPacer(s.opts.Rate)
-	replays := dlq.NewJobReplay(s.m.Source.Headers, s.job.ID, s.job.EffectVersionTo, s.job.WriteForbidden)
+	replays := dlq.NewJobReplay(s.m.Source.Headers, s.job.ID, s.job.EffectVersionTo, s.job.WriteForbidden).Stripping(s.m.Source.StripHeaders)
 	var source *dlq.Reader
 	defer func() {
 		if source != nil {

@@ -67,7 +67,16 @@ type Source struct {
 	Until         *time.Time `json:"until,omitempty"`
 	FailureMatch  string     `json:"failureMatch,omitempty"`
 	Max           int        `json:"max,omitempty"`
-	Headers       Headers    `json:"headers"`
+	// Selection narrows the scanned messages to those an operator picked (plan's --ids-from,
+	// --exclude-ids-from, --failure-group, --where); absent when none was given.
+	Selection *Selection `json:"selection,omitempty"`
+	// ToSubject replays every target to this subject instead of its Dlq-Original-Subject
+	// (--to-subject): a renamed service, a canary instance.
+	ToSubject string `json:"toSubject,omitempty"`
+	// StripHeaders are headers removed from each replayed message (--strip-header); Event-Id and
+	// the replay headers are never among them.
+	StripHeaders []string `json:"stripHeaders,omitempty"`
+	Headers      Headers  `json:"headers"`
 	// FirstSeq and LastSeq are the stream sequences of the first and last message scanned (0 when none).
 	FirstSeq uint64 `json:"firstSeq"`
 	LastSeq  uint64 `json:"lastSeq"`
@@ -148,6 +157,12 @@ type Stats struct {
 	// NotProcessed counts, for a backfill, event IDs with no completed row under any version
 	// (never processed, or still on their way): there is nothing to re-process.
 	NotProcessed int64 `json:"notProcessed,omitempty"`
+	// NotSelected counts usable messages the selection left out (--ids-from, --exclude-ids-from,
+	// --failure-group, --where); WhereNotJSON those --where could not read as JSON (never
+	// matched); WhereErrors those the expression could not be evaluated on (not matched).
+	NotSelected  int64 `json:"notSelected,omitempty"`
+	WhereNotJSON int64 `json:"whereNotJson,omitempty"`
+	WhereErrors  int64 `json:"whereErrors,omitempty"`
 	// OverMax counts eligible event IDs left out by --max (the oldest by stream sequence are kept).
 	OverMax int64 `json:"overMax"`
 	// Targets is len(EventIDs).
@@ -158,6 +173,29 @@ type Stats struct {
 	// PreviousOutcomes is, for a backfill, the histogram over the targets of the outcome they
 	// completed with, by version: "v1 completed", "v1 business failure".
 	PreviousOutcomes map[string]int64 `json:"previousOutcomes,omitempty"`
+}
+
+// Selection is how an operator picked the events of a plan, beyond the stream's boundary.
+type Selection struct {
+	// IDs (--ids-from) keeps only these event IDs; ExcludeIDs (--exclude-ids-from) leaves these out.
+	IDs        *IDList `json:"ids,omitempty"`
+	ExcludeIDs *IDList `json:"excludeIds,omitempty"`
+	// FailureGroup keeps messages whose failure reason falls in this group (dlq.FailureGroup).
+	FailureGroup string `json:"failureGroup,omitempty"`
+	// Where is a CEL expression over payload and headers that a message must satisfy.
+	Where string `json:"where,omitempty"`
+}
+
+// IDList is a list of event IDs an operator gave in a file: what the file was, how many IDs, their
+// digest, and the IDs no scanned message carried (never dropped silently).
+type IDList struct {
+	From   string `json:"from"`
+	Count  int    `json:"count"`
+	Digest string `json:"digest"`
+	// NotFound counts the IDs no message in the boundary carried; NotFoundIDs lists the first
+	// MaxListedSeqs of them.
+	NotFound    int      `json:"notFound"`
+	NotFoundIDs []string `json:"notFoundIds,omitempty"`
 }
 
 // CompletedLive is the AlreadyCompletedBy key of events completed by a live delivery (no job).

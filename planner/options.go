@@ -36,6 +36,23 @@ type Options struct {
 	FailureMatch string
 	// Max keeps at most this many targets, the oldest by stream sequence; 0 keeps all.
 	Max int
+	// IDs (--ids-from) keeps only messages with these event IDs, IDsFrom naming where they came
+	// from; nil keeps all. ExcludeIDs (--exclude-ids-from) leaves these out.
+	IDs, ExcludeIDs         []string
+	IDsFrom, ExcludeIDsFrom string
+	// FailureGroup keeps messages whose failure reason is in this group (dlq.FailureGroup).
+	FailureGroup string
+	// Where is a CEL expression over payload and headers a message must satisfy.
+	Where string
+	// ToSubject replays every target to this subject instead of its original one.
+	ToSubject string
+	// StripHeaders are left off every replay.
+	StripHeaders []string
+	// DryRun plans without recording anything: no manifest file, no job, no audit entry, no
+	// look-up (whose answers would be written).
+	DryRun bool
+	// where is Where compiled by Normalise.
+	where *whereFilter
 	// EvidenceWindow is the consumer's evidence retention (consumer.Config.EvidenceRetention): an
 	// event without a ledger row whose message is older than it is kept out as evidenceExpired,
 	// like one whose rows are expired tombstones. 0 means the retention the consumer's SDK
@@ -111,6 +128,7 @@ func (o *Options) Normalise() error {
 			add("--failure-match %q is not a valid regular expression: %v", o.FailureMatch, err)
 		}
 	}
+	o.normaliseSelection(add)
 	if o.Max < 0 {
 		add("--max %d: must be 0 (no limit) or more", o.Max)
 	}
@@ -121,8 +139,10 @@ func (o *Options) Normalise() error {
 	if o.EffectVersion < 0 || o.EffectVersion > math.MaxInt32 {
 		add("--effect-version %d: must be between 1 and %d (the ledger stores a PostgreSQL integer); omit it for one above the highest known", o.EffectVersion, math.MaxInt32)
 	}
-	if o.OutputPath == "" {
-		add("-o is required: the path the manifest is written to")
+	if o.DryRun {
+		o.NoLookup = true
+	} else if o.OutputPath == "" {
+		add("-o is required: the path the manifest is written to (or --dry-run, which writes nothing)")
 	} else if dir := filepath.Dir(o.OutputPath); !atomicfile.DirExists(dir) {
 		add("-o %s: directory %s does not exist; create it or write the manifest elsewhere", o.OutputPath, dir)
 	} else if _, err := os.Lstat(o.OutputPath); err == nil && !o.Overwrite {

@@ -32,6 +32,8 @@ type Result struct {
 	// DedupWindow measures the job against the duplicate window of the stream its replays land
 	// in; nil when no stream captures them.
 	DedupWindow *protocol.DedupWindow
+	// DryRun says nothing was recorded: no manifest file, no job, no audit entry.
+	DryRun bool
 }
 
 // highCompletedRatio is the share of already-completed candidates above which plan warns: such a
@@ -100,7 +102,10 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	}
 	// The scan sizes each message's replay as execute will publish it, so the job ID and the
 	// version it carries are fixed first.
-	replay := dlq.Replay{JobID: opts.JobID, EffectVersion: target, WriteForbidden: opts.WriteForbidden}
+	replay := dlq.Replay{JobID: opts.JobID, EffectVersion: target, WriteForbidden: opts.WriteForbidden, Strip: opts.StripHeaders}
+	if err := checkToSubject(ctx, js, opts.ToSubject); err != nil {
+		return nil, err
+	}
 	session, err := store.PlanBegin(ctx)
 	if err != nil {
 		return nil, err
@@ -123,12 +128,18 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if err != nil {
 		return nil, err
 	}
-	if m.Stats.Targets == 0 {
+	if m.Stats.Targets == 0 && !opts.DryRun {
 		return nil, noTargets(m)
 	}
-	dedup, err := dedupWindow(ctx, js, &opts, counts.ReplaySubject, m.Stats.Targets)
-	if err != nil {
-		return nil, err
+	var dedup *protocol.DedupWindow
+	if m.Stats.Targets > 0 {
+		if dedup, err = dedupWindow(ctx, js, &opts, counts.ReplaySubject, m.Stats.Targets); err != nil {
+			return nil, err
+		}
+	}
+	if opts.DryRun {
+		return &Result{Manifest: m, DryRun: true, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts),
+			selectionWarnings(m, counts), hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning), dryRunWarnings(m)), DedupWindow: dedup}, nil
 	}
 	opts.stage("recording job %s with %d targets and writing %s", m.ID, m.Stats.Targets, opts.OutputPath)
 	job := jobFor(m, info.State.LastSeq, stateDigest)
@@ -168,7 +179,8 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		os.Remove(opts.OutputPath)
 		return nil, fmt.Errorf("job %s not recorded, manifest %s removed: %w", m.ID, opts.OutputPath, err)
 	}
-	res := &Result{Manifest: m, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts), hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning)),
+	res := &Result{Manifest: m, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts), selectionWarnings(m, counts),
+		hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning)),
 		DedupWindow: dedup}
 	if dedup != nil && dedup.Exceeded {
 		res.Warnings = append(res.Warnings, dedup.Warning())
@@ -281,6 +293,9 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 			Until:         utc(opts.Until),
 			FailureMatch:  opts.FailureMatch,
 			Max:           opts.Max,
+			Selection:     opts.selection(counts.Found),
+			ToSubject:     opts.ToSubject,
+			StripHeaders:  opts.StripHeaders,
 			Headers:       opts.Headers,
 			FirstSeq:      counts.FirstSeq,
 			LastSeq:       counts.LastSeq,
@@ -295,6 +310,9 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 			MissingOriginalSubject:     counts.MissingOriginalSubject,
 			NotMatchingFailureFilter:   counts.NotMatchingFailureFilter,
 			OverMaxPayload:             counts.OverMaxPayload,
+			NotSelected:                counts.NotSelected,
+			WhereNotJSON:               counts.WhereNotJSON,
+			WhereErrors:                counts.WhereErrors,
 			Candidates:                 sum.Candidates,
 			RepeatedInSource:           sum.RepeatedInSource,
 			DuplicateInSource:          sum.DuplicateInSource,

@@ -39,6 +39,12 @@ type scanCounts struct {
 	ReplaySubject string
 	// Repeats names the event IDs the scan may have seen more than once.
 	Repeats ledger.ScanRepeats
+	// NotSelected, WhereNotJSON and WhereErrors are what the selection left out (manifest.Stats);
+	// WhereError is the first evaluation error, for the warning.
+	NotSelected, WhereNotJSON, WhereErrors int64
+	WhereError                             string
+	// Found are the IDs of --ids-from and --exclude-ids-from that a message in the boundary carried.
+	Found map[string]bool
 }
 
 // scanner walks the DLQ stream with an ordered consumer and turns each usable message into a row
@@ -52,6 +58,7 @@ type scanner struct {
 	replay   dlq.Replay
 	hashers  planHashers
 	failure  *regexp.Regexp
+	sel      scanSelection
 	until    *time.Time
 	lastSeq  uint64
 	total    int64
@@ -118,6 +125,7 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 	if opts.FailureMatch != "" {
 		s.failure = regexp.MustCompile(opts.FailureMatch)
 	}
+	s.sel = newScanSelection(opts)
 	return s, nil
 }
 
@@ -188,6 +196,12 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool
 		c.NotMatchingFailureFilter++
 		return false
 	}
+	if !s.selected(msg, d.EventID, d.Reason) {
+		return false
+	}
+	if s.sel.toSubject != "" {
+		d.OriginalSubject, d.OriginalSubjectErr = s.sel.toSubject, nil
+	}
 	// An unusable subject is counted with the missing ones: execute could route neither.
 	if d.OriginalSubjectErr != nil {
 		c.MissingOriginalSubject++
@@ -214,6 +228,9 @@ func (s *scanner) acceptOriginal(msg jetstream.Msg, seq uint64, storedAt time.Ti
 	case err != nil:
 		c.InvalidEventID++
 		c.noteMissing(seq)
+		return false
+	}
+	if !s.selected(msg, id, "") {
 		return false
 	}
 	if s.overMaxPayload(msg, id, seq) {

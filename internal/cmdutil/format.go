@@ -68,3 +68,11 @@ func PaceInFlight(v *int) string {
 // MaxPruneBatchSize keeps one batch a short transaction: row locks and WAL of a million rows at
 // once are what batching exists to avoid.
 const MaxPruneBatchSize = 1_000_000
+
+// Or is s, or fallback when s is empty.
+func Or(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}

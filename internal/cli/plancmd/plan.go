@@ -34,6 +34,8 @@ type PlanOptions struct {
 	Until   string
 	// EvidenceWindow is --evidence-window as typed; the run parses it.
 	EvidenceWindow string
+	// IDsFrom and ExcludeIDsFrom are --ids-from and --exclude-ids-from: a file, or - for stdin.
+	IDsFrom, ExcludeIDsFrom string
 }
 
 // NewCmdPlan returns the plan command. runF, when not nil, replaces the run function (tests).
@@ -75,7 +77,24 @@ A --consumer the ledger holds nothing for (no effects row, version or job) is re
 naming the consumers it knows (exit 2); pass --new-consumer for the first replay of a new one.
 
 --since and --until take an RFC 3339 time, a date, or a duration before now (6h), and apply to the
-DLQ stream's storage time. --max keeps the oldest N eligible events.`,
+DLQ stream's storage time. --max keeps the oldest N eligible events.
+
+Selection, recorded in the manifest's source.selection and covered by its digest:
+  --ids-from FILE|-        only these event IDs (one a line, # comments); IDs no message carries
+                           are reported and listed, never dropped silently
+  --exclude-ids-from FILE  leave these event IDs out
+  --failure-group G        only messages whose failure reason is in this group: the reason with
+                           numbers, IDs and hex masked, as replayctl inspect shows it
+  --where EXPR             a CEL expression over payload (the JSON body) and headers (name to
+                           first value) that must be true, e.g.
+                           payload.amountCents > 50000 && headers["Dlq-Reason"].startsWith("timeout");
+                           a body that is not JSON never matches (counted as whereNotJson)
+--to-subject replays every target to another subject than its Dlq-Original-Subject (a renamed
+service, a canary instance); a subject no stream captures is refused. --strip-header NAME leaves
+a header of the DLQ message off the replay (never Event-Id or a Replay-* header).
+
+--dry-run prints every figure plan would and records nothing: no manifest file, no job, no audit
+entry, and no question to the consumer's look-up (whose answers would be written).`,
 		Example: `  replayctl plan --consumer billing --stream DLQ_BILLING \
     --reason "payments provider outage INC-4521 fixed; re-run failed charges" \
     --ticket INC-4521 --since 6h --failure-match 'timeout|503' -o job.json
@@ -83,6 +102,10 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
   # re-process the orders version 1 completed, after the fee fix, with every call suppressed first
   replayctl plan --backfill --consumer billing --stream BILLING --since 2026-11-01 \
     --reason "fee rounding fixed in v2; recompute the receipts of November" --write-forbidden -o fees.json
+
+  # see what a selection would pick, recording nothing
+  replayctl plan --dry-run --consumer billing --stream DLQ_BILLING --reason "..." \
+    --where 'payload.amountCents > 50000' --ids-from incident-ids.txt
 
   # CI: machine-readable summary, nothing interactive
   replayctl plan --json --consumer billing --stream DLQ_BILLING --reason "..." -o job.json`,
@@ -116,6 +139,13 @@ DLQ stream's storage time. --max keeps the oldest N eligible events.`,
 	fl.BoolVar(&req.WriteForbidden, "write-forbidden", false, "replay with every external call suppressed and recorded")
 	fl.StringVarP(&req.OutputPath, "output", "o", "", "path of the manifest to write (required)")
 	fl.BoolVar(&req.Overwrite, "force", false, "replace an existing file at -o (without it, plan refuses to overwrite a manifest)")
+	fl.StringVar(&opts.IDsFrom, "ids-from", "", "only these event IDs: a file with one a line, or - for stdin")
+	fl.StringVar(&opts.ExcludeIDsFrom, "exclude-ids-from", "", "leave these event IDs out: a file with one a line, or - for stdin")
+	fl.StringVar(&req.FailureGroup, "failure-group", "", "only messages whose failure reason is in this group (as replayctl inspect shows it)")
+	fl.StringVar(&req.Where, "where", "", "only messages for which this CEL expression over payload and headers is true")
+	fl.StringVar(&req.ToSubject, "to-subject", "", "replay every target to this subject instead of its Dlq-Original-Subject")
+	fl.StringSliceVar(&req.StripHeaders, "strip-header", nil, "leave this header of the DLQ message off the replay (repeatable)")
+	fl.BoolVar(&req.DryRun, "dry-run", false, "print every figure and record nothing: no manifest, no job, no audit entry")
 	fl.StringVar(&req.Headers.EventID, "header-event-id", dlq.DefaultHeaders.EventID, "DLQ header carrying the event ID")
 	fl.StringVar(&req.Headers.Reason, "header-reason", dlq.DefaultHeaders.Reason, "DLQ header carrying the failure reason")
 	fl.StringVar(&req.Headers.OriginalSubject, "header-original-subject", dlq.DefaultHeaders.OriginalSubject, "DLQ header carrying the original subject")
@@ -139,6 +169,13 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 			return err
 		}
 	}
+	if req.IDs, err = readIDs(opts.IO, "ids-from", opts.IDsFrom); err != nil {
+		return err
+	}
+	if req.ExcludeIDs, err = readIDs(opts.IO, "exclude-ids-from", opts.ExcludeIDsFrom); err != nil {
+		return err
+	}
+	req.IDsFrom, req.ExcludeIDsFrom = opts.IDsFrom, opts.ExcludeIDsFrom
 	if err := req.Normalise(); err != nil {
 		return err
 	}
@@ -191,12 +228,24 @@ func PrintPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 			ExternalCallsEstimate manifest.CallsEstimate   `json:"externalCallsEstimate"`
 			EvidenceLookup        *manifest.EvidenceLookup `json:"evidenceLookup,omitempty"`
 			DedupWindow           *protocol.DedupWindow    `json:"dedupWindow,omitempty"`
+			Selection             *manifest.Selection      `json:"selection,omitempty"`
+			ToSubject             string                   `json:"toSubject,omitempty"`
+			DryRun                bool                     `json:"dryRun"`
 			Warnings              []string                 `json:"warnings"`
-		}{m.ID, path, m.Digest, m.Consumer, m.EffectVersion, m.WriteForbidden, stats,
-			reasons, m.ExpectedExternalCalls, m.ExternalCallsEstimate, m.EvidenceLookup, res.DedupWindow, warnings})
+		}{m.ID, manifestPath(res, path), m.Digest, m.Consumer, m.EffectVersion, m.WriteForbidden, stats,
+			reasons, m.ExpectedExternalCalls, m.ExternalCallsEstimate, m.EvidenceLookup, res.DedupWindow,
+			m.Source.Selection, m.Source.ToSubject, res.DryRun, warnings})
 	}
 	if err := showcmd.PrintSummary(io.Out, io.IsStdoutTTY(), m); err != nil {
 		return err
+	}
+	if res.DryRun {
+		fmt.Fprintf(io.Out, "\nDRY RUN: job %s would have %d targets; nothing was recorded and no manifest was written\n", m.ID, m.Stats.Targets)
+		for _, w := range warnings {
+			fmt.Fprintf(io.ErrOut, "warning: %s\n", clip.Line(w))
+		}
+		fmt.Fprintln(io.ErrOut, "next: run the same plan without --dry-run, with -o FILE, to record the job")
+		return nil
 	}
 	fmt.Fprintf(io.Out, "\nplanned job %s: %d targets, manifest %s (%s)\n", m.ID, m.Stats.Targets, path, m.Digest)
 	for _, w := range warnings {

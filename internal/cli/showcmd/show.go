@@ -204,6 +204,9 @@ func jobRows(m *manifest.Manifest) [][]string {
 		{"time range", formatTime(src.Since, "stream start") + " to " + formatTime(src.Until, "plan time")},
 		{"failure match", orDash(src.FailureMatch)},
 		{"max targets", formatMax(src.Max)},
+		{"selection", SelectionText(src.Selection)},
+		{"replays to", replaysTo(src.ToSubject)},
+		{"stripped headers", orDash(strings.Join(src.StripHeaders, ", "))},
 		{"seq range", fmt.Sprintf("%d to %d (stream last seq %d at plan)", src.FirstSeq, src.LastSeq, src.StreamLastSeq)},
 		{"effect version", fmt.Sprintf("%d -> %d", m.EffectVersion.From, m.EffectVersion.To)},
 		{"write forbidden", strconv.FormatBool(m.WriteForbidden)},
@@ -343,4 +346,39 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// replaysTo says where the targets replay.
+func replaysTo(subject string) string {
+	if subject == "" {
+		return "each message's original subject"
+	}
+	return subject + " (--to-subject, for every target)"
+}
+
+// SelectionText is how the operator picked the events (plan's selection flags), one line.
+func SelectionText(sel *manifest.Selection) string {
+	if sel == nil {
+		return "-"
+	}
+	var parts []string
+	for _, l := range []struct {
+		flag string
+		list *manifest.IDList
+	}{{"--ids-from", sel.IDs}, {"--exclude-ids-from", sel.ExcludeIDs}} {
+		if l.list != nil {
+			part := fmt.Sprintf("%s %s (%d IDs, %s)", l.flag, l.list.From, l.list.Count, l.list.Digest)
+			if l.list.NotFound > 0 {
+				part += fmt.Sprintf(", %d not in the stream: %s", l.list.NotFound, strings.Join(l.list.NotFoundIDs, " "))
+			}
+			parts = append(parts, part)
+		}
+	}
+	if sel.FailureGroup != "" {
+		parts = append(parts, fmt.Sprintf("--failure-group %q", sel.FailureGroup))
+	}
+	if sel.Where != "" {
+		parts = append(parts, fmt.Sprintf("--where %q", sel.Where))
+	}
+	return strings.Join(parts, "; ")
 }

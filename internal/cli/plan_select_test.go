@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/manifest"
+)
+
+const selectReason = "'provider outage INC-77 fixed; replay the picked charges'"
+
+// planJSON runs plan with args and --json and decodes what a test of the selection needs.
+func planJSON(t *testing.T, w *execWorld, args string) (res struct {
+	JobID     string              `json:"jobId"`
+	Stats     manifest.Stats      `json:"stats"`
+	Selection *manifest.Selection `json:"selection"`
+	DryRun    bool                `json:"dryRun"`
+	Warnings  []string            `json:"warnings"`
+}, stderr string) {
+	t.Helper()
+	stdout, stderr, code := w.replayctl(t, "plan --json --new-consumer --consumer billing --stream DLQ_BILLING --reason "+selectReason+" "+args)
+	if code != cmdutil.ExitOK {
+		t.Fatalf("plan %s: exit %d\n%s\n%s", args, code, stdout, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	return res, stderr
+}
+
+// targetsOf reads the event IDs of the manifest at path.
+func targetsOf(t *testing.T, path string) []string {
+	t.Helper()
+	m, err := manifest.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.EventIDs
+}
+
+// A dry run prints the figures and records nothing; --where, --ids-from, --exclude-ids-from and
+// --failure-group pick exactly the events they name, and the manifest records how.
+func TestPlanSelectsExactlyThePickedEventsAndADryRunRecordsNothing(t *testing.T) {
+	t.Parallel()
+	w := newExecWorld(t)
+	for i := range 20 {
+		w.PublishDLQ(exectest.EventID(i), exectest.Order(i))
+	}
+	// Two more with other failure reasons, and one whose body is not JSON.
+	for i, reason := range []string{"card 4f9a2c1e declined after 3012 ms", "card 77bb01aa declined after 2998 ms"} {
+		msg := nats.NewMsg(exectest.DLQSubject)
+		msg.Data, _ = json.Marshal(exectest.Order(100 + i))
+		msg.Header.Set("Event-Id", exectest.EventID(100+i))
+		msg.Header.Set("Dlq-Reason", reason)
+		msg.Header.Set("Dlq-Original-Subject", exectest.OriginalSubject)
+		if _, err := w.NATS.JS.PublishMsg(w.Ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := nats.NewMsg(exectest.DLQSubject)
+	raw.Data = []byte("not json at all")
+	raw.Header.Set("Event-Id", "evt-raw")
+	raw.Header.Set("Dlq-Reason", "provider timeout after 20s")
+	raw.Header.Set("Dlq-Original-Subject", exectest.OriginalSubject)
+	if _, err := w.NATS.JS.PublishMsg(w.Ctx, raw); err != nil {
+		t.Fatal(err)
+	}
+
+	// --where: exactly the orders above 10000 cents; the raw body is counted apart.
+	var big []string
+	for _, i := range []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 100, 101} {
+		if exectest.Order(i).AmountCents > 1000 {
+			big = append(big, exectest.EventID(i))
+		}
+	}
+	dry, _ := planJSON(t, w, `--dry-run --where 'payload.amountCents > 1000'`)
+	if !dry.DryRun || dry.Stats.Targets != int64(len(big)) || dry.Stats.WhereNotJSON != 1 || !strings.Contains(strings.Join(dry.Warnings, "\n"), "not JSON") {
+		t.Fatalf("dry run with --where: %+v; want %d targets and the raw body counted apart", dry, len(big))
+	}
+	if n := w.QueryInt(`select (select count(*) from jobs) + (select count(*) from audit) + (select count(*) from job_targets)`); n != 0 {
+		t.Fatalf("a dry run recorded %d rows", n)
+	}
+
+	path := filepath.Join(t.TempDir(), "where.json")
+	planJSON(t, w, `--where 'payload.amountCents > 1000' -o `+path)
+	if got := targetsOf(t, path); !slices.Equal(got, big) {
+		t.Fatalf("--where targets %v, want %v", got, big)
+	}
+	w.replayctl(t, "cancel --reason 'a selection test, not a replay' "+path)
+
+	// --ids-from: three IDs and one no message carries; --exclude-ids-from takes one of them out.
+	ids := filepath.Join(t.TempDir(), "ids.txt")
+	os.WriteFile(ids, []byte("# from INC-77\nevt-00003\nevt-00007\n\nevt-00011\nevt-99999\n"), 0o600)
+	excl := filepath.Join(t.TempDir(), "excl.txt")
+	os.WriteFile(excl, []byte("evt-00007\n"), 0o600)
+	path = filepath.Join(t.TempDir(), "ids.json")
+	res, _ := planJSON(t, w, "--ids-from "+ids+" --exclude-ids-from "+excl+" -o "+path)
+	if got := targetsOf(t, path); !slices.Equal(got, []string{"evt-00003", "evt-00011"}) {
+		t.Fatalf("--ids-from targets %v", got)
+	}
+	if sel := res.Selection; sel == nil || sel.IDs == nil || sel.IDs.Count != 4 || sel.IDs.NotFound != 1 || !slices.Equal(sel.IDs.NotFoundIDs, []string{"evt-99999"}) ||
+		!strings.Contains(strings.Join(res.Warnings, "\n"), "evt-99999") {
+		t.Fatalf("selection %+v, warnings %v: want the missing ID reported", res.Selection, res.Warnings)
+	}
+	if stdout, _, _ := w.replayctl(t, "show "+path); !strings.Contains(stdout, "evt-99999") && !strings.Contains(stdout, "ids-from") {
+		t.Errorf("show does not show the selection:\n%s", stdout)
+	}
+	w.replayctl(t, "cancel --reason 'a selection test, not a replay' "+path)
+
+	// --failure-group: the two card declines are one group whatever their numbers.
+	path = filepath.Join(t.TempDir(), "group.json")
+	planJSON(t, w, "--failure-group 'card <hex> declined after <n> ms' -o "+path)
+	if got := targetsOf(t, path); !slices.Equal(got, []string{exectest.EventID(100), exectest.EventID(101)}) {
+		t.Fatalf("--failure-group targets %v", got)
+	}
+}
+
+// A --where that does not compile, a --to-subject nothing captures and a protected header to
+// strip are refused with exit 2 before anything is recorded.
+func TestPlanRefusesABadSelectionWithExit2(t *testing.T) {
+	t.Parallel()
+	w := newExecWorld(t)
+	w.Seed(3)
+	for args, want := range map[string]string{
+		`--where 'payload.amountCents >'`:    "--where: ERROR: <input>:1:",
+		`--where 'payload.amountCents + 1'`:  "must give true or false",
+		`--to-subject nowhere.captures.this`: "no JetStream stream on this server captures it",
+		`--strip-header Event-Id`:            "never stripped",
+		`--strip-header Replay-Job`:          "never stripped",
+		`--ids-from /nonexistent/ids.txt`:    "no such file",
+	} {
+		stdout, stderr, code := w.replayctl(t, "plan --dry-run --new-consumer --consumer billing --stream DLQ_BILLING --reason "+selectReason+" "+args)
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, want) {
+			t.Errorf("plan %s: exit %d, want 2 and %q:\n%s\n%s", args, code, want, stdout, stderr)
+		}
+	}
+}
+
+// --to-subject and --strip-header are recorded in the manifest, and the targets replay there.
+func TestPlanRecordsTheRedirectAndTheStrippedHeaders(t *testing.T) {
+	t.Parallel()
+	w := newExecWorld(t)
+	w.Seed(3)
+	path := filepath.Join(t.TempDir(), "canary.json")
+	planJSON(t, w, "--to-subject billing.charge.canary --strip-header Trace-Id -o "+path)
+	m, err := manifest.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Source.ToSubject != "billing.charge.canary" || !slices.Equal(m.Source.StripHeaders, []string{"Trace-Id"}) {
+		t.Fatalf("source %+v", m.Source)
+	}
+	if n := w.QueryInt(`select count(*) from job_targets where original_subject = 'billing.charge.canary'`); n != 3 {
+		t.Fatalf("%d targets replay to the canary subject, want 3", n)
+	}
+}
