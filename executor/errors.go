@@ -32,6 +32,7 @@ const (
 	GateStatus       = "job-status"
 	GateShadow       = "passing-shadow-verdict"
 	GateVersion      = "version-bumped"
+	GateApproval     = "approved"
 	GateConsumer     = "one-job-per-consumer"
 	GateDrift        = "plan-not-stale"
 	GateConfirmation = "confirmation"

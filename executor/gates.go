@@ -79,6 +79,10 @@ func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 	if err != nil {
 		return Preflight{}, err
 	}
+	approvals, err := s.checkApprovals(ctx, verdict)
+	if err != nil {
+		return Preflight{}, err
+	}
 	if err := s.checkVersion(ctx); err != nil {
 		return Preflight{}, err
 	}
@@ -93,7 +97,9 @@ func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 	if err != nil {
 		return Preflight{}, err
 	}
-	return s.preflight(ctx, verdict, drift)
+	p, err := s.preflight(ctx, verdict, drift)
+	p.Approvals = approvals
+	return p, err
 }
 
 func (s *session) checkStatus(ctx context.Context) error {

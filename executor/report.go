@@ -3,6 +3,7 @@ package executor
 import (
 	"time"
 
+	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -52,6 +53,9 @@ type Preflight struct {
 	// Warnings are what the operator should know before the run publishes; Options.Warn is told
 	// each one once the gates passed.
 	Warnings []string `json:"warnings"`
+	// Approvals is where the job stands against its consumer's approval policy; nil for a run
+	// that continues an interrupted one (its approvals were checked when it started).
+	Approvals *approval.State `json:"approvals,omitempty"`
 }
 
 // VerdictRef names a shadow verdict.

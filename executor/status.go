@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
@@ -52,6 +53,9 @@ type StatusReport struct {
 	// missing when they were asked for.
 	Durable     *DurableState `json:"durable,omitempty"`
 	DurableNote string        `json:"durableNote,omitempty"`
+	// Approvals is where the job stands against its consumer's approval policy; nil when the
+	// consumer has none and nobody decided on the job.
+	Approvals *approval.State `json:"approvals,omitempty"`
 }
 
 // Status reads jobID's report.
@@ -95,6 +99,9 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 		}
 	}
 	if err := fillBudget(ctx, store, rec, r); err != nil {
+		return nil, err
+	}
+	if r.Approvals, err = job.Approvals(ctx, store, rec, time.Now()); err != nil {
 		return nil, err
 	}
 	if r.Uncertain, err = store.EffectsJobItems(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, ledger.ReviewUncertain, statusListed); err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/approval"
+	"github.com/replayctl/replayctl/internal/cli/approvecmd"
 	"github.com/replayctl/replayctl/internal/cli/controlcmd"
 	"github.com/replayctl/replayctl/internal/cli/democmd"
 	"github.com/replayctl/replayctl/internal/cli/draincmd"
@@ -25,6 +27,7 @@ import (
 	"github.com/replayctl/replayctl/internal/cli/migratecmd"
 	"github.com/replayctl/replayctl/internal/cli/pacecmd"
 	"github.com/replayctl/replayctl/internal/cli/plancmd"
+	"github.com/replayctl/replayctl/internal/cli/policycmd"
 	"github.com/replayctl/replayctl/internal/cli/reconcilecmd"
 	"github.com/replayctl/replayctl/internal/cli/shadowcmd"
 	"github.com/replayctl/replayctl/internal/cli/showcmd"
@@ -153,6 +156,9 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 		controlcmd.NewCmdControl(f, "pause", nil),
 		controlcmd.NewCmdControl(f, "resume", nil),
 		controlcmd.NewCmdControl(f, "cancel", nil),
+		approvecmd.NewCmdApprove(f, approval.Approved, nil),
+		approvecmd.NewCmdApprove(f, approval.Rejected, nil),
+		policycmd.NewCmdPolicy(f, nil),
 		draincmd.NewCmdDrain(f, nil),
 		showcmd.NewCmdShow(f, nil),
 		jobscmd.NewCmdJobs(f, nil),

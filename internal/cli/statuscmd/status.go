@@ -4,11 +4,13 @@ package statuscmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/cli/executecmd"
 	"github.com/replayctl/replayctl/internal/clip"
@@ -107,6 +109,9 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	}
 	fmt.Fprintf(out, "%s job, effect version %d -> %d, write-forbidden %t, manifest %s\n", r.Source.Kind, r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, clip.Line(r.ManifestDigest))
 	fmt.Fprintf(out, "reason: %s\n", clip.Line(r.Reason))
+	if a := r.Approvals; a != nil {
+		fmt.Fprintf(out, "approvals: %s\n", clip.Line(ApprovalsText(a)))
+	}
 	if r.Pace.Rate != nil || r.Pace.MaxInFlight != nil {
 		fmt.Fprintf(out, "pace: --rate %s, --max-in-flight %s (change it with `replayctl pace %s`)\n",
 			cmdutil.PaceRate(r.Pace.Rate), cmdutil.PaceInFlight(r.Pace.MaxInFlight), clip.Line(r.JobID))
@@ -163,4 +168,20 @@ func budgetText(b *executor.CallBudget) string {
 		return "none yet (no passing shadow verdict)"
 	}
 	return fmt.Sprintf("%d (%s)", b.Budget, b.Describe())
+}
+
+// ApprovalsText is where a job stands against its approval policy, in one line.
+func ApprovalsText(a *approval.State) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d required (%s)", len(a.Approvals), a.Required, a.Why)
+	for _, r := range a.Approvals {
+		fmt.Fprintf(&b, "; approved by %s until %s: %s", r.Actor, r.ExpiresAt.UTC().Format(time.RFC3339), r.Note)
+	}
+	for _, r := range a.Rejections {
+		fmt.Fprintf(&b, "; REJECTED by %s: %s", r.Actor, r.Note)
+	}
+	if a.Voided > 0 {
+		fmt.Fprintf(&b, "; %d earlier decision(s) void", a.Voided)
+	}
+	return b.String()
 }

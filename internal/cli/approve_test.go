@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/replayctl/replayctl/approval"
+	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/job"
+)
+
+// as runs args as actor instead of the world's alice.
+func (w *execWorld) as(t *testing.T, actor, args string) (stdout, stderr string, exitCode int) {
+	t.Helper()
+	return runCommand(t, false, args+" "+strings.Replace(w.flags, "--actor alice", "--actor "+actor, 1))
+}
+
+// A consumer whose policy asks for an approval: execute refuses until someone other than the
+// planner approved this manifest and this verdict; a self-approval, a second approval by the same
+// actor and an approval of an older verdict do not count; a rejection stands until its actor
+// approves; every decision and refusal is in the log.
+func TestExecuteWaitsForASecondActorsApprovalOfThisDigestAndVerdict(t *testing.T) {
+	t.Parallel()
+	w, m := newShadowedWorld(t, 5, "job-approve-1")
+	stopShadow, err := w.NewConsumer(nil, nil).ServeShadow(w.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopShadow)
+	if _, stderr, code := w.replayctl(t, "policy set --consumer billing --approvals 1"); code != cmdutil.ExitOK {
+		t.Fatalf("policy set: exit %d %s", code, stderr)
+	}
+	if stdout, _, code := w.replayctl(t, "policy show --json"); code != cmdutil.ExitOK || !strings.Contains(stdout, `"approvals": 1`) {
+		t.Fatalf("policy show: exit %d %s", code, stdout)
+	}
+	_, stderr, code := w.replayctl(t, "execute --yes "+m.ID)
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "needs 1 approval") || !strings.Contains(stderr, "replayctl approve "+m.ID) {
+		t.Fatalf("execute without approval: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := w.as(t, "alice", "approve "+m.ID+" --note 'I planned it and I like it'"); code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "second pair of eyes") {
+		t.Fatalf("self-approval: exit %d %s", code, stderr)
+	}
+	stdout, stderr, code := w.as(t, "bob", "approve --json "+m.ID+" --note 'checked the five charges against the provider'")
+	var res job.DecideResult
+	if code != cmdutil.ExitOK || json.Unmarshal([]byte(stdout), &res) != nil || !res.State.Satisfied || res.Decision.Decision != approval.Approved {
+		t.Fatalf("bob's approval: exit %d %s %s", code, stdout, stderr)
+	}
+	if _, stderr, code := w.as(t, "bob", "approve "+m.ID+" --note 'once more'"); code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "once per actor") {
+		t.Fatalf("a second approval by bob: exit %d %s", code, stderr)
+	}
+
+	// A new verdict voids bob's approval.
+	if _, stderr, code := w.replayctl(t, "shadow "+w.ManifestPath()); code != cmdutil.ExitOK {
+		t.Fatalf("shadow again: exit %d %s", code, stderr)
+	}
+	if r := w.statusJSON(t, m.ID); r.Approvals == nil || len(r.Approvals.Approvals) != 0 || r.Approvals.Voided != 1 || r.Approvals.Satisfied {
+		t.Fatalf("status after a new verdict: %+v", r.Approvals)
+	}
+	if _, stderr, code := w.replayctl(t, "execute --yes "+m.ID); code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "no longer count") {
+		t.Fatalf("execute after a new verdict: exit %d %s", code, stderr)
+	}
+
+	// A rejection stands over an approval until its actor approves.
+	w.as(t, "carol", "approve "+m.ID+" --note 'the new verdict is fine'")
+	w.as(t, "dave", "reject "+m.ID+" --note 'wait for the provider to confirm the fix'")
+	if _, stderr, code := w.replayctl(t, "execute --yes "+m.ID); code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "rejected by dave") {
+		t.Fatalf("execute with a rejection: exit %d %s", code, stderr)
+	}
+	w.as(t, "dave", "approve "+m.ID+" --note 'the provider confirmed the fix'")
+	if _, stderr, code := w.replayctl(t, "execute --yes "+m.ID); code != cmdutil.ExitOK {
+		t.Fatalf("execute once approved: exit %d %s", code, stderr)
+	}
+	w.assertChargedOnce(t, 5)
+
+	stdout, _, _ = w.replayctl(t, "log "+m.ID)
+	for _, want := range []string{"job.approved", "job.rejected", "execute.refused"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("log lacks %s:\n%s", want, stdout)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/approval"
+)
+
+const approvalPoliciesUpsert = `
+insert into approval_policies (consumer, approvals, unless_write_forbidden, when_calls_over, valid_for_seconds, set_by)
+values ($1, $2, $3, $4, $5, $6)
+on conflict (consumer) do update set approvals = excluded.approvals, unless_write_forbidden = excluded.unless_write_forbidden,
+       when_calls_over = excluded.when_calls_over, valid_for_seconds = excluded.valid_for_seconds,
+       set_by = excluded.set_by, set_at = now()
+returning set_at`
+
+// ApprovalPoliciesSet stores p as its consumer's policy, replacing any, with the audit entry the
+// caller worded, in one transaction; it returns p with the time it was set.
+func (s *Store) ApprovalPoliciesSet(ctx context.Context, p approval.Policy, audit AuditEntry) (approval.Policy, error) {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, approvalPoliciesUpsert, p.Consumer, p.Approvals, p.UnlessWriteForbidden, p.WhenCallsOver,
+			p.ValidFor().Seconds(), p.SetBy).Scan(&p.SetAt); err != nil {
+			return fmt.Errorf("store the approval policy of consumer %s: %w", p.Consumer, translate(err))
+		}
+		return AuditInsert(ctx, tx, audit)
+	})
+	p.ValidForSeconds = p.ValidFor().Seconds()
+	return p, err
+}
+
+const approvalPoliciesList = `
+select consumer, approvals, unless_write_forbidden, when_calls_over, valid_for_seconds, set_by, set_at
+  from approval_policies where $1 = '' or consumer = $1 order by consumer`
+
+// ApprovalPoliciesList returns the policy of consumer, or every policy for "".
+func (s *Store) ApprovalPoliciesList(ctx context.Context, consumer string) ([]approval.Policy, error) {
+	rows, err := s.pool.Query(ctx, approvalPoliciesList, consumer)
+	if err != nil {
+		return nil, fmt.Errorf("read approval policies: %w", translate(err))
+	}
+	policies, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (approval.Policy, error) {
+		var p approval.Policy
+		err := r.Scan(&p.Consumer, &p.Approvals, &p.UnlessWriteForbidden, &p.WhenCallsOver, &p.ValidForSeconds, &p.SetBy, &p.SetAt)
+		return p, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read approval policies: %w", translate(err))
+	}
+	return policies, nil
+}
+
+// ApprovalPoliciesGet returns consumer's policy, nil when it has none.
+func (s *Store) ApprovalPoliciesGet(ctx context.Context, consumer string) (*approval.Policy, error) {
+	ps, err := s.ApprovalPoliciesList(ctx, consumer)
+	if err != nil || len(ps) == 0 {
+		return nil, err
+	}
+	return &ps[0], nil
+}
+
+const approvalsInsert = `
+insert into approvals (job_id, manifest_digest, verdict_id, actor, decision, note, expires_at)
+values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
+returning id, at, expires_at`
+
+// ApprovalsRecord stores a decision on a job, valid for validFor, with the audit entry the caller
+// worded, in one transaction; it returns r with its ID and times.
+func (s *Store) ApprovalsRecord(ctx context.Context, r approval.Record, validForSeconds float64, audit AuditEntry) (approval.Record, error) {
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, approvalsInsert, r.JobID, r.ManifestDigest, r.VerdictID, r.Actor, string(r.Decision), r.Note,
+			validForSeconds).Scan(&r.ID, &r.At, &r.ExpiresAt); err != nil {
+			return fmt.Errorf("record %s %s of job %s: %w", r.Actor, r.Decision, r.JobID, translate(err))
+		}
+		return AuditInsert(ctx, tx, audit)
+	})
+	return r, err
+}
+
+const approvalsForJob = `
+select id, job_id, manifest_digest, verdict_id, actor, decision, note, at, expires_at
+  from approvals where job_id = $1 order by id`
+
+// ApprovalsForJob returns every decision on jobID, oldest first.
+func (s *Store) ApprovalsForJob(ctx context.Context, jobID string) ([]approval.Record, error) {
+	rows, err := s.pool.Query(ctx, approvalsForJob, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("read the approvals of job %s: %w", jobID, translate(err))
+	}
+	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (approval.Record, error) {
+		var a approval.Record
+		var d string
+		err := r.Scan(&a.ID, &a.JobID, &a.ManifestDigest, &a.VerdictID, &a.Actor, &d, &a.Note, &a.At, &a.ExpiresAt)
+		a.Decision = approval.Decision(d)
+		return a, err
+	})
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("read the approvals of job %s: %w", jobID, translate(err))
+	}
+	return recs, nil
+}
