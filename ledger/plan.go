@@ -377,6 +377,18 @@ func (p *PlanSession) ScanCopy(ctx context.Context, rows pgx.CopyFromSource) (in
 	return n, nil
 }
 
+// ScanDrop removes ids from the scanned messages before Classify: events plan keeps out for what
+// their messages say (failed again after replays), not for their ledger rows.
+func (p *PlanSession) ScanDrop(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if _, err := p.tx.Exec(ctx, `delete from plan_scan where event_id = any($1)`, ids); err != nil {
+		return fmt.Errorf("plan: keep %d events out of the scan: %w", len(ids), err)
+	}
+	return nil
+}
+
 // Classify joins the scan against the consumer's ledger rows and unfinished jobs and classifies
 // each event ID for a replay to targetVersion from a source of sourceKind (jobtype.SourceDLQ or
 // jobtype.SourceBackfill); maxTargets > 0 keeps only the oldest maxTargets targets. hashAlgorithms name

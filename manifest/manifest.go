@@ -161,6 +161,10 @@ type Stats struct {
 	// --failure-group, --where); WhereNotJSON those --where could not read as JSON (never
 	// matched); WhereErrors those the expression could not be evaluated on (not matched).
 	NotSelected  int64 `json:"notSelected,omitempty"`
+	// FailedAfterReplay counts events kept out because this tool's replays of them were
+	// dead-lettered again at least the loop guard's number of times (--include-failed-replays
+	// takes them in).
+	FailedAfterReplay int64 `json:"failedAfterReplay,omitempty"`
 	WhereNotJSON int64 `json:"whereNotJson,omitempty"`
 	WhereErrors  int64 `json:"whereErrors,omitempty"`
 	// OverMax counts eligible event IDs left out by --max (the oldest by stream sequence are kept).
@@ -237,6 +241,8 @@ type Excluded struct {
 	InOtherJob []JobExclusion `json:"inOtherJob,omitempty"`
 	// NotProcessed lists the first MaxListedExcluded event IDs of a backfill with no completed row.
 	NotProcessed []string `json:"notProcessed,omitempty"`
+	// FailedAfterReplay are the first MaxListedSeqs event IDs Stats.FailedAfterReplay counts.
+	FailedAfterReplay []string `json:"failedAfterReplay,omitempty"`
 	// MissingEventIDSeqs are stream sequences of messages without a usable Event-Id or without an
 	// original subject (the first MaxListedSeqs; the counts are in Stats).
 	MissingEventIDSeqs []uint64 `json:"missingEventIdSeqs"`

@@ -48,6 +48,11 @@ type Options struct {
 	ToSubject string
 	// StripHeaders are left off every replay.
 	StripHeaders []string
+	// IncludeFailedReplays takes in events whose replays by this tool were dead-lettered again
+	// FailedReplayLimit times or more; by default they are kept out as failedAfterReplay.
+	IncludeFailedReplays bool
+	// FailedReplayLimit is the loop guard's K; 0 means DefaultFailedReplayLimit.
+	FailedReplayLimit int
 	// DryRun plans without recording anything: no manifest file, no job, no audit entry, no
 	// look-up (whose answers would be written).
 	DryRun bool
@@ -82,6 +87,10 @@ type Options struct {
 	// DLQ but which has no count to show.
 	Stage func(description string)
 }
+
+// DefaultFailedReplayLimit is how many times a replay by this tool may fail and be dead-lettered
+// again before plan keeps the event out (the loop guard).
+const DefaultFailedReplayLimit = 2
 
 // DefaultEvidenceWindow is the consumer SDK's default EvidenceRetention: 400 days.
 const DefaultEvidenceWindow = 400 * 24 * time.Hour
@@ -129,6 +138,11 @@ func (o *Options) Normalise() error {
 		}
 	}
 	o.normaliseSelection(add)
+	if o.FailedReplayLimit < 0 {
+		add("--failed-replay-limit %d: must be 1 or more", o.FailedReplayLimit)
+	} else if o.FailedReplayLimit == 0 {
+		o.FailedReplayLimit = DefaultFailedReplayLimit
+	}
 	if o.Max < 0 {
 		add("--max %d: must be 0 (no limit) or more", o.Max)
 	}

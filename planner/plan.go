@@ -116,6 +116,10 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if err != nil {
 		return nil, err
 	}
+	failedAfterReplay := loopGuard(&opts, counts.ReplayFailures)
+	if err := session.ScanDrop(ctx, failedAfterReplay); err != nil {
+		return nil, err
+	}
 	opts.stage("joining %d scanned messages against the ledger of consumer %s", counts.Scanned, opts.Consumer)
 	if err := session.Classify(ctx, opts.Consumer, kind, target, hashers.algorithms(), opts.EvidenceWindow, opts.Max, counts.Repeats); err != nil {
 		return nil, err
@@ -126,6 +130,9 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	}
 	m, stateDigest, err := buildManifest(ctx, session, &opts, info, counts, known, target, lookup)
 	if err != nil {
+		return nil, err
+	}
+	if err := keepOutFailedReplays(m, failedAfterReplay); err != nil {
 		return nil, err
 	}
 	if m.Stats.Targets == 0 && !opts.DryRun {
@@ -139,7 +146,8 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	}
 	if opts.DryRun {
 		return &Result{Manifest: m, DryRun: true, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts),
-			selectionWarnings(m, counts), hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning), dryRunWarnings(m)), DedupWindow: dedup}, nil
+			selectionWarnings(m, counts), failedReplayWarning(m, opts.FailedReplayLimit), hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning),
+			dryRunWarnings(m)), DedupWindow: dedup}, nil
 	}
 	opts.stage("recording job %s with %d targets and writing %s", m.ID, m.Stats.Targets, opts.OutputPath)
 	job := jobFor(m, info.State.LastSeq, stateDigest)
@@ -180,6 +188,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		return nil, fmt.Errorf("job %s not recorded, manifest %s removed: %w", m.ID, opts.OutputPath, err)
 	}
 	res := &Result{Manifest: m, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts), selectionWarnings(m, counts),
+		failedReplayWarning(m, opts.FailedReplayLimit),
 		hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning)),
 		DedupWindow: dedup}
 	if dedup != nil && dedup.Exceeded {

@@ -14,6 +14,7 @@ import (
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
+	"github.com/replayctl/replayctl/protocol"
 )
 
 // scanBatch is how many messages the ordered consumer keeps buffered, at most: with the byte
@@ -43,6 +44,9 @@ type scanCounts struct {
 	// WhereError is the first evaluation error, for the warning.
 	NotSelected, WhereNotJSON, WhereErrors int64
 	WhereError                             string
+	// ReplayFailures counts, per event ID, the DLQ messages that are dead-lettered replays of
+	// this tool (they carry Replay-Job): the loop guard's input.
+	ReplayFailures map[string]int
 	// Found are the IDs of --ids-from and --exclude-ids-from that a message in the boundary carried.
 	Found map[string]bool
 }
@@ -195,6 +199,12 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool
 	if s.failure != nil && !s.failure.MatchString(d.Reason) {
 		c.NotMatchingFailureFilter++
 		return false
+	}
+	if msg.Headers().Get(protocol.HeaderReplayJob) != "" {
+		if c.ReplayFailures == nil {
+			c.ReplayFailures = map[string]int{}
+		}
+		c.ReplayFailures[d.EventID]++
 	}
 	if !s.selected(msg, d.EventID, d.Reason) {
 		return false

@@ -162,3 +162,32 @@ func TestPlanRecordsTheRedirectAndTheStrippedHeaders(t *testing.T) {
 		t.Fatalf("%d targets replay to the canary subject, want 3", n)
 	}
 }
+
+// An event whose replays by this tool were dead-lettered again twice is kept out as
+// failedAfterReplay; once is not enough, and --include-failed-replays takes it in.
+func TestTheLoopGuardKeepsOutAnEventWhoseReplaysFailedTwice(t *testing.T) {
+	t.Parallel()
+	w := newExecWorld(t)
+	w.Seed(3)
+	for i, times := range []int{2, 1} {
+		for range times {
+			msg := nats.NewMsg(exectest.DLQSubject)
+			msg.Data, _ = json.Marshal(exectest.Order(50 + i))
+			msg.Header.Set("Event-Id", exectest.EventID(50+i))
+			msg.Header.Set("Dlq-Reason", "provider timeout after 20s")
+			msg.Header.Set("Dlq-Original-Subject", exectest.OriginalSubject)
+			msg.Header.Set("Replay-Job", "job-earlier")
+			msg.Header.Set("Replay-Mode", "execute")
+			if _, err := w.NATS.JS.PublishMsg(w.Ctx, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	res, _ := planJSON(t, w, "--dry-run")
+	if res.Stats.FailedAfterReplay != 1 || res.Stats.Targets != 4 || !strings.Contains(strings.Join(res.Warnings, "\n"), exectest.EventID(50)) {
+		t.Fatalf("loop guard: %+v %v; want evt-00050 kept out and 4 targets", res.Stats, res.Warnings)
+	}
+	if res, _ = planJSON(t, w, "--dry-run --include-failed-replays"); res.Stats.FailedAfterReplay != 0 || res.Stats.Targets != 5 {
+		t.Fatalf("--include-failed-replays: %+v; want 5 targets", res.Stats)
+	}
+}

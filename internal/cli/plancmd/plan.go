@@ -93,6 +93,9 @@ Selection, recorded in the manifest's source.selection and covered by its digest
 service, a canary instance); a subject no stream captures is refused. --strip-header NAME leaves
 a header of the DLQ message off the replay (never Event-Id or a Replay-* header).
 
+The loop guard keeps out an event whose replays by replayctl failed and were dead-lettered again
+--failed-replay-limit times (2): failedAfterReplay; --include-failed-replays takes them in.
+
 --dry-run prints every figure plan would and records nothing: no manifest file, no job, no audit
 entry, and no question to the consumer's look-up (whose answers would be written).`,
 		Example: `  replayctl plan --consumer billing --stream DLQ_BILLING \
@@ -145,6 +148,8 @@ entry, and no question to the consumer's look-up (whose answers would be written
 	fl.StringVar(&req.Where, "where", "", "only messages for which this CEL expression over payload and headers is true")
 	fl.StringVar(&req.ToSubject, "to-subject", "", "replay every target to this subject instead of its Dlq-Original-Subject")
 	fl.StringSliceVar(&req.StripHeaders, "strip-header", nil, "leave this header of the DLQ message off the replay (repeatable)")
+	fl.BoolVar(&req.IncludeFailedReplays, "include-failed-replays", false, "take in events whose replays by this tool failed and were dead-lettered again (the loop guard keeps them out)")
+	fl.IntVar(&req.FailedReplayLimit, "failed-replay-limit", planner.DefaultFailedReplayLimit, "the loop guard keeps out an event whose replays failed this many times")
 	fl.BoolVar(&req.DryRun, "dry-run", false, "print every figure and record nothing: no manifest, no job, no audit entry")
 	fl.StringVar(&req.Headers.EventID, "header-event-id", dlq.DefaultHeaders.EventID, "DLQ header carrying the event ID")
 	fl.StringVar(&req.Headers.Reason, "header-reason", dlq.DefaultHeaders.Reason, "DLQ header carrying the failure reason")
