@@ -160,13 +160,13 @@ type Stats struct {
 	// NotSelected counts usable messages the selection left out (--ids-from, --exclude-ids-from,
 	// --failure-group, --where); WhereNotJSON those --where could not read as JSON (never
 	// matched); WhereErrors those the expression could not be evaluated on (not matched).
-	NotSelected  int64 `json:"notSelected,omitempty"`
+	NotSelected int64 `json:"notSelected,omitempty"`
 	// FailedAfterReplay counts events kept out because this tool's replays of them were
 	// dead-lettered again at least the loop guard's number of times (--include-failed-replays
 	// takes them in).
 	FailedAfterReplay int64 `json:"failedAfterReplay,omitempty"`
-	WhereNotJSON int64 `json:"whereNotJson,omitempty"`
-	WhereErrors  int64 `json:"whereErrors,omitempty"`
+	WhereNotJSON      int64 `json:"whereNotJson,omitempty"`
+	WhereErrors       int64 `json:"whereErrors,omitempty"`
 	// OverMax counts eligible event IDs left out by --max (the oldest by stream sequence are kept).
 	OverMax int64 `json:"overMax"`
 	// Targets is len(EventIDs).
