@@ -61,8 +61,12 @@ func noTargets(m *manifest.Manifest) error {
 		add(s.AlreadyCompleted, "%d of %d events already completed (%s): a DLQ replay never repeats what is done; `replayctl drain JOB` removes a finished job's messages from the DLQ, and --backfill re-processes completed events on purpose",
 			s.AlreadyCompleted, events, completedBySentence(s.AlreadyCompletedBy))
 	}
-	add(s.ExcludedInOtherJob, "%d of %d events are targets of jobs that have not finished: finish or cancel them first (`replayctl status JOB`)",
-		s.ExcludedInOtherJob, events)
+	add(s.ExcludedInOtherJob, "%d of %d events are targets of jobs that have not finished (%s): finish or cancel them first (`replayctl status JOB`)",
+		s.ExcludedInOtherJob, events, otherJobsText(m))
+	add(s.FailedAfterReplay, "%d of %d events failed again after replays by replayctl (failedAfterReplay): fix the cause, or pass --include-failed-replays",
+		s.FailedAfterReplay, events)
+	add(s.NotSelected+s.WhereNotJSON+s.WhereErrors, "%d of %d messages were left out by the selection (--ids-from, --exclude-ids-from, --failure-group, --where): widen it",
+		s.NotSelected+s.WhereNotJSON+s.WhereErrors, messages)
 	add(s.ExcludedUncertain, "%d of %d events are uncertain: settle them with `replayctl reconcile`", s.ExcludedUncertain, events)
 	add(s.ExcludedInFlight, "%d of %d events are being processed right now: plan again once they settle", s.ExcludedInFlight, events)
 	add(s.DuplicateInSource+s.LedgerPayloadMismatch, "%d of %d events carry conflicting payloads: review them by hand",

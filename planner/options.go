@@ -58,6 +58,8 @@ type Options struct {
 	DryRun bool
 	// where is Where compiled by Normalise.
 	where *whereFilter
+	// histograms, set by Inspect, collects the scan's counts by group, subject, age and attempts.
+	histograms *scanHistograms
 	// EvidenceWindow is the consumer's evidence retention (consumer.Config.EvidenceRetention): an
 	// event without a ledger row whose message is older than it is kept out as evidenceExpired,
 	// like one whose rows are expired tombstones. 0 means the retention the consumer's SDK

@@ -487,7 +487,7 @@ func warnings(m *manifest.Manifest, counts scanCounts) []string {
 			s.AlreadyCompleted, s.Candidates, completedBySentence(s.AlreadyCompletedBy)))
 	}
 	if n := s.ExcludedInOtherJob; n > 0 {
-		w = append(w, fmt.Sprintf("%d events are targets of jobs that have not finished and were kept out; finish or cancel those jobs first (see excluded.inOtherJob)", n))
+		w = append(w, fmt.Sprintf("%d events are targets of jobs that have not finished (%s) and were kept out; finish or cancel those jobs first (see excluded.inOtherJob)", n, otherJobsText(m)))
 	}
 	if n := s.DuplicateInSource + s.LedgerPayloadMismatch; n > 0 {
 		w = append(w, fmt.Sprintf("%d event IDs carry conflicting payloads and were excluded; review excluded.conflicts", n))

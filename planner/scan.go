@@ -63,6 +63,7 @@ type scanner struct {
 	hashers  planHashers
 	failure  *regexp.Regexp
 	sel      scanSelection
+	hist     *scanHistograms
 	until    *time.Time
 	lastSeq  uint64
 	total    int64
@@ -130,6 +131,7 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 		s.failure = regexp.MustCompile(opts.FailureMatch)
 	}
 	s.sel = newScanSelection(opts)
+	s.hist = opts.histograms
 	return s, nil
 }
 
@@ -220,6 +222,9 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool
 	}
 	if s.overMaxPayload(msg, d.EventID, seq) {
 		return false
+	}
+	if s.hist != nil {
+		s.hist.add(d.EventID, d.Reason, d.OriginalSubject, msg.Headers().Get(s.headers.Attempts), storedAt)
 	}
 	s.row, s.data = s.rowOf(seq, d.EventID, d.Reason, d.OriginalSubject, storedAt), msg.Data()
 	return true

@@ -20,6 +20,7 @@ import (
 	"github.com/replayctl/replayctl/internal/cli/democmd"
 	"github.com/replayctl/replayctl/internal/cli/draincmd"
 	"github.com/replayctl/replayctl/internal/cli/executecmd"
+	"github.com/replayctl/replayctl/internal/cli/inspectcmd"
 	"github.com/replayctl/replayctl/internal/cli/jobscmd"
 	"github.com/replayctl/replayctl/internal/cli/keyscmd"
 	"github.com/replayctl/replayctl/internal/cli/ledgercmd"
@@ -148,6 +149,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 
 	root.AddCommand(
 		migratecmd.NewCmdMigrate(f, nil),
+		inspectcmd.NewCmdInspect(f, nil),
 		plancmd.NewCmdPlan(f, nil),
 		shadowcmd.NewCmdShadow(f, nil),
 		executecmd.NewCmdExecute(f, nil),

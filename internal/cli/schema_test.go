@@ -71,7 +71,7 @@ var schemaOf = map[string]string{
 	"ReconcileResolution": "reconcile-resolve", "LedgerStats": "ledger-stats", "LedgerPrune": "ledger-prune",
 	"LedgerGrants": "ledger-grants", "Migration": "migrate", "KeyPolicies": "keys-policy", "KeyStats": "keys-stats",
 	"KeyRecords": "keys-records", "KeyResolution": "keys-resolve", "KeyPrune": "keys-prune", "Demo": "demo",
-	"Approval": "approve", "ApprovalPolicies": "policy",
+	"Approval": "approve", "ApprovalPolicies": "policy", "Inspection": "inspect",
 	"Error": "error",
 }
 

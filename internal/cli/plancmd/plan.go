@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/internal/cli/showcmd"
@@ -123,64 +124,54 @@ entry, and no question to the consumer's look-up (whose answers would be written
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&req.Consumer, "consumer", "", "consumer whose ledger is joined (required)")
-	fl.BoolVar(&req.NewConsumer, "new-consumer", false, "allow a consumer the ledger has never seen (a first replay); without it an unknown --consumer is refused as a typo")
-	fl.StringVar(&req.Stream, "stream", "", "DLQ stream to scan, or with --backfill the stream of original messages (required)")
-	fl.BoolVar(&req.Backfill, "backfill", false, "re-process events completed under an older version, from a retained stream of original messages")
+	BindScope(fl, opts)
 	fl.StringVar(&req.Reason, "reason", "", "why the replay is needed and what changed (required, recorded)")
 	fl.StringVar(&req.Ticket, "ticket", "", "incident or change ticket, recorded with the job")
-	fl.StringVar(&req.SubjectFilter, "subject", "", "only messages on this subject (wildcards allowed)")
-	fl.StringVar(&opts.Since, "since", "", "only messages stored at or after this time")
-	fl.StringVar(&opts.Until, "until", "", "only messages stored at or before this time")
-	fl.StringVar(&req.FailureMatch, "failure-match", "", "only messages whose failure reason matches this regular expression")
 	fl.IntVar(&req.Max, "max", 0, "keep at most N targets, the oldest first (0: no limit)")
-	fl.StringVar(&opts.EvidenceWindow, "evidence-window", "",
-		"override the consumer's EvidenceRetention, which its SDK registers in the ledger (replayctl keys policy; default "+cmdutil.SpanString(planner.DefaultEvidenceWindow)+
-			" when none is registered): an event with no ledger row whose message is older is excluded as evidenceExpired")
-	fl.BoolVar(&req.NoLookup, "no-lookup", false, "do not ask the consumer's look-up about events whose evidence expired: keep them all out as evidenceExpired")
 	fl.IntVar(&req.EffectVersion, "effect-version", 0, "effect version to replay under (default: highest known + 1)")
 	fl.BoolVar(&req.WriteForbidden, "write-forbidden", false, "replay with every external call suppressed and recorded")
 	fl.StringVarP(&req.OutputPath, "output", "o", "", "path of the manifest to write (required)")
 	fl.BoolVar(&req.Overwrite, "force", false, "replace an existing file at -o (without it, plan refuses to overwrite a manifest)")
+	fl.StringVar(&req.ToSubject, "to-subject", "", "replay every target to this subject instead of its Dlq-Original-Subject")
+	fl.StringSliceVar(&req.StripHeaders, "strip-header", nil, "leave this header of the DLQ message off the replay (repeatable)")
+	fl.BoolVar(&req.DryRun, "dry-run", false, "print every figure and record nothing: no manifest, no job, no audit entry")
+	return cmd
+}
+
+// BindScope binds the flags that say which messages a plan scans and picks (plan and inspect
+// share them) to opts.
+func BindScope(fl *pflag.FlagSet, opts *PlanOptions) {
+	req := &opts.Request
+	fl.StringVar(&req.Consumer, "consumer", "", "consumer whose ledger is joined (required)")
+	fl.BoolVar(&req.NewConsumer, "new-consumer", false, "allow a consumer the ledger has never seen (a first replay); without it an unknown --consumer is refused as a typo")
+	fl.StringVar(&req.Stream, "stream", "", "DLQ stream to scan, or with --backfill the stream of original messages (required)")
+	fl.BoolVar(&req.Backfill, "backfill", false, "re-process events completed under an older version, from a retained stream of original messages")
+	fl.StringVar(&req.SubjectFilter, "subject", "", "only messages on this subject (wildcards allowed)")
+	fl.StringVar(&opts.Since, "since", "", "only messages stored at or after this time")
+	fl.StringVar(&opts.Until, "until", "", "only messages stored at or before this time")
+	fl.StringVar(&req.FailureMatch, "failure-match", "", "only messages whose failure reason matches this regular expression")
+	fl.StringVar(&opts.EvidenceWindow, "evidence-window", "",
+		"override the consumer's EvidenceRetention, which its SDK registers in the ledger (replayctl keys policy; default "+cmdutil.SpanString(planner.DefaultEvidenceWindow)+
+			" when none is registered): an event with no ledger row whose message is older is excluded as evidenceExpired")
+	fl.BoolVar(&req.NoLookup, "no-lookup", false, "do not ask the consumer's look-up about events whose evidence expired: keep them all out as evidenceExpired")
 	fl.StringVar(&opts.IDsFrom, "ids-from", "", "only these event IDs: a file with one a line, or - for stdin")
 	fl.StringVar(&opts.ExcludeIDsFrom, "exclude-ids-from", "", "leave these event IDs out: a file with one a line, or - for stdin")
 	fl.StringVar(&req.FailureGroup, "failure-group", "", "only messages whose failure reason is in this group (as replayctl inspect shows it)")
 	fl.StringVar(&req.Where, "where", "", "only messages for which this CEL expression over payload and headers is true")
-	fl.StringVar(&req.ToSubject, "to-subject", "", "replay every target to this subject instead of its Dlq-Original-Subject")
-	fl.StringSliceVar(&req.StripHeaders, "strip-header", nil, "leave this header of the DLQ message off the replay (repeatable)")
 	fl.BoolVar(&req.IncludeFailedReplays, "include-failed-replays", false, "take in events whose replays by this tool failed and were dead-lettered again (the loop guard keeps them out)")
 	fl.IntVar(&req.FailedReplayLimit, "failed-replay-limit", planner.DefaultFailedReplayLimit, "the loop guard keeps out an event whose replays failed this many times")
-	fl.BoolVar(&req.DryRun, "dry-run", false, "print every figure and record nothing: no manifest, no job, no audit entry")
 	fl.StringVar(&req.Headers.EventID, "header-event-id", dlq.DefaultHeaders.EventID, "DLQ header carrying the event ID")
 	fl.StringVar(&req.Headers.Reason, "header-reason", dlq.DefaultHeaders.Reason, "DLQ header carrying the failure reason")
 	fl.StringVar(&req.Headers.OriginalSubject, "header-original-subject", dlq.DefaultHeaders.OriginalSubject, "DLQ header carrying the original subject")
 	fl.StringVar(&req.Headers.Attempts, "header-attempts", dlq.DefaultHeaders.Attempts, "DLQ header carrying the delivery attempts (recorded)")
 	fl.StringVar(&req.Headers.FailedAt, "header-failed-at", dlq.DefaultHeaders.FailedAt, "DLQ header carrying the failure time (recorded)")
-	return cmd
 }
 
 func planRun(ctx context.Context, opts *PlanOptions) error {
-	req := opts.Request
-	req.Now = opts.Now()
-	var err error
-	if req.Since, err = cmdutil.ParseTimeFlag("since", opts.Since, req.Now); err != nil {
+	req, err := PrepareRequest(opts)
+	if err != nil {
 		return err
 	}
-	if req.Until, err = cmdutil.ParseTimeFlag("until", opts.Until, req.Now); err != nil {
-		return err
-	}
-	if opts.EvidenceWindow != "" {
-		if req.EvidenceWindow, err = cmdutil.ParseSpan("evidence-window", opts.EvidenceWindow); err != nil {
-			return err
-		}
-	}
-	if req.IDs, err = readIDs(opts.IO, "ids-from", opts.IDsFrom); err != nil {
-		return err
-	}
-	if req.ExcludeIDs, err = readIDs(opts.IO, "exclude-ids-from", opts.ExcludeIDsFrom); err != nil {
-		return err
-	}
-	req.IDsFrom, req.ExcludeIDsFrom = opts.IDsFrom, opts.ExcludeIDsFrom
 	if err := req.Normalise(); err != nil {
 		return err
 	}
@@ -201,6 +192,33 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 		return err
 	}
 	return PrintPlanResult(opts.IO, opts.JSON, req.OutputPath, res)
+}
+
+// PrepareRequest turns the flags as typed into the planner's request: times and spans parsed, ID
+// files read. The planner's Normalise checks the rest.
+func PrepareRequest(opts *PlanOptions) (planner.Options, error) {
+	req := opts.Request
+	req.Now = opts.Now()
+	var err error
+	if req.Since, err = cmdutil.ParseTimeFlag("since", opts.Since, req.Now); err != nil {
+		return req, err
+	}
+	if req.Until, err = cmdutil.ParseTimeFlag("until", opts.Until, req.Now); err != nil {
+		return req, err
+	}
+	if opts.EvidenceWindow != "" {
+		if req.EvidenceWindow, err = cmdutil.ParseSpan("evidence-window", opts.EvidenceWindow); err != nil {
+			return req, err
+		}
+	}
+	if req.IDs, err = readIDs(opts.IO, "ids-from", opts.IDsFrom); err != nil {
+		return req, err
+	}
+	if req.ExcludeIDs, err = readIDs(opts.IO, "exclude-ids-from", opts.ExcludeIDsFrom); err != nil {
+		return req, err
+	}
+	req.IDsFrom, req.ExcludeIDsFrom = opts.IDsFrom, opts.ExcludeIDsFrom
+	return req, nil
 }
 
 // PrintPlanResult reports a recorded plan: the manifest summary (or a JSON document), then the
