@@ -76,7 +76,16 @@ n stream get DLQ_BILLING 1
 # The outage ends 8 s after the consumer started; the DLQ stays until it is replayed.
 while [ "$(date +%s)" -lt "$outage_ends" ]; do sleep 0.2; done
 
-replayctl plan --consumer billing --stream DLQ_BILLING --failure-match unavailable \
+# Triage: what is in the DLQ, a selection tried as a dry run (nothing recorded), and a policy
+# that asks a second operator to approve what the replay charges.
+replayctl inspect --consumer billing --stream DLQ_BILLING
+replayctl inspect --json --consumer billing --stream DLQ_BILLING >"$work/inspect.json"
+group=$(jq -r '.failureGroups[0].group' "$work/inspect.json")
+replayctl plan --dry-run --consumer billing --stream DLQ_BILLING --failure-group "$group" \
+  --where 'payload.amountCents > 1010' --reason "payment provider outage fixed; re-run the charges it refused"
+[ "$(replayctl jobs --jq '.items | length')" -eq 0 ] || fail "the dry run recorded a job"
+replayctl policy set --consumer billing --approvals 1 --actor team-lead
+replayctl plan --consumer billing --stream DLQ_BILLING --failure-group "$group" \
   --reason "payment provider outage fixed; re-run the charges it refused" --ticket TUT-1 -o "$work/job.json"
 replayctl show "$work/job.json" >/dev/null
 replayctl validate --ledger "$work/job.json"
@@ -88,6 +97,9 @@ cat "$work/shadow-1.out"
 [ "$code" -eq 4 ] || fail "first shadow exited $code, want 4 (calls above the plan's estimate)"
 grep -q "shadow would make 40 external calls, 100.0% above the plan's expected 20" "$work/shadow-1.out" || fail "first shadow did not say why it failed"
 replayctl shadow "$work/job.json" --max-calls-over 1
+set +e; replayctl execute "$work/job.json" --yes >"$work/execute-0.out" 2>&1; code=$?; set -e
+[ "$code" -eq 3 ] && grep -q "needs 1 approval" "$work/execute-0.out" || fail "execute ran without the approval the policy asks for (exit $code)"
+replayctl approve "$work/job.json" --actor second-operator --note "checked the 20 refused charges against the provider's outage window"
 replayctl execute "$work/job.json" --dry-run >/dev/null
 replayctl execute "$work/job.json" --yes
 job=$(jq -r .jobId "$work/job.json")
