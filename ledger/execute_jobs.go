@@ -40,7 +40,7 @@ func JobsTransition(ctx context.Context, q Querier, t JobTransition) error {
 		return fmt.Errorf("set job %s to %s: %w", t.ID, t.To, err)
 	}
 	if current == nil {
-		return fmt.Errorf("%w: the ledger has no job %q; plan and record it with `replayctl plan`", ErrJobNotFound, t.ID)
+		return fmt.Errorf("%w: the ledger has no job %q; `replayctl jobs` lists the jobs it has (a typo in the ID?), and `replayctl plan` records a new one", ErrJobNotFound, t.ID)
 	}
 	if !changed {
 		return fmt.Errorf("%w: job %s is %s, not one of %v, so it cannot become %s", ErrJobStatus, t.ID, *current, t.From, t.To)

@@ -50,7 +50,7 @@ func (s *Store) JobManifestsGet(ctx context.Context, jobID string) ([]byte, erro
 	})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, fmt.Errorf("%w: the ledger has no job %q; plan and record it with `replayctl plan`", ErrJobNotFound, jobID)
+		return nil, fmt.Errorf("%w: the ledger has no job %q; `replayctl jobs` lists the jobs it has (a typo in the ID?), and `replayctl plan` records a new one", ErrJobNotFound, jobID)
 	case err != nil:
 		return nil, fmt.Errorf("read the manifest of job %s: %w", jobID, err)
 	case sum == nil:

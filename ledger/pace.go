@@ -45,7 +45,7 @@ func (s *Store) JobsSetPace(ctx context.Context, c PaceChange) (PaceChanged, err
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, jobsPaceLock, c.JobID).Scan(&res.Status, &res.ManifestDigest, &res.Before.Rate, &res.Before.MaxInFlight)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("%w: the ledger has no job %q; plan and record it with `replayctl plan`", ErrJobNotFound, c.JobID)
+			return fmt.Errorf("%w: the ledger has no job %q; `replayctl jobs` lists the jobs it has (a typo in the ID?), and `replayctl plan` records a new one", ErrJobNotFound, c.JobID)
 		}
 		if err != nil {
 			return err

@@ -153,7 +153,7 @@ func (s *Store) JobsGet(ctx context.Context, id string) (Job, error) {
 		return err
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Job{}, fmt.Errorf("%w: the ledger has no job %q; plan and record it with `replayctl plan`", ErrJobNotFound, id)
+		return Job{}, fmt.Errorf("%w: the ledger has no job %q; `replayctl jobs` lists the jobs it has (a typo in the ID?), and `replayctl plan` records a new one", ErrJobNotFound, id)
 	}
 	if err != nil {
 		return Job{}, fmt.Errorf("read job %s: %w", id, err)

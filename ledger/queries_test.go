@@ -139,7 +139,7 @@ func TestJobsGetMissing(t *testing.T) {
 	if !errors.Is(err, ledger.ErrJobNotFound) {
 		t.Fatalf("err = %v, want ErrJobNotFound", err)
 	}
-	if want := "job not found: the ledger has no job \"job-404\"; plan and record it with `replayctl plan`"; err.Error() != want {
+	if want := "job not found: the ledger has no job \"job-404\"; `replayctl jobs` lists the jobs it has (a typo in the ID?), and `replayctl plan` records a new one"; err.Error() != want {
 		t.Errorf("message %q, want %q", err, want)
 	}
 }

@@ -146,6 +146,7 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.UsageErrorf("%s", err) })
 
 	f.BindGlobalFlags(root.PersistentFlags())
+	root.SetHelpCommand(newCmdHelp())
 
 	root.AddCommand(
 		migratecmd.NewCmdMigrate(f, nil),

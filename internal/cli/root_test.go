@@ -301,3 +301,16 @@ func TestVersionNamesModuleCommitAndGo(t *testing.T) {
 		t.Errorf("formatVersion = %q, want %q", got, want)
 	}
 }
+
+// help knows the environment as a topic, and an unknown topic is a usage error, not a usage text.
+func TestHelpEnvironmentAndAnUnknownTopic(t *testing.T) {
+	if stdout, _, code := runCommand(t, false, "help environment"); code != cmdutil.ExitOK || !strings.Contains(stdout, "REPLAYCTL_DATABASE_URL") {
+		t.Errorf("help environment: exit %d\n%s", code, stdout)
+	}
+	if _, stderr, code := runCommand(t, false, "help nosuchtopic"); code != cmdutil.ExitUsage || !strings.Contains(stderr, `unknown help topic "nosuchtopic"`) {
+		t.Errorf("help nosuchtopic: exit %d\n%s", code, stderr)
+	}
+	if stdout, _, code := runCommand(t, false, "help plan"); code != cmdutil.ExitOK || !strings.Contains(stdout, "--dry-run") {
+		t.Errorf("help plan: exit %d\n%s", code, stdout)
+	}
+}

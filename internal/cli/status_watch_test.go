@@ -51,9 +51,11 @@ func TestStatusWatchPrintsALinePerIntervalUntilTheJobCompletes(t *testing.T) {
 	}
 	t.Logf("%d lines in %s; one of the running job: %s; last: %s", len(lines), took.Round(time.Millisecond), lines[len(lines)/2], last)
 
-	// A final job on a terminal: one view, drawn over the screen, and the watch ends.
+	// A final job on a terminal: one view, drawn over the screen, that says the job ended (not
+	// that it is still being watched), and the watch ends.
 	stdout, stderr, code = execCommand(t, true, "status --watch --interval 200ms "+m.ID+" "+w.flags, nil)
-	if code != cmdutil.ExitOK || strings.Count(stdout, statuscmd.ClearScreen) != 1 || !strings.Contains(stdout, "watching every 200ms") ||
+	if code != cmdutil.ExitOK || strings.Count(stdout, statuscmd.ClearScreen) != 1 || strings.Contains(stdout, "watching every") ||
+		!strings.Contains(stdout, "has ended (completed)") ||
 		!strings.Contains(stdout, "consumer instances (lease owners)") {
 		t.Fatalf("status --watch on a terminal: exit %d:\n%q\n%s", code, stdout, stderr)
 	}

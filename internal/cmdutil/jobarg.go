@@ -28,9 +28,9 @@ func JobOrManifestArg(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// isManifestPath reports whether arg names a manifest file rather than a job ID: a file that
+// IsManifestPath reports whether arg names a manifest file rather than a job ID: a file that
 // exists, or a name no job ID has (a path separator, a .json name, a character IDs do not use).
-func isManifestPath(arg string) bool {
+func IsManifestPath(arg string) bool {
 	if info, err := os.Stat(arg); err == nil && !info.IsDir() {
 		return true
 	}
@@ -65,7 +65,7 @@ func (j *JobManifest) Ref() string {
 // LoadJobManifest resolves arg to a manifest: the file, verified (its recorded job is checked by
 // the command's own gate), or the copy stored with the job ID, verified against the job.
 func LoadJobManifest(ctx context.Context, arg string, openLedger func(context.Context) (*ledger.Store, error)) (*JobManifest, error) {
-	if isManifestPath(arg) {
+	if IsManifestPath(arg) {
 		m, err := LoadManifest(arg)
 		if err != nil {
 			return nil, err
@@ -101,7 +101,7 @@ func LedgerAndJob(ctx context.Context, arg string, openLedger func(context.Conte
 // manifest file is verified and must be the manifest its job was recorded with: an edited or
 // stale file is refused with exit 3, one whose job was never recorded with exit 2.
 func jobIDOf(ctx context.Context, arg string, openLedger func(context.Context) (*ledger.Store, error)) (string, error) {
-	if !isManifestPath(arg) {
+	if !IsManifestPath(arg) {
 		return arg, nil
 	}
 	m, err := LoadManifest(arg)

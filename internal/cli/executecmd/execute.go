@@ -110,7 +110,7 @@ permit this user to publish the replays (nothing is delivered; docs/nats/permiss
 	fl.IntVar(&req.Canary, "canary", 0, "targets published first, let settle and judged by every guard before --rate and --max-in-flight open (default: 1% of the targets, at least 10, at most 500; 0: none)")
 	fl.BoolVar(&req.DryRun, "dry-run", false, "run every gate and print what would be published; publish nothing")
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
-	fl.BoolVar(&opts.Drain, "drain", false, "once the job completed, delete its completed targets' messages from the DLQ (see `replayctl drain`)")
+	fl.BoolVar(&opts.Drain, "drain", false, "once the job completed, delete its completed targets' messages from the DLQ (as replayctl drain does)")
 	fl.StringVar(&req.Durable, "durable", "", "durable consumer whose pending count throttles publishing (default: the consumer's name)")
 	fl.Float64Var(&req.Guards.MaxCallsOver, "max-calls-over", defaults.MaxCallsOver, "stop when external calls exceed the manifest's expected calls by more than this fraction")
 	fl.Float64Var(&req.Guards.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "stop when more than this fraction of settled targets failed")

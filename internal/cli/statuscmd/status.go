@@ -119,8 +119,8 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	switch {
 	case r.ExecutorAttached && r.Executor != nil:
 		fmt.Fprintf(out, "executor: %s (%s), %s", clip.Line(r.Executor.Owner), clip.Line(r.Executor.Actor), clip.Line(r.Counts.State))
-		if r.Counts.Rate > 0 {
-			fmt.Fprintf(out, ", %.1f targets/s, ETA %s", r.Counts.Rate, etaText(r.Counts.ETA))
+		if shownRate(r) > 0 {
+			fmt.Fprintf(out, ", %.1f targets/s, ETA %s", shownRate(r), etaText(r.Counts.ETA))
 		}
 		fmt.Fprintln(out)
 		if r.Counts.Reason != "" {

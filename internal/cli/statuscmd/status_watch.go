@@ -9,6 +9,7 @@ import (
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/job"
 )
 
 // minWatchInterval keeps a typo such as --interval 2ms from querying the ledger in a loop.
@@ -38,8 +39,12 @@ func watchRun(ctx context.Context, opts *StatusOptions) error {
 			if err := printStatus(ios, r); err != nil {
 				return err
 			}
-			fmt.Fprintf(ios.Out, "\n%.1f targets/s, ETA %s; guards: %s\nwatching every %s; Ctrl-C stops\n",
-				r.Counts.Rate, etaText(r.Counts.ETA), guardsText(r), opts.Interval)
+			fmt.Fprintf(ios.Out, "\n%.1f targets/s, ETA %s; guards: %s\n", shownRate(r), etaText(r.Counts.ETA), guardsText(r))
+			if job.Final(r.Status) {
+				fmt.Fprintf(ios.Out, "job %s has ended (%s): nothing more to watch\n", clip.Line(r.JobID), r.Status)
+			} else {
+				fmt.Fprintf(ios.Out, "watching every %s; Ctrl-C stops\n", opts.Interval)
+			}
 			return nil
 		default:
 			_, err := fmt.Fprintln(ios.Out, watchLine(r, time.Now()))
@@ -58,7 +63,7 @@ func watchLine(r *executor.StatusReport, now time.Time) string {
 	fmt.Fprintf(&b, "%s job %s %s", now.UTC().Format(time.RFC3339), clip.Line(r.JobID), clip.Line(p.State))
 	fmt.Fprintf(&b, ": %d/%d settled (%d completed, %d failed, %d uncertain), %d in progress, %d remaining",
 		p.Completed+p.Failed+p.Uncertain, p.Targets-p.Skipped, p.Completed, p.Failed, p.Uncertain, p.InProgress, p.Remaining)
-	fmt.Fprintf(&b, "; %.1f targets/s, ETA %s", p.Rate, etaText(p.ETA))
+	fmt.Fprintf(&b, "; %.1f targets/s, ETA %s", shownRate(r), etaText(p.ETA))
 	if p.Reason != "" {
 		fmt.Fprintf(&b, "; %s", clip.Line(p.Reason))
 	}
@@ -89,6 +94,15 @@ func watchLine(r *executor.StatusReport, now time.Time) string {
 		fmt.Fprintf(&b, "; %s", clip.Line(r.DurableNote))
 	}
 	return b.String()
+}
+
+// shownRate is the settled rate a person reads: 0 while the job is paused, whatever the last
+// polls measured before the pause.
+func shownRate(r *executor.StatusReport) float64 {
+	if r.Status == job.Paused || r.Counts.State == string(job.Paused) {
+		return 0
+	}
+	return r.Counts.Rate
 }
 
 // etaText is "-" when there is none: paused, not moving, or done.

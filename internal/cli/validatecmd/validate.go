@@ -33,22 +33,24 @@ type ValidateOptions struct {
 func NewCmdValidate(f *cmdutil.Factory, runF func(*ValidateOptions) error) *cobra.Command {
 	opts := &ValidateOptions{IO: f.IOStreams, Ledger: f.Ledger}
 	cmd := &cobra.Command{
-		Use:   "validate <job.json>",
+		Use:   "validate <job.json | job-id>",
 		Short: "Check that a manifest is intact and valid",
 		Long: `Check a manifest file: known fields only, apiVersion replayctl/v1, every field valid, and a
 digest that matches the content. Every problem is listed with its JSON path; a digest that does
 not match means the file was edited after plan and is refused.
 
 With --ledger, also require the job to be recorded in the ledger with the same digest, so a
-manifest that was edited and re-sealed by hand still does not pass.
+manifest that was edited and re-sealed by hand still does not pass. Given a job ID instead of a
+file, validate checks the manifest the ledger stored with the job, as the other job verbs read it.
 
 Exits 0 when the manifest is valid, 2 when it is not, and 3 when it is sound but not the job that
 was planned: a digest that does not match its content, or (with --ledger) a job recorded with
 another digest, as shadow and execute refuse it. A job the ledger never recorded is 2.`,
 		Example: `  replayctl validate job.json
   replayctl validate --ledger job.json
-  replayctl validate --json job.json   # {"valid": true, "id": ..., "digest": ..., "targets": ..., "problems": []}`,
-		Args: cmdutil.ManifestArg,
+  replayctl validate job-20261202-0300-3f9c
+  replayctl validate --json job.json   # {"apiVersion": "replayctl/v1", "kind": "Validation", "valid": true, "jobId": ..., "manifestDigest": ..., ...}`,
+		Args: cmdutil.JobOrManifestArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Path = args[0]
 			opts.JSON = f.JSON()
@@ -76,7 +78,7 @@ type ValidateResult struct {
 }
 
 func validateRun(ctx context.Context, opts *ValidateOptions) error {
-	m, err := cmdutil.LoadManifest(opts.Path)
+	m, err := loadManifest(ctx, opts)
 	if err == nil && opts.CheckLedger {
 		err = cmdutil.CheckRecorded(ctx, opts.Ledger, opts.Path, m)
 	}
@@ -122,4 +124,17 @@ func validateFailed(opts *ValidateOptions, m *manifest.Manifest, err error) erro
 		return perr
 	}
 	return &cmdutil.ExitError{Code: code, Err: err, Reported: true}
+}
+
+// loadManifest reads the manifest file, or the one the ledger stored with a job ID; a file that
+// does not decode still yields what could be read of it, for the report.
+func loadManifest(ctx context.Context, opts *ValidateOptions) (*manifest.Manifest, error) {
+	if cmdutil.IsManifestPath(opts.Path) {
+		return cmdutil.LoadManifest(opts.Path)
+	}
+	jm, err := cmdutil.LoadJobManifest(ctx, opts.Path, opts.Ledger)
+	if err != nil {
+		return nil, err
+	}
+	return jm.Manifest, nil
 }
