@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -141,7 +142,7 @@ func TestJobsTableFits100ColumnsOnATerminal(t *testing.T) {
 		t.Fatalf("jobs: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	for _, line := range strings.Split(strings.TrimRight(stdout, "\n"), "\n") {
-		if n := utf8.RuneCountInString(strings.TrimRight(line, " ")); n > cmdutil.JobsWidth {
+		if n := utf8.RuneCountInString(strings.TrimRight(line, " ")); n > iostreams.DefaultWidth {
 			t.Errorf("a %d-column line:\n%s", n, line)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/jobhistory"
 )
 
@@ -63,7 +64,7 @@ func TestLogShowsTheAuditTrailInOrder(t *testing.T) {
 		t.Fatalf("log on a terminal: exit %d: %s", code, stderr)
 	}
 	for _, line := range strings.Split(strings.TrimRight(stdout, "\n"), "\n") {
-		if n := utf8.RuneCountInString(strings.TrimRight(line, " ")); n > cmdutil.JobsWidth {
+		if n := utf8.RuneCountInString(strings.TrimRight(line, " ")); n > iostreams.DefaultWidth {
 			t.Errorf("a %d-column line:\n%s", n, line)
 		}
 	}

@@ -69,6 +69,8 @@ type Factory struct {
 	store *ledger.Store
 	// jqOut holds stdout under --jq until the command ends (jq.go).
 	jqOut *JQOutput
+	// fold folds stdout's lines at a terminal's width until the command ends.
+	fold *iostreams.FoldWriter
 }
 
 // globalFlags holds the persistent flags NewCmdRoot binds. Defaults that come from the
@@ -221,6 +223,11 @@ func (f *Factory) StartOutput() error {
 		f.IOStreams.Out = f.jqOut
 	}
 	f.IOStreams.SetMachineOutput(f.JSON())
+	if f.IOStreams.IsStdoutTTY() && !f.JSON() {
+		// A person reads this on a terminal: lines fold at its width instead of where it cuts.
+		f.fold = iostreams.NewFoldWriter(f.IOStreams.Out, iostreams.Width(f.IOStreams.Out))
+		f.IOStreams.Out = f.fold
+	}
 	if f.flags.progressInterval < 0 {
 		return UsageErrorf("--progress-interval %s: must be 0 (no progress lines) or positive, e.g. 30s", f.flags.progressInterval)
 	}
@@ -230,6 +237,12 @@ func (f *Factory) StartOutput() error {
 
 // FinishOutput prints what --jq selected from the captured document, once the verb ended.
 func (f *Factory) FinishOutput() error {
+	if fw := f.fold; fw != nil {
+		f.IOStreams.Out, f.fold = fw.Unwrap(), nil
+		if err := fw.Flush(); err != nil {
+			return err
+		}
+	}
 	j := f.jqOut
 	if j == nil {
 		return nil

@@ -31,9 +31,6 @@ func Dash(s string) string {
 	return s
 }
 
-// JobsWidth is the terminal width the jobs table is cut to fit.
-const JobsWidth = 100
-
 // ColumnsWidth is how wide the first len(header) columns of a list table are on a terminal, gaps
 // included.
 func ColumnsWidth(header []string, rows [][]string) int {
@@ -75,4 +72,41 @@ func Or(s, fallback string) string {
 		return fallback
 	}
 	return s
+}
+
+// FitColumns drops columns of a list table, in the order of drop (indexes into header), until
+// its columns fit width with their gaps; it returns the header and rows kept.
+func FitColumns(header []string, rows [][]string, width int, drop ...int) ([]string, [][]string) {
+	gone := map[int]bool{}
+	fits := func() bool {
+		var h []string
+		var rs [][]string
+		h, rs = keepColumns(header, rows, gone)
+		return ColumnsWidth(h, rs) <= width
+	}
+	for _, i := range drop {
+		if fits() {
+			break
+		}
+		gone[i] = true
+	}
+	return keepColumns(header, rows, gone)
+}
+
+func keepColumns(header []string, rows [][]string, gone map[int]bool) ([]string, [][]string) {
+	var h []string
+	for i, c := range header {
+		if !gone[i] {
+			h = append(h, c)
+		}
+	}
+	rs := make([][]string, len(rows))
+	for r, row := range rows {
+		for i, c := range row {
+			if !gone[i] {
+				rs[r] = append(rs[r], c)
+			}
+		}
+	}
+	return h, rs
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/internal/iostreams"
 )
 
 // OutputAPIVersion is the version of the shapes of every --json document (docs/contract.md).
@@ -73,9 +74,11 @@ func NewTable(w io.Writer, isTTY bool) *tablewriter.Table {
 		tablewriter.WithRowFilter(tw.CellFilter{Global: sanitizeCells}),
 	}
 	if isTTY {
+		// A cell too long for the terminal wraps inside its column instead of wrapping the
+		// whole line: an 80-column terminal shows every table without a broken row.
 		opts = append(opts, tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
 			Symbols: tw.NewSymbols(tw.StyleLight),
-		})))
+		})), tablewriter.WithMaxWidth(iostreams.Width(w)-1), tablewriter.WithRowAutoWrap(tw.WrapNormal))
 	} else {
 		opts = append(opts,
 			tablewriter.WithRenderer(&plainRenderer{}),

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	"strconv"
 	"time"
 
 	"golang.org/x/term"
@@ -85,3 +86,24 @@ func (s *IOStreams) SetProgressInterval(d time.Duration) { s.progressInterval = 
 
 // ProgressInterval is the interval SetProgressInterval set.
 func (s *IOStreams) ProgressInterval() time.Duration { return s.progressInterval }
+
+// DefaultWidth is the width assumed when the terminal does not say (and in tests): the narrowest
+// terminal in common use.
+const DefaultWidth = 80
+
+// Width is how many columns output on w may use: the terminal's width when w is one, else
+// $COLUMNS, else DefaultWidth.
+func Width(w io.Writer) int {
+	if f, ok := w.(interface{ TerminalWidth() int }); ok {
+		return f.TerminalWidth()
+	}
+	if f, ok := w.(*os.File); ok {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 0 {
+			return cols
+		}
+	}
+	if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 0 {
+		return c
+	}
+	return DefaultWidth
+}

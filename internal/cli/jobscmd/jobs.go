@@ -105,9 +105,9 @@ func jobsRun(ctx context.Context, opts *JobsOptions) error {
 // listed below the table instead.
 const minReasonRoom = 30
 
-// printJobs writes the table. On a terminal a row fits jobsWidth columns: the reasons are cut to
-// the room left, or listed below the table when too little is left (--json and a pipe get them
-// whole, in the last column).
+// printJobs writes the table. On a terminal a row fits the terminal's width: the least needed
+// columns are dropped first (the version, who and when), the reasons are cut to the room left, or
+// listed below the table when too little is left (--json and a pipe get every column whole).
 func printJobs(ios *iostreams.IOStreams, jobs []jobhistory.JobSummary) error {
 	header := []string{"JOB", "CONSUMER", "STATUS", "VER", "TARGETS", "OK/FAIL/UNC", "BY", "WHEN", "REASON"}
 	rows := make([][]string, len(jobs))
@@ -124,8 +124,11 @@ func printJobs(ios *iostreams.IOStreams, jobs []jobhistory.JobSummary) error {
 	}
 	tty := ios.IsStdoutTTY()
 	below := false
+	width := iostreams.Width(ios.Out)
 	if tty {
-		room := cmdutil.JobsWidth - cmdutil.ColumnsWidth(header[:len(header)-1], rows)
+		// The version, who and when go first, least needed first, until a reason has room.
+		header, rows = fitBeforeReason(header, rows, width-minReasonRoom, 3, 6, 7)
+		room := width - cmdutil.ColumnsWidth(header[:len(header)-1], rows)
 		below = room < minReasonRoom
 		for _, r := range rows {
 			if !below {
@@ -155,8 +158,23 @@ func printJobs(ios *iostreams.IOStreams, jobs []jobhistory.JobSummary) error {
 		idWidth := cmdutil.ColumnsWidth(header[:1], rows)
 		for _, r := range rows {
 			line := fmt.Sprintf("  %-*s%s", idWidth, r[0], r[len(r)-1])
-			fmt.Fprintln(ios.Out, clip.Runes(line, cmdutil.JobsWidth))
+			fmt.Fprintln(ios.Out, clip.Runes(line, width))
 		}
 	}
 	return nil
+}
+
+// fitBeforeReason is cmdutil.FitColumns over every column but the last (the reason), which it
+// keeps.
+func fitBeforeReason(header []string, rows [][]string, width int, drop ...int) ([]string, [][]string) {
+	last := len(header) - 1
+	base := make([][]string, len(rows))
+	for i, r := range rows {
+		base[i] = r[:last]
+	}
+	h, kept := cmdutil.FitColumns(header[:last], base, width, drop...)
+	for i := range kept {
+		kept[i] = append(kept[i], rows[i][last])
+	}
+	return append(h, header[last]), kept
 }

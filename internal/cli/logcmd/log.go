@@ -73,7 +73,7 @@ func logRun(ctx context.Context, opts *LogOptions) error {
 const logReasonRoom = 36
 
 // printLog writes the trail as a table; on a terminal the reason and details are cut so a row
-// fits jobsWidth columns (--json and a pipe get them whole).
+// fits the terminal's width (--json and a pipe get them whole).
 func printLog(ios *iostreams.IOStreams, entries []jobhistory.LogEntry) error {
 	header := []string{"WHEN", "WHO", "ACTION", "REASON", "DETAILS"}
 	rows := make([][]string, len(entries))
@@ -82,7 +82,7 @@ func printLog(ios *iostreams.IOStreams, entries []jobhistory.LogEntry) error {
 	}
 	tty := ios.IsStdoutTTY()
 	if tty {
-		room := cmdutil.JobsWidth - cmdutil.ColumnsWidth(header[:3], rows)
+		room := iostreams.Width(ios.Out) - cmdutil.ColumnsWidth(header[:3], rows)
 		reasonWidth := utf8.RuneCountInString(header[3])
 		for _, r := range rows {
 			r[3] = clip.Runes(r[3], max(len(header[3]), min(logReasonRoom, room/2)))

@@ -26,7 +26,7 @@ func printFleet(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 		return nil
 	}
 	fmt.Fprintln(out, "\nconsumer instances (lease owners):")
-	t := cmdutil.NewTable(out, ios.IsStdoutTTY())
+	t := cmdutil.NewListTable(out, ios.IsStdoutTTY())
 	t.Header("OWNER", "COMPLETED", "IN PROGRESS", "LAPSED", "UNCERTAIN", "OLDEST LEASE")
 	for _, s := range r.Instances {
 		owner := s.Owner
