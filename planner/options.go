@@ -130,7 +130,7 @@ func (o *Options) Normalise() error {
 		}
 	}
 	if o.Since != nil && o.Until != nil && !o.Since.Before(*o.Until) {
-		add("--since %s is not before --until %s", o.Since.Format(time.RFC3339), o.Until.Format(time.RFC3339))
+		add("--since %s is not before --until %s: the window holds no message; give an --until after --since", o.Since.UTC().Format(time.RFC3339Nano), o.Until.UTC().Format(time.RFC3339Nano))
 	}
 	if o.Backfill && o.FailureMatch != "" {
 		add("--failure-match reads a DLQ message's failure reason; a backfill's messages never failed: filter with --subject, --since and --until")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/internal/atomicfile"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -187,6 +188,7 @@ func writeReport(path string, r *Report) error {
 	if err != nil {
 		return err
 	}
+	data = clip.JSONBidi(data)
 	return atomicfile.Write(path, 0o600, func(w io.Writer) error {
 		_, err := w.Write(append(data, '\n'))
 		return err

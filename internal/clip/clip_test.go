@@ -1,6 +1,7 @@
 package clip_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -88,5 +89,17 @@ func TestCellIsTrimmedTo100Runes(t *testing.T) {
 	long := strings.Repeat("é", 150)
 	if got := clip.Cell(long); len([]rune(got)) != 100 || !strings.HasSuffix(got, "…") {
 		t.Errorf("Cell of 150 runes = %d runes %q", len([]rune(got)), got)
+	}
+}
+
+func TestJSONBidiEscapesWhatReordersTheScreenAndKeepsTheValue(t *testing.T) {
+	in := []byte(`{"eventId":"evt-` + "\u202e" + `gpj.exe","ok":"café"}`)
+	out := clip.JSONBidi(in)
+	if string(out) != `{"eventId":"evt-\u202egpj.exe","ok":"café"}` {
+		t.Fatalf("JSONBidi = %s", out)
+	}
+	var a, b map[string]string
+	if json.Unmarshal(in, &a) != nil || json.Unmarshal(out, &b) != nil || a["eventId"] != b["eventId"] {
+		t.Fatalf("the value changed: %q -> %q", a["eventId"], b["eventId"])
 	}
 }

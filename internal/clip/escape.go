@@ -1,6 +1,7 @@
 package clip
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -55,4 +56,29 @@ func needsEscape(r rune, keepLayout bool) bool {
 		return true
 	}
 	return false
+}
+
+// JSONBidi rewrites, in encoded JSON, every bidirectional control character (which reorders
+// what follows on the screen) as its \uXXXX escape: the same JSON value, but a document or a
+// report read in a terminal or an editor shows the bytes as they are.
+func JSONBidi(data []byte) []byte {
+	if !bytes.ContainsFunc(data, isBidi) {
+		return data
+	}
+	var b bytes.Buffer
+	b.Grow(len(data) + 16)
+	for len(data) > 0 {
+		r, size := utf8.DecodeRune(data)
+		if isBidi(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		} else {
+			b.Write(data[:size])
+		}
+		data = data[size:]
+	}
+	return b.Bytes()
+}
+
+func isBidi(r rune) bool {
+	return 0x202a <= r && r <= 0x202e || 0x2066 <= r && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
 }

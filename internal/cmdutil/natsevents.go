@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -16,8 +17,23 @@ import (
 // would otherwise look hung in a nohup or CI log, and the operator could not tell an outage
 // from a stalled consumer.
 func connectionEvents(ios *iostreams.IOStreams, settings natsconn.Settings) []nats.Option {
-	var lostAt atomic.Int64
+	var lostAt, badHeaders atomic.Int64
 	return []nats.Option{
+		// nats.go's own handler prints a bare line ("nats: message could not decode headers") in
+		// the middle of a progress bar; this one says what it means, once and then every 1000th.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = " on " + sub.Subject
+			}
+			if errors.Is(err, nats.ErrBadHeaderMsg) {
+				if n := badHeaders.Add(1); n == 1 || n%1000 == 0 {
+					LogLineOverBar(ios, "NATS: %d message(s) so far%s had headers that cannot be decoded; each counts as a message without a usable Event-Id", n, subject)
+				}
+				return
+			}
+			LogLineOverBar(ios, "NATS: %s%s", settings.Scrub(natsurl.ScrubError(err, settings.Servers()).Error()), subject)
+		}),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			if err == nil || nc.IsClosed() {
 				return // a Close of ours, not an outage

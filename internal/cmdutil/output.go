@@ -47,7 +47,7 @@ func MarshalDocument(kind string, v any) ([]byte, error) {
 	if err := enc.Encode(v); err != nil {
 		return nil, fmt.Errorf("writing JSON output: %w", err)
 	}
-	body := bytes.TrimSpace(buf.Bytes())
+	body := clip.JSONBidi(bytes.TrimSpace(buf.Bytes()))
 	head := `{"apiVersion":"` + OutputAPIVersion + `","kind":"` + kind + `"`
 	switch {
 	case bytes.Equal(body, []byte("{}")):

@@ -55,8 +55,10 @@ type options struct {
 
 func main() {
 	var o options
-	flag.StringVar(&o.dbURL, "database-url", firstNonEmpty(os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"),
-		"postgres:///test?host=/var/run/postgresql"), "PostgreSQL URL of the ledger")
+	// The environment is read when the service starts, not shown as the flag's default: -h must
+	// never print a URL with a password in it.
+	flag.StringVar(&o.dbURL, "database-url", "",
+		"PostgreSQL URL of the ledger (default: $REPLAYCTL_DATABASE_URL, then $DATABASE_URL, then the local socket, database test)")
 	for _, spec := range o.nats.Specs() {
 		flag.StringVar(spec.Value, spec.Name, "", spec.Usage)
 	}
@@ -65,7 +67,7 @@ func main() {
 	flag.IntVar(&o.liveVersion, "live-version", 1, "effect version of live messages (2 has the fee fix)")
 	flag.BoolVar(&o.shadowOnly, "shadow-only", false, "answer shadow requests only; do not consume the stream")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "shadow requests handled at once")
-	flag.IntVar(&o.handlers, "handlers", 256, "stream messages handled at once; each waits on the ledger's batched statements, and the pool does not grow with them (docs/ledger.md)")
+	flag.IntVar(&o.handlers, "handlers", 1024, "stream messages handled at once; each waits on the ledger's batched statements, and the pool does not grow with them (docs/ledger.md)")
 	flag.BoolVar(&o.createStream, "create-stream", false, "create -stream on billing.> if it does not exist")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://<addr>/metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	flag.DurationVar(&o.failChargesUntil, "fail-charges-until", 0, "simulate a payment provider outage: every charge fails (connection refused) for this long after start, e.g. 20s (0: none)")
@@ -85,7 +87,8 @@ func run(o options) error {
 		// set in the environment wins.
 		debug.SetGCPercent(400)
 	}
-	dbURL, stream := o.dbURL, o.stream
+	dbURL := firstNonEmpty(o.dbURL, os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"), "postgres:///test?host=/var/run/postgresql")
+	stream := o.stream
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	registry := prometheus.NewRegistry()
