@@ -170,6 +170,9 @@ type Verdict struct {
 	Pass       bool       `json:"pass"`
 	Reasons    []string   `json:"reasons"`
 	Thresholds Thresholds `json:"thresholds"`
+	// Loosened says, for each threshold set looser than its default by a flag, what it let
+	// through; empty when every threshold is the default or stricter.
+	Loosened []string `json:"loosened"`
 }
 
 // WriteReport atomically replaces path with r as indented JSON, mode 0600 (changed fields carry

@@ -16,7 +16,44 @@ func judgeVerdict(t Totals, th Thresholds) Verdict {
 			reasons = append(reasons, reason)
 		}
 	}
-	return Verdict{Pass: len(reasons) == 0, Reasons: reasons, Thresholds: th}
+	return Verdict{Pass: len(reasons) == 0, Reasons: reasons, Thresholds: th, Loosened: loosened(t, th)}
+}
+
+// loosened names each threshold th sets looser than the default, with what it let through: a
+// passing verdict judged with --max-calls-over 1 says that it accepted twice the plan's calls.
+func loosened(t Totals, th Thresholds) []string {
+	d := DefaultThresholds()
+	out := []string{}
+	for _, l := range []struct {
+		flag        string
+		value, dflt float64
+		what        string
+	}{
+		{"--max-error-ratio", th.MaxErrorRatio, d.MaxErrorRatio, "shadow errors, missing and refused targets"},
+		{"--max-unanswered-ratio", th.MaxUnansweredRatio, d.MaxUnansweredRatio, "timeouts and targets no responder answered"},
+		{"--max-failure-ratio", th.MaxFailureRatio, d.MaxFailureRatio, "terminal business failures"},
+		{"--max-changed-ratio", th.MaxChangedRatio, d.MaxChangedRatio, "results changed from the original"},
+	} {
+		if l.value > l.dflt {
+			out = append(out, fmt.Sprintf("%s %s (default %s): up to %s of the targets may be %s",
+				l.flag, strconv.FormatFloat(l.value, 'f', -1, 64), strconv.FormatFloat(l.dflt, 'f', -1, 64), percentOf(l.value), l.what))
+		}
+	}
+	if th.MaxCallsOverExpected > d.MaxCallsOverExpected {
+		s := fmt.Sprintf("--max-calls-over %s (default %s): up to %s more external calls than the plan's %d are accepted",
+			strconv.FormatFloat(th.MaxCallsOverExpected, 'f', -1, 64), strconv.FormatFloat(d.MaxCallsOverExpected, 'f', -1, 64),
+			percentOf(th.MaxCallsOverExpected), t.ExpectedExternalCalls)
+		if t.ExpectedExternalCalls > 0 && t.ShadowExternalCalls > t.ExpectedExternalCalls {
+			s += fmt.Sprintf("; this shadow made %d, %s above", t.ShadowExternalCalls,
+				percentOf(float64(t.ShadowExternalCalls-t.ExpectedExternalCalls)/float64(t.ExpectedExternalCalls)))
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func percentOf(ratio float64) string {
+	return strconv.FormatFloat(ratio*100, 'f', -1, 64) + "%"
 }
 
 // A verdictCheck says whether t fails one threshold of th, and why in one sentence.

@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -89,5 +90,19 @@ func TestEachThresholdFailsJustAboveIt(t *testing.T) {
 				t.Fatalf("verdict %+v\nwant reasons %q", v, want)
 			}
 		})
+	}
+}
+
+// A verdict says loudly which thresholds a flag loosened, with what it let through.
+func TestAVerdictNamesEveryLoosenedThreshold(t *testing.T) {
+	th := DefaultThresholds()
+	th.MaxCallsOverExpected, th.MaxErrorRatio = 1, 0.05
+	v := judgeVerdict(Totals{Targets: 20, Answered: 20, ExpectedExternalCalls: 20, ShadowExternalCalls: 40}, th)
+	if !v.Pass || len(v.Loosened) != 2 || !strings.Contains(v.Loosened[0], "--max-error-ratio 0.05 (default 0)") ||
+		!strings.Contains(v.Loosened[1], "--max-calls-over 1 (default 0.1)") || !strings.Contains(v.Loosened[1], "this shadow made 40, 100% above") {
+		t.Fatalf("verdict %+v", v)
+	}
+	if v := judgeVerdict(Totals{Targets: 1, Answered: 1}, DefaultThresholds()); len(v.Loosened) != 0 {
+		t.Fatalf("default thresholds loosened: %v", v.Loosened)
 	}
 }

@@ -24,7 +24,7 @@ func TestColorShadowVerdictOnlyOnATerminalWithoutNoColor(t *testing.T) {
 			} {
 				ios, _, out, _ := iostreams.Test()
 				ios.SetStdoutTTY(tc.tty)
-				if err := shadowcmd.PrintShadowReport(ios, "r.json", r); err != nil {
+				if err := shadowcmd.PrintShadowReport(ios, "r.json", "", r); err != nil {
 					t.Fatal(err)
 				}
 				word := map[bool]string{true: "\x1b[1;32mPASS\x1b[0m", false: "\x1b[1;31mFAIL\x1b[0m"}[r.Verdict.Pass]

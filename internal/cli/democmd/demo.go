@@ -158,7 +158,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	fmt.Fprintf(out, "proof: %s validates; a copy with writeForbidden switched by hand is refused: %v\n",
 		report.ManifestPath, tamperVerdict(report.TamperedRefusal))
 	fmt.Fprintln(out)
-	if err := shadowcmd.PrintShadowReport(opts.IO, report.ShadowReportPath, report.Shadow); err != nil {
+	if err := shadowcmd.PrintShadowReport(opts.IO, report.ShadowReportPath, "", report.Shadow); err != nil {
 		return err
 	}
 	fmt.Fprintln(out)

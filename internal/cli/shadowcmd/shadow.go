@@ -164,7 +164,7 @@ func shadowRun(ctx context.Context, opts *ShadowOptions) error {
 		if err := cmdutil.PrintJSON(opts.IO.Out, "ShadowReport", report); err != nil {
 			return err
 		}
-	} else if err := PrintShadowReport(opts.IO, req.ReportPath, report); err != nil {
+	} else if err := PrintShadowReport(opts.IO, req.ReportPath, opts.HTMLReportPath, report); err != nil {
 		return err
 	}
 	if !report.Verdict.Pass {

@@ -13,7 +13,7 @@ import (
 // PrintShadowReport tells a person what the shadow pass found: the totals over every target, the
 // sample's fields by path (values only in the report file: they may be personal data), and the
 // verdict with every reason it failed.
-func PrintShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Report) error {
+func PrintShadowReport(ios *iostreams.IOStreams, reportPath, htmlPath string, r *shadow.Report) error {
 	out, tty := ios.Out, ios.IsStdoutTTY()
 	fmt.Fprintf(out, "shadow of job %s on %s, effect version %d -> %d\n", r.JobID, r.Subject, r.EffectVersion.From, r.EffectVersion.To)
 	fmt.Fprintf(out, "manifest %s\n", r.ManifestDigest)
@@ -80,6 +80,12 @@ func PrintShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 
 	fmt.Fprintln(out)
 	pal := ios.Palette()
+	th := r.Verdict.Thresholds
+	fmt.Fprintf(out, "judged with: --max-error-ratio %s, --max-unanswered-ratio %s, --max-failure-ratio %s, --max-changed-ratio %s, --max-calls-over %s\n",
+		ratioText(th.MaxErrorRatio), ratioText(th.MaxUnansweredRatio), ratioText(th.MaxFailureRatio), ratioText(th.MaxChangedRatio), ratioText(th.MaxCallsOverExpected))
+	for _, l := range r.Verdict.Loosened {
+		fmt.Fprintf(out, "%s %s\n", pal.Fail("LOOSENED:"), clip.Line(l))
+	}
 	if r.Verdict.Pass {
 		fmt.Fprintf(out, "verdict: %s, recorded for %s\n", pal.Pass("PASS"), r.ManifestDigest)
 	} else {
@@ -89,6 +95,9 @@ func PrintShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 		}
 	}
 	fmt.Fprintf(out, "report: %s\n", reportPath)
+	if htmlPath != "" {
+		fmt.Fprintf(out, "HTML report: %s\n", htmlPath)
+	}
 	if r.Verdict.Pass {
 		fmt.Fprintf(ios.ErrOut, "next: read the report; `replayctl execute` requires a passing verdict for this manifest digest\n")
 	} else {
@@ -96,3 +105,5 @@ func PrintShadowReport(ios *iostreams.IOStreams, reportPath string, r *shadow.Re
 	}
 	return nil
 }
+
+func ratioText(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
