@@ -6,14 +6,17 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 const (
 	// progressThrottle bounds redraws: a million-target run calls Set far more often than a
 	// terminal can usefully repaint.
 	progressThrottle = 100 * time.Millisecond
-	// barWidth is the bar's width in cells; the whole line stays within 100 columns.
-	barWidth = 30
+	// barWidth is the bar's widest, in cells; on a narrow terminal it shrinks to minBarWidth, then
+	// goes, so the line never wraps.
+	barWidth    = 30
+	minBarWidth = 10
 	// rateSpan is how far back a rate the bar measures itself looks: long enough to smooth
 	// batches, short enough to follow a run that slows down.
 	rateSpan = 10 * time.Second
@@ -209,14 +212,24 @@ func (p *barProgress) drawLocked() {
 		return
 	}
 	p.lastDraw = time.Now()
-	st := p.state
+	fmt.Fprintf(p.out, "\r%s\x1b[K", barLine(p.state, Width(p.out)-1))
+}
+
+// barLine is the bar's line within width columns: the label, the bar (narrower, or none, when
+// the figures need the room) and the figures, cut at the width as a last resort.
+func barLine(st *progressState, width int) string {
+	figures := st.figures()
+	cells := min(barWidth, width-utf8.RuneCountInString(st.label)-len(" []")-1-utf8.RuneCountInString(figures))
 	bar := ""
-	if st.total > 0 {
-		filled := int(percent(st.n, st.total) * barWidth / 100)
-		bar = " [" + strings.Repeat("=", filled) + strings.Repeat(" ", barWidth-filled) + "]"
+	if st.total > 0 && cells >= minBarWidth {
+		filled := int(percent(st.n, st.total) * int64(cells) / 100)
+		bar = " [" + strings.Repeat("=", filled) + strings.Repeat(" ", cells-filled) + "]"
 	}
-	// \x1b[K clears what a longer previous line left behind.
-	fmt.Fprintf(p.out, "\r%s%s %s\x1b[K", st.label, bar, st.figures())
+	line := st.label + bar + " " + figures
+	if r := []rune(line); len(r) > width {
+		line = string(r[:width])
+	}
+	return line
 }
 
 // lineProgress prints one plain line per interval, and a last one at Finish if it printed any:

@@ -59,6 +59,11 @@ func (p *ExecuteProgress) Update(pr executor.Progress) {
 func (p *ExecuteProgress) stage(description string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.bar != nil && p.ios.ShowsProgress() {
+		// A stage while the bar is drawn (a pace changed by replayctl pace) starts a line of its
+		// own; the bar redraws below it.
+		fmt.Fprintln(p.ios.ErrOut)
+	}
 	cmdutil.PrintStage(p.ios, description)
 }
 
