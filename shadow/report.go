@@ -17,6 +17,10 @@ type Report struct {
 	JobID          string `json:"jobId"`
 	ManifestDigest string `json:"manifestDigest"`
 	Consumer       string `json:"consumer"`
+	// Reason, Ticket and PlannedBy are the plan's, for whoever reviews the report.
+	Reason    string `json:"reason"`
+	Ticket    string `json:"ticket,omitempty"`
+	PlannedBy string `json:"plannedBy"`
 	// Subject is the responder's request subject, protocol.ShadowSubject(Consumer).
 	Subject        string                 `json:"subject"`
 	EffectVersion  manifest.EffectVersion `json:"effectVersion"`

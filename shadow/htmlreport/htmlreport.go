@@ -4,6 +4,7 @@
 package htmlreport
 
 import (
+	"cmp"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -29,7 +30,24 @@ type view struct {
 	Sampled int
 	Reasons []reasonCount
 	Fields  []fieldBar
-	Diffs   []diffItem
+	// Changes groups the sample's changed values: one row per path and pair of values, with the
+	// events it happened in ("feeCents 35 -> 36 in 100 events").
+	Changes []changeGroup
+	// Diffs are the sampled events whose result changed (the totals' "changed"), at most
+	// maxCards; NoiseOnly counts the identical ones whose results differ only in noise or ignored
+	// fields.
+	Diffs     []diffItem
+	MoreDiffs int
+	NoiseOnly int
+}
+
+// maxCards bounds the per-event cards: the grouped changes say the rest.
+const maxCards = 20
+
+type changeGroup struct {
+	Path, Original, Replay string
+	Events                 int
+	Example                string
 }
 
 type reasonCount struct {
@@ -73,8 +91,33 @@ func newView(r *shadow.Report) view {
 		}
 		v.Fields = append(v.Fields, fieldBar{Path: f.Path, Changed: f.Changed, Percent: pct})
 	}
+	groups := map[[3]string]*changeGroup{}
 	for _, it := range r.Sample.Items {
-		if len(it.Changed) == 0 && len(it.Noise) == 0 && len(it.Ignored) == 0 && !it.EffectsChanged {
+		for _, c := range it.Changed {
+			key := [3]string{c.Path, side(c.Original), side(c.Shadow)}
+			g := groups[key]
+			if g == nil {
+				g = &changeGroup{Path: key[0], Original: key[1], Replay: key[2], Example: it.EventID}
+				groups[key] = g
+			}
+			g.Events++
+		}
+	}
+	for _, g := range groups {
+		v.Changes = append(v.Changes, *g)
+	}
+	slices.SortFunc(v.Changes, func(a, b changeGroup) int {
+		return cmp.Or(cmp.Compare(b.Events, a.Events), cmp.Compare(a.Path, b.Path), cmp.Compare(a.Original, b.Original))
+	})
+	for _, it := range r.Sample.Items {
+		if it.Outcome != shadow.OutcomeChanged && !it.EffectsChanged {
+			if len(it.Noise) > 0 || len(it.Ignored) > 0 {
+				v.NoiseOnly++
+			}
+			continue
+		}
+		if len(v.Diffs) == maxCards {
+			v.MoreDiffs++
 			continue
 		}
 		d := diffItem{Item: it}

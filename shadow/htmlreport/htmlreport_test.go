@@ -94,3 +94,26 @@ func TestWritePass(t *testing.T) {
 		t.Error("pass verdict not rendered as PASS without reasons")
 	}
 }
+
+// Identical diffs are one row with their count, an identical event with only noise is counted
+// apart (never a "changed" card), and the page says whose plan it is and why.
+func TestWriteGroupsChangesAndKeepsOneMeaningOfChanged(t *testing.T) {
+	r := testReport()
+	r.Reason, r.Ticket, r.PlannedBy = "fee rounding fixed", "INC-9", "alice"
+	r.Sample.Items = append(r.Sample.Items,
+		shadow.SampleItem{EventID: "e4", Outcome: shadow.OutcomeChanged, Changed: []shadow.FieldChange{{Path: "feeCents", Original: json.RawMessage(`35`), Shadow: json.RawMessage(`36`)}}},
+		shadow.SampleItem{EventID: "e5", Outcome: shadow.OutcomeChanged, Changed: []shadow.FieldChange{{Path: "feeCents", Original: json.RawMessage(`35`), Shadow: json.RawMessage(`36`)}}},
+		shadow.SampleItem{EventID: "e6", Outcome: shadow.OutcomeIdentical, Noise: []string{"processedAt"}})
+	out := render(t, r)
+	for _, want := range []string{
+		`<td><code>feeCents</code></td><td class="val">35</td><td class="val">36</td><td class="num">2</td>`,
+		`1 identical events differ only in noise`, "fee rounding fixed", "<code>INC-9</code>", "<code>alice</code>",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "event <code>e6</code>") {
+		t.Error("an identical event with noise got a changed card")
+	}
+}
