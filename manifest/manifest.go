@@ -246,6 +246,10 @@ type Excluded struct {
 	// MissingEventIDSeqs are stream sequences of messages without a usable Event-Id or without an
 	// original subject (the first MaxListedSeqs; the counts are in Stats).
 	MissingEventIDSeqs []uint64 `json:"missingEventIdSeqs"`
+	// Unusable says, for each sequence MissingEventIDSeqs lists, why the message could not be
+	// replayed (no Event-Id, an invalid one, no original subject, one execute could not publish
+	// to); omitted when empty.
+	Unusable []UnusableMessage `json:"unusable,omitempty"`
 	// EvidenceExpired lists the event IDs Stats.EvidenceExpired counts, with the version of their
 	// latest tombstone (state expired) or, for an event without a row, version 0 and state absent;
 	// omitted when empty.
@@ -253,6 +257,12 @@ type Excluded struct {
 	// OverMaxPayloadSeqs are stream sequences of the messages Stats.OverMaxPayload counts (the
 	// first MaxListedSeqs); omitted when empty, so manifests written before it keep their digest.
 	OverMaxPayloadSeqs []uint64 `json:"overMaxPayloadSeqs,omitempty"`
+}
+
+// UnusableMessage is a DLQ message plan could not make a target of, and why.
+type UnusableMessage struct {
+	Seq uint64 `json:"seq"`
+	Why string `json:"why"`
 }
 
 // MaxListedSeqs bounds Excluded.MissingEventIDSeqs and OverMaxPayloadSeqs so a broken producer cannot bloat the manifest.

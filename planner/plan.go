@@ -272,7 +272,7 @@ func buildManifest(ctx context.Context, session *ledger.PlanSession, opts *Optio
 	if err != nil {
 		return nil, "", err
 	}
-	excluded.MissingEventIDSeqs = counts.MissingEventIDSeqs
+	excluded.MissingEventIDSeqs, excluded.Unusable = counts.MissingEventIDSeqs, counts.Unusable
 	excluded.OverMaxPayloadSeqs = counts.OverMaxPayloadSeqs
 	// The targets are recorded here, before the job that needs the manifest's digest: the
 	// insert hands back the IDs and ledger rows the manifest and the state digest are made of.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
@@ -20,6 +21,9 @@ import (
 // scanBatch is how many messages the ordered consumer keeps buffered, at most: with the byte
 // budget of dlq.PullBatch it bounds the scan's memory.
 const scanBatch = 2000
+
+// maxUnusableWhy bounds the stored reason of an unusable message: it quotes a header's value.
+const maxUnusableWhy = 200
 
 // scanStallTimeout ends a scan that stops receiving messages while the stream still reports pending
 // ones, instead of hanging a runbook.
@@ -32,6 +36,8 @@ const progressEvery = 1000
 type scanCounts struct {
 	Scanned, MissingEventID, InvalidEventID, MissingOriginalSubject, NotMatchingFailureFilter, OverMaxPayload int64
 	MissingEventIDSeqs, OverMaxPayloadSeqs                                                                    []uint64
+	// Unusable says why each message MissingEventIDSeqs lists was kept out.
+	Unusable []manifest.UnusableMessage
 	FirstSeq, LastSeq                                                                                         uint64
 	// MaxPayload is the server's limit the replays were sized against; LargestOverMaxPayload the
 	// largest replay above it.
@@ -191,11 +197,11 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool
 	switch {
 	case errors.Is(d.EventIDErr, dlq.ErrHeaderMissing):
 		c.MissingEventID++
-		c.noteMissing(seq)
+		c.noteMissing(seq, d.EventIDErr)
 		return false
 	case d.EventIDErr != nil:
 		c.InvalidEventID++
-		c.noteMissing(seq)
+		c.noteMissing(seq, d.EventIDErr)
 		return false
 	}
 	if s.failure != nil && !s.failure.MatchString(d.Reason) {
@@ -217,7 +223,7 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool
 	// An unusable subject is counted with the missing ones: execute could route neither.
 	if d.OriginalSubjectErr != nil {
 		c.MissingOriginalSubject++
-		c.noteMissing(seq)
+		c.noteMissing(seq, d.OriginalSubjectErr)
 		return false
 	}
 	if s.overMaxPayload(msg, d.EventID, seq) {
@@ -238,11 +244,11 @@ func (s *scanner) acceptOriginal(msg jetstream.Msg, seq uint64, storedAt time.Ti
 	switch {
 	case errors.Is(err, dlq.ErrHeaderMissing):
 		c.MissingEventID++
-		c.noteMissing(seq)
+		c.noteMissing(seq, err)
 		return false
 	case err != nil:
 		c.InvalidEventID++
-		c.noteMissing(seq)
+		c.noteMissing(seq, err)
 		return false
 	}
 	if !s.selected(msg, id, "") {
@@ -292,8 +298,11 @@ func (s *scanner) overMaxPayload(msg jetstream.Msg, eventID string, seq uint64) 
 	return true
 }
 
-func (c *scanCounts) noteMissing(seq uint64) {
+func (c *scanCounts) noteMissing(seq uint64, why error) {
 	c.MissingEventIDSeqs = appendListed(c.MissingEventIDSeqs, seq)
+	if len(c.Unusable) < manifest.MaxListedSeqs {
+		c.Unusable = append(c.Unusable, manifest.UnusableMessage{Seq: seq, Why: clip.Stored(why.Error(), maxUnusableWhy)})
+	}
 }
 
 // appendListed adds seq to a manifest list of sequences until it holds manifest.MaxListedSeqs.

@@ -191,3 +191,35 @@ func TestTheLoopGuardKeepsOutAnEventWhoseReplaysFailedTwice(t *testing.T) {
 		t.Fatalf("--include-failed-replays: %+v; want 5 targets", res.Stats)
 	}
 }
+
+// show gives each message plan could not use its own reason: a wildcard subject is not a
+// missing header.
+func TestShowSaysWhyEachUnusableMessageWasKeptOut(t *testing.T) {
+	t.Parallel()
+	w := newExecWorld(t)
+	w.Seed(2)
+	for _, h := range []map[string]string{
+		{"Event-Id": "evt-wild", "Dlq-Reason": "timeout", "Dlq-Original-Subject": "billing.*"},
+		{"Dlq-Reason": "timeout", "Dlq-Original-Subject": exectest.OriginalSubject},
+	} {
+		msg := nats.NewMsg(exectest.DLQSubject)
+		msg.Data = []byte(`{"orderId":"x"}`)
+		for k, v := range h {
+			msg.Header.Set(k, v)
+		}
+		if _, err := w.NATS.JS.PublishMsg(w.Ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "job.json")
+	planJSON(t, w, "-o "+path)
+	stdout, _, _ := w.replayctl(t, "show "+path)
+	var wild, missing bool
+	for _, line := range strings.Split(stdout, "\n") {
+		wild = wild || strings.HasPrefix(line, "3\t") && strings.Contains(line, "billing.*")
+		missing = missing || strings.HasPrefix(line, "4\t") && strings.Contains(line, "Event-Id")
+	}
+	if !wild || !missing {
+		t.Fatalf("show does not give each unusable message its reason:\n%s", stdout)
+	}
+}

@@ -151,8 +151,7 @@ func PrintSummary(w io.Writer, isTTY bool, m *manifest.Manifest) error {
 			rows: otherJobRows(m.Excluded.InOtherJob), total: len(m.Excluded.InOtherJob)},
 		{title: "Excluded: never completed (nothing to backfill)", header: []string{"EVENT ID"},
 			rows: eventIDRows(m.Excluded.NotProcessed), total: len(m.Excluded.NotProcessed)},
-		{title: "Excluded: messages without a usable Event-Id or original subject", header: []string{"STREAM SEQ"},
-			rows: seqRows(m.Excluded.MissingEventIDSeqs), total: len(m.Excluded.MissingEventIDSeqs)},
+		unusableSection(m),
 		{title: "Event IDs", header: []string{"EVENT ID"}, rows: eventIDRows(m.EventIDs), total: len(m.EventIDs)},
 	}
 	if l := m.EvidenceLookup; l != nil {
@@ -391,4 +390,21 @@ func digestCell(digest string, isTTY bool) string {
 	}
 	half := len(manifest.DigestPrefix) + (len(digest)-len(manifest.DigestPrefix))/2
 	return digest[:half] + " " + digest[half:]
+}
+
+// unusableSection lists the messages plan could not make targets of, each with why when the
+// manifest says (manifests planned before it list the sequences alone).
+func unusableSection(m *manifest.Manifest) summarySection {
+	x := m.Excluded
+	sec := summarySection{title: "Excluded: messages without a usable Event-Id or original subject", header: []string{"STREAM SEQ"},
+		rows: seqRows(x.MissingEventIDSeqs), total: len(x.MissingEventIDSeqs)}
+	if len(x.Unusable) == 0 {
+		return sec
+	}
+	sec.header = []string{"STREAM SEQ", "WHY"}
+	sec.rows = nil
+	for _, u := range x.Unusable[:min(len(x.Unusable), showMaxExcluded)] {
+		sec.rows = append(sec.rows, []string{strconv.FormatUint(u.Seq, 10), u.Why})
+	}
+	return sec
 }
