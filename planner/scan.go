@@ -37,8 +37,8 @@ type scanCounts struct {
 	Scanned, MissingEventID, InvalidEventID, MissingOriginalSubject, NotMatchingFailureFilter, OverMaxPayload int64
 	MissingEventIDSeqs, OverMaxPayloadSeqs                                                                    []uint64
 	// Unusable says why each message MissingEventIDSeqs lists was kept out.
-	Unusable []manifest.UnusableMessage
-	FirstSeq, LastSeq                                                                                         uint64
+	Unusable          []manifest.UnusableMessage
+	FirstSeq, LastSeq uint64
 	// MaxPayload is the server's limit the replays were sized against; LargestOverMaxPayload the
 	// largest replay above it.
 	MaxPayload, LargestOverMaxPayload int64

@@ -52,7 +52,7 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 	}
 	r := &Report{
 		JobID: m.ID, ManifestDigest: m.Digest, Consumer: m.Consumer, Reason: m.Reason, Ticket: m.Ticket, PlannedBy: m.CreatedBy,
-		Subject: protocol.ShadowSubject(m.Consumer),
+		Subject:       protocol.ShadowSubject(m.Consumer),
 		EffectVersion: m.EffectVersion, WriteForbidden: m.WriteForbidden, StartedAt: opts.Now().UTC(),
 		Seed:   seedOf(m.Digest),
 		Totals: Totals{Targets: m.Stats.Targets, ExpectedExternalCalls: m.ExpectedExternalCalls, EffectKinds: map[string]int64{}},
