@@ -21,6 +21,10 @@ type Report struct {
 	Reason    string `json:"reason"`
 	Ticket    string `json:"ticket,omitempty"`
 	PlannedBy string `json:"plannedBy"`
+	// Selection and ToSubject are how the plan picked its events and where they replay, when it
+	// said (the manifest's source).
+	Selection *manifest.Selection `json:"selection,omitempty"`
+	ToSubject string              `json:"toSubject,omitempty"`
 	// Subject is the responder's request subject, protocol.ShadowSubject(Consumer).
 	Subject        string                 `json:"subject"`
 	EffectVersion  manifest.EffectVersion `json:"effectVersion"`

@@ -52,6 +52,7 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 	}
 	r := &Report{
 		JobID: m.ID, ManifestDigest: m.Digest, Consumer: m.Consumer, Reason: m.Reason, Ticket: m.Ticket, PlannedBy: m.CreatedBy,
+		Selection: m.Source.Selection, ToSubject: m.Source.ToSubject,
 		Subject:       protocol.ShadowSubject(m.Consumer),
 		EffectVersion: m.EffectVersion, WriteForbidden: m.WriteForbidden, StartedAt: opts.Now().UTC(),
 		Seed:   seedOf(m.Digest),

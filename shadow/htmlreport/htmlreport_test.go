@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/shadow"
 	"github.com/replayctl/replayctl/shadow/htmlreport"
 )
@@ -115,5 +116,17 @@ func TestWriteGroupsChangesAndKeepsOneMeaningOfChanged(t *testing.T) {
 	}
 	if strings.Contains(out, "event <code>e6</code>") {
 		t.Error("an identical event with noise got a changed card")
+	}
+}
+
+func TestWriteShowsTheSelection(t *testing.T) {
+	r := testReport()
+	r.Selection = &manifest.Selection{Where: "payload.amountCents > 50000", FailureGroup: "timeout after <n> ms"}
+	r.ToSubject = "billing.charge.canary"
+	out := render(t, r)
+	for _, want := range []string{"--where <code>payload.amountCents &gt; 50000</code>", "--failure-group <code>timeout after &lt;n&gt; ms</code>", "<code>billing.charge.canary</code>"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("page lacks %q", want)
+		}
 	}
 }
