@@ -389,6 +389,8 @@ func (p *PlanSession) ScanDrop(ctx context.Context, ids []string) error {
 	return nil
 }
 
+const planConsumerLock = `select pg_advisory_xact_lock(hashtextextended(current_schema() || ':replayctl.plan.consumer:' || $1, 0))`
+
 // Classify joins the scan against the consumer's ledger rows and unfinished jobs and classifies
 // each event ID for a replay to targetVersion from a source of sourceKind (jobtype.SourceDLQ or
 // jobtype.SourceBackfill); maxTargets > 0 keeps only the oldest maxTargets targets. hashAlgorithms name
@@ -400,6 +402,12 @@ func (p *PlanSession) ScanDrop(ctx context.Context, ids []string) error {
 // evidence_expired and kept out of the targets (docs/ledger.md, "Expired evidence").
 func (p *PlanSession) Classify(ctx context.Context, consumer, sourceKind string, targetVersion int, hashAlgorithms []string,
 	evidenceWindow time.Duration, maxTargets int, repeats ScanRepeats) error {
+	// Two plans of one consumer classify one at a time, each until it commits or rolls back: the
+	// second then sees the first's targets as another unfinished job's. Without it both recorded
+	// a job for the same events, and the loser stayed shadowed for ever (execute refuses it).
+	if _, err := p.tx.Exec(ctx, planConsumerLock, consumer); err != nil {
+		return fmt.Errorf("plan: wait for another plan of consumer %q: %w", consumer, err)
+	}
 	if _, err := p.tx.Exec(ctx, planRepeatedCreate, repeats.IDs, !repeats.Known); err != nil {
 		return fmt.Errorf("plan: collapse the scan to one row per event ID: %w", err)
 	}

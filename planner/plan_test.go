@@ -520,3 +520,51 @@ func TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted(t *testing.T) {
 		t.Fatalf("drift %+v after a real completion, want e2 completed", drift)
 	}
 }
+
+// Two plans of one DLQ started together: the one that classifies second waits for the first to
+// commit and sees its targets, so one job holds the events and the other plan says so; without the
+// wait both recorded a job for the same events and the loser stayed shadowed for ever.
+func TestTwoPlansStartedTogetherDoNotBothTakeTheTargets(t *testing.T) {
+	f := newFixture(t)
+	for _, id := range []string{"e1", "e2", "e3"} {
+		f.dlq("dlq.billing", id, "timeout", `{"id":"`+id+`"}`)
+	}
+	type outcome struct {
+		res *planner.Result
+		err error
+	}
+	second := make(chan outcome, 1)
+	started := false
+	first, err := planner.Plan(f.ctx, f.js, f.store, f.options(func(o *planner.Options) {
+		o.JobID, o.OutputPath = "job-a", filepath.Join(f.dir, "a.json")
+		o.Stage = func(d string) {
+			// Between its classification and its commit, the first plan lets the second one run
+			// as far as it can.
+			if !strings.HasPrefix(d, "recording job") || started {
+				return
+			}
+			started = true
+			go func() {
+				res, err := planner.Plan(f.ctx, f.js, f.store, f.options(func(o *planner.Options) {
+					o.JobID, o.OutputPath = "job-b", filepath.Join(f.dir, "b.json")
+				}))
+				second <- outcome{res, err}
+			}()
+			select {
+			case o := <-second:
+				second <- o
+			case <-time.After(time.Second):
+			}
+		}
+	}))
+	if err != nil || len(first.Manifest.EventIDs) != 3 {
+		t.Fatalf("first plan: %v", err)
+	}
+	b := <-second
+	if b.err == nil {
+		t.Fatalf("the second plan also recorded a job for %v", b.res.Manifest.EventIDs)
+	}
+	if !errors.Is(b.err, planner.ErrNoTargets) || !strings.Contains(b.err.Error(), "job-a") {
+		t.Fatalf("second plan: %v; want no targets, naming job-a", b.err)
+	}
+}
