@@ -71,6 +71,9 @@ func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 		return Preflight{}, err
 	}
 	s.job = rec
+	if err := s.checkLedgerIdentity(ctx); err != nil {
+		return Preflight{}, err
+	}
 	s.useStoredPace(rec.Pace)
 	if err := s.checkStatus(ctx); err != nil {
 		return Preflight{}, err
@@ -100,6 +103,18 @@ func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 	p, err := s.preflight(ctx, verdict, drift)
 	p.Approvals = approvals
 	return p, err
+}
+
+// checkLedgerIdentity refuses a job read from a restored copy of the ledger it was planned in: its
+// consumers write their outcomes to the original, so a run from the copy would publish and then
+// wait for outcomes that never come.
+func (s *session) checkLedgerIdentity(ctx context.Context) error {
+	planned, current, err := s.store.JobsLedgerIdentity(ctx, s.job.ID)
+	if err != nil || planned == "" || planned == current {
+		return err
+	}
+	return s.refuse(ctx, GateJob, "job %s was planned in ledger %s (cluster system identifier, database, schema), and this ledger is %s: a restored copy, whose consumers never answer; run execute against the ledger the job was planned in, or plan again here",
+		s.job.ID, planned, current)
 }
 
 func (s *session) checkStatus(ctx context.Context) error {

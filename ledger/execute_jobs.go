@@ -157,3 +157,15 @@ func (s *Store) EffectVersionsHighestOutsideJob(ctx context.Context, consumer st
 func (s *Store) ExecuteLock(ctx context.Context, jobID string) (release func(), err error) {
 	return s.sessionLock(ctx, executeLockKey(jobID), executeLockAction(jobID), executeRunning(jobID))
 }
+
+const jobsLedgerIdentity = `select coalesce(ledger_identity, ''), replayctl_ledger_identity() from jobs where id = $1`
+
+// JobsLedgerIdentity returns the identity of the ledger jobID was planned in ("" for a job planned
+// before jobs recorded it) and this ledger's: they differ in a restored copy.
+func (s *Store) JobsLedgerIdentity(ctx context.Context, jobID string) (planned, current string, err error) {
+	err = s.pool.QueryRow(ctx, jobsLedgerIdentity, jobID).Scan(&planned, &current)
+	if err != nil {
+		return "", "", fmt.Errorf("read the ledger identity of job %s: %w", jobID, translate(err))
+	}
+	return planned, current, nil
+}

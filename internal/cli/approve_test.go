@@ -80,3 +80,21 @@ func TestExecuteWaitsForASecondActorsApprovalOfThisDigestAndVerdict(t *testing.T
 		}
 	}
 }
+
+// A job read from a restored copy of its ledger (another cluster or database) is refused before
+// anything is published: its consumers write their outcomes to the original.
+func TestExecuteRefusesAJobReadFromACopyOfItsLedger(t *testing.T) {
+	t.Parallel()
+	w, m := newShadowedWorld(t, 3, "job-copy-1")
+	// What a pg_dump restored elsewhere holds: the job as planned, in a ledger of another identity.
+	if _, err := w.DB.Exec(w.Ctx, `update jobs set ledger_identity = '7000000000000000001:prod:billing' where id = $1`, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := w.replayctl(t, "execute --yes "+m.ID)
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "a restored copy") {
+		t.Fatalf("execute from a copy: exit %d\n%s", code, stderr)
+	}
+	if n := w.StreamMessages(); n != 0 {
+		t.Fatalf("%d messages published from a copy of the ledger", n)
+	}
+}
