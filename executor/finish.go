@@ -73,6 +73,9 @@ func (s *session) fillReview(ctx context.Context, r *Result) error {
 	if r.Uncertain, err = s.store.EffectsJobItems(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, ledger.ReviewUncertain, maxListed); err != nil {
 		return err
 	}
+	if r.NotPublished, err = s.store.JobTargetsNotPublished(ctx, rec.ID, rec.Consumer, rec.EffectVersionTo, maxListed); err != nil {
+		return err
+	}
 	if r.Failed, err = s.store.EffectsJobItems(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, ledger.ReviewFailed, maxListed); err != nil {
 		return err
 	}

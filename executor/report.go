@@ -149,6 +149,8 @@ type Result struct {
 	// Uncertain and Failed list targets for manual review (the first maxListed of each).
 	Uncertain []ledger.ReviewItem `json:"uncertainTargets"`
 	Failed    []ledger.ReviewItem `json:"failedTargets"`
+	// NotPublished lists targets that failed before they reached the consumer, with why.
+	NotPublished []ledger.NotPublished `json:"notPublishedTargets,omitempty"`
 }
 
 // PublishRate is this run's targets published per second while it published, or 0 when it did not

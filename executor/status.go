@@ -47,6 +47,8 @@ type StatusReport struct {
 	Executor         *RunState           `json:"executor,omitempty"`
 	Uncertain        []ledger.ReviewItem `json:"uncertainTargets"`
 	Failed           []ledger.ReviewItem `json:"failedTargets"`
+	// NotPublished lists the targets that failed before they reached the consumer, with why.
+	NotPublished []ledger.NotPublished `json:"notPublishedTargets"`
 	// Instances is each consumer instance's share of the job's ledger rows, by lease owner.
 	Instances []ledger.OwnerShare `json:"instances"`
 	// Durable is the durable's counts from JetStream (StatusOf); DurableNote says why they are
@@ -108,6 +110,9 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 		return nil, err
 	}
 	if r.Failed, err = store.EffectsJobItems(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, ledger.ReviewFailed, statusListed); err != nil {
+		return nil, err
+	}
+	if r.NotPublished, err = store.JobTargetsNotPublished(ctx, rec.ID, rec.Consumer, rec.EffectVersionTo, statusListed); err != nil {
 		return nil, err
 	}
 	if r.Instances, err = store.EffectsJobOwners(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID); err != nil {

@@ -350,3 +350,37 @@ func JobTargetsSettle(ctx context.Context, q Querier, jobID, consumer string, ve
 	}
 	return tag.RowsAffected(), nil
 }
+
+// NotPublished is a target execute could not publish, and why (outcome_detail): its DLQ message
+// deleted or replaced since plan, or refused by NATS (over max_payload).
+type NotPublished struct {
+	EventID   string `json:"eventId"`
+	StreamSeq int64  `json:"dlqStreamSeq"`
+	Detail    string `json:"detail"`
+}
+
+// A failed target without a row of the consumer under the job's version never reached it.
+const jobTargetsNotPublished = `
+select t.event_id, t.stream_seq, coalesce(t.outcome_detail, '')
+  from job_targets t
+ where t.job_id = $1 and t.status = 'failed'
+   and not exists (select 1 from effects e where e.consumer = $2 and e.event_id = t.event_id and e.effect_version = $3)
+ order by t.stream_seq
+ limit $4`
+
+// JobTargetsNotPublished lists up to limit of jobID's targets that failed before they reached the
+// consumer, in stream order, each with why.
+func (s *Store) JobTargetsNotPublished(ctx context.Context, jobID, consumer string, version, limit int) ([]NotPublished, error) {
+	rows, err := s.pool.Query(ctx, jobTargetsNotPublished, jobID, consumer, version, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list the targets of job %s that were not published: %w", jobID, translate(err))
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[NotPublished])
+	if err != nil {
+		return nil, fmt.Errorf("list the targets of job %s that were not published: %w", jobID, translate(err))
+	}
+	if list == nil {
+		list = []NotPublished{}
+	}
+	return list, nil
+}

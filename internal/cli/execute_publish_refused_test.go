@@ -40,7 +40,12 @@ func TestExecuteAMessageTheStreamRefusesFailsThatTargetOnly(t *testing.T) {
 		t.Errorf("the refused order was charged %d times", got)
 	}
 	w.assertChargedOnce(t, n)
-	if want := lacking(stdout, "completed\t40", "failed\t1"); want != "" {
+	if want := lacking(stdout, "completed\t40", "failed\t1", "not published: 1 targets never reached the consumer", "evt-big\t"); want != "" {
 		t.Errorf("stdout lacks %q:\n%s", want, stdout)
+	}
+	// status names the target and the real reason, not "DLQ message gone or changed".
+	r := w.statusJSON(t, m.ID)
+	if len(r.NotPublished) != 1 || r.NotPublished[0].EventID != "evt-big" || !strings.Contains(r.NotPublished[0].Detail, "max_msg_size") {
+		t.Errorf("status --json notPublishedTargets %+v: want evt-big with the stream's refusal", r.NotPublished)
 	}
 }

@@ -2,6 +2,7 @@ package executecmd
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/replayctl/replayctl/executor"
@@ -62,8 +63,8 @@ func PrintExecuteResult(ios *iostreams.IOStreams, r *executor.Result) error {
 	if err := PrintReview(ios, "failed", r.Failed, r.Final.Failed-r.Final.SourceFailed); err != nil {
 		return err
 	}
-	if r.Final.SourceFailed > 0 {
-		fmt.Fprintf(out, "\n%d targets were not published: their DLQ message is gone or changed since plan (see `replayctl status %s`)\n", r.Final.SourceFailed, pre.JobID)
+	if err := PrintNotPublished(ios, r.NotPublished, r.Final.SourceFailed); err != nil {
+		return err
 	}
 	if r.Stop != nil && r.Stop.Kind == executor.StopCancelled {
 		fmt.Fprintln(out, "cancel never reverts: what was replayed before it stays replayed")
@@ -141,4 +142,28 @@ func driftKinds(byKind map[string]int64) string {
 		counts[k] = int(v)
 	}
 	return cmdutil.JoinCounts(counts)
+}
+
+// PrintNotPublished lists the targets that failed before they reached the consumer, each with
+// why: a DLQ message deleted or replaced since plan, or one NATS refused (over max_payload).
+func PrintNotPublished(ios *iostreams.IOStreams, list []ledger.NotPublished, total int64) error {
+	if total == 0 {
+		return nil
+	}
+	out := ios.Out
+	fmt.Fprintf(out, "\nnot published: %d targets never reached the consumer\n", total)
+	t := cmdutil.NewTable(out, ios.IsStdoutTTY())
+	t.Header("EVENT ID", "DLQ SEQ", "WHY")
+	for _, n := range list {
+		if err := t.Append(n.EventID, strconv.FormatInt(n.StreamSeq, 10), n.Detail); err != nil {
+			return err
+		}
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if extra := total - int64(len(list)); extra > 0 {
+		fmt.Fprintf(out, "and %d more (`replayctl status --json` lists the first %d)\n", extra, len(list))
+	}
+	return nil
 }

@@ -159,7 +159,10 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	if err := executecmd.PrintReview(ios, "uncertain: review by hand, never retried automatically", r.Uncertain, p.Uncertain); err != nil {
 		return err
 	}
-	return executecmd.PrintReview(ios, "failed", r.Failed, p.Failed-p.SourceFailed)
+	if err := executecmd.PrintReview(ios, "failed", r.Failed, p.Failed-p.SourceFailed); err != nil {
+		return err
+	}
+	return executecmd.PrintNotPublished(ios, r.NotPublished, p.SourceFailed)
 }
 
 // budgetText is the call budget's row: the figure and where it came from.
