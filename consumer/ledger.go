@@ -39,6 +39,9 @@ type Ledger interface {
 	DeliveryCountsAdd(ctx context.Context, consumer string, n ledger.DeliveryCounts) error
 	EffectsUncertainSummary(ctx context.Context, consumer string) (ledger.UncertainSummary, error)
 
+	// The server's replication, for the warning when a failover may lose acknowledged rows.
+	Replication(ctx context.Context) (ledger.Replication, error)
+
 	// The retention contract plan reads instead of asking the operator (registerRetention).
 	RetentionPoliciesRegister(ctx context.Context, policies []apikey.Policy) error
 

@@ -66,6 +66,7 @@ func (c *Consumer) Run(ctx context.Context) error {
 	if err := c.registerRetention(ctx); err != nil {
 		return err
 	}
+	c.warnAboutReplication(ctx)
 	stopCounting := c.startCounting(ctx)
 	defer stopCounting()
 	if c.cfg.Lookup != nil {

@@ -38,6 +38,8 @@ type Report struct {
 	LeaseExpiries RateStat      `json:"leaseExpiries"`
 	Uncertain     UncertainStat `json:"uncertain"`
 	StuckLeases   StuckStat     `json:"stuckLeases"`
+	// Replication is the ledger's replication: whether a failover can lose acknowledged rows.
+	Replication ReplicationStat `json:"replication"`
 	// Warnings lists the metrics over their threshold, each with what to do; empty when none is.
 	Warnings []Warning `json:"warnings"`
 }
@@ -90,7 +92,16 @@ func Read(ctx context.Context, store *ledger.Store, opts ledger.StatsOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	return Judge(st), nil
+	rep, err := store.Replication(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := Judge(st)
+	var w *Warning
+	if r.Replication, w = JudgeReplication(rep); w != nil {
+		r.Warnings = append(r.Warnings, *w)
+	}
+	return r, nil
 }
 
 // Judge sets each figure of st against its threshold and words the warnings.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/health"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
@@ -65,20 +66,34 @@ func migrateRun(ctx context.Context, opts *MigrateOptions) error {
 	if err != nil {
 		return err
 	}
+	rep, err := store.Replication(ctx)
+	if err != nil {
+		return err
+	}
+	replication, warning := health.JudgeReplication(rep)
+	warnings := []health.Warning{}
+	if warning != nil {
+		warnings = append(warnings, *warning)
+	}
 	if opts.JSON {
 		applied := res.Applied
 		if applied == nil {
 			applied = []string{}
 		}
 		return cmdutil.PrintJSON(opts.IO.Out, "Migration", struct {
-			Version int      `json:"version"`
-			Applied []string `json:"applied"`
-		}{res.Version, applied})
+			Version     int                    `json:"version"`
+			Applied     []string               `json:"applied"`
+			Replication health.ReplicationStat `json:"replication"`
+			Warnings    []health.Warning       `json:"warnings"`
+		}{res.Version, applied, replication, warnings})
 	}
 	if len(res.Applied) == 0 {
 		fmt.Fprintf(opts.IO.Out, "ledger schema already at version %d, nothing to apply\n", res.Version)
-		return nil
+	} else {
+		fmt.Fprintf(opts.IO.Out, "ledger schema at version %d (applied: %s)\n", res.Version, strings.Join(res.Applied, ", "))
 	}
-	fmt.Fprintf(opts.IO.Out, "ledger schema at version %d (applied: %s)\n", res.Version, strings.Join(res.Applied, ", "))
+	for _, w := range warnings {
+		fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n  do: %s\n", w.Summary, w.Action)
+	}
 	return nil
 }
