@@ -9,6 +9,7 @@ import (
 
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/internal/clip"
+	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -23,7 +24,16 @@ var replayHeaders = []string{protocol.HeaderReplayJob, protocol.HeaderReplayMode
 // the source. If the publish fails the source is nakked instead, so the message is never lost.
 func (c *Consumer) deadLetter(ctx context.Context, d *delivery, out Outcome) Outcome {
 	if err := c.publishDeadLetter(ctx, d, out.Err); err != nil {
-		return c.retry(d, out, fmt.Errorf("dead-letter event %q to %s: %w (it failed with: %v)", d.ev.ID, c.cfg.DLQSubject, err, out.Err))
+		// Said where an operator looks: the log, and an incident ledger stats counts; the event
+		// is redelivered until the DLQ takes it, never dropped.
+		c.log.Error("consumer: the DLQ refused a dead letter; the event is redelivered until it takes it",
+			"consumer", c.cfg.Name, "event_id", d.ev.ID, "dlq_subject", c.cfg.DLQSubject, "err", err, "failed_with", out.Err)
+		if d.ev.ID != "" {
+			_ = c.cfg.Store.EffectIncidentsInsert(ctx, ledger.EffectIncident{Consumer: c.cfg.Name, EventID: d.ev.ID,
+				EffectVersion: d.ev.EffectVersion, Kind: ledger.IncidentDeadLetterRefused, DedupKey: fmt.Sprintf("dlq@%d", d.seq)})
+		}
+		return c.retry(d, out, fmt.Errorf("could not dead-letter event %q: the DLQ stream refused it on %s (%w); it is redelivered until the DLQ takes it; it failed with: %v",
+			d.ev.ID, c.cfg.DLQSubject, err, out.Err))
 	}
 	c.ack(d)
 	return out

@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/health"
 	"github.com/replayctl/replayctl/internal/testenv/slowtest"
+	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 	"github.com/replayctl/replayctl/seal"
 )
@@ -371,5 +374,37 @@ func TestAResultKeyringSealsTheStoredBodyAndKeepsThePlaintextsHash(t *testing.T)
 	}
 	if _, err := kr.OpenJSON(r.ResultBody, seal.ResultContext(r.Consumer, "e2", 1)); err == nil {
 		t.Fatal("the body opened as another event's")
+	}
+}
+
+// While the DLQ stream refuses new messages (full, discard new) the SDK can neither handle nor
+// dead-letter a poison message: it says so in the outcome and the log, records an incident that
+// ledger stats warns of, and leaves the message to be redelivered, never dropped.
+func TestADeadLetterTheDLQRefusesIsSaidAndCounted(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.nats.JS.UpdateStream(e.ctx, jetstream.StreamConfig{Name: "DLQ", Subjects: []string{"dlq.>"},
+		Retention: jetstream.LimitsPolicy, MaxMsgs: 1, Discard: jetstream.DiscardNew}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.nats.JS.Publish(e.ctx, "dlq.other", []byte("fills the DLQ")); err != nil {
+		t.Fatal(err)
+	}
+	c := e.newConsumer(nil)
+	cons := e.durable(c)
+	e.publish("e2", `{"n":1}`, map[string]string{protocol.HeaderReplayJob: "job-1", protocol.HeaderReplayEffectVersion: "two"})
+	out := e.processNext(c, cons, consumer.OutcomeRetrying)
+	if !strings.Contains(out.Err.Error(), "the DLQ stream refused it") {
+		t.Fatalf("outcome error %v: want the DLQ's refusal named", out.Err)
+	}
+	if n := e.count(`select count(*) from effect_incidents where event_id = 'e2' and kind = 'dead_letter_refused'`); n != 1 {
+		t.Fatalf("%d dead_letter_refused incidents, want 1", n)
+	}
+	e.register(1, ledger.EffectVersionLive, "") // a consumer ledger stats knows
+	r, err := health.Read(e.ctx, e.store, ledger.StatsOptions{Consumer: consumerName, Window: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.DeadLettersRefused.Warn || !strings.Contains(fmt.Sprint(r.Warnings), "the DLQ stream refused 1 dead letters") {
+		t.Fatalf("ledger stats %+v: want the refused dead letter warned of", r.Warnings)
 	}
 }

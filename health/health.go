@@ -38,6 +38,8 @@ type Report struct {
 	LeaseExpiries RateStat      `json:"leaseExpiries"`
 	Uncertain     UncertainStat `json:"uncertain"`
 	StuckLeases   StuckStat     `json:"stuckLeases"`
+	// DeadLettersRefused counts dead letters the DLQ stream refused; any warns.
+	DeadLettersRefused RateStat `json:"deadLettersRefused"`
 	// Replication is the ledger's replication: whether a failover can lose acknowledged rows.
 	Replication ReplicationStat `json:"replication"`
 	// Warnings lists the metrics over their threshold, each with what to do; empty when none is.
@@ -112,7 +114,8 @@ func Judge(st *ledger.Stats) *Report {
 		LeaseExpiries: RateStat{RateFigures: st.LeaseExpiries, MaxPerDay: MaxLeaseExpiriesPerDay, Warn: st.LeaseExpiries.PerDay >= MaxLeaseExpiriesPerDay},
 		Uncertain: UncertainStat{UncertainFigures: st.Uncertain, MaxAgeThresholdSeconds: MaxUncertainAge.Seconds(),
 			Warn: st.Uncertain.Count > 0 && st.Uncertain.MaxAgeSeconds > MaxUncertainAge.Seconds()},
-		StuckLeases: StuckStat{StuckFigures: st.StuckLeases, Warn: st.StuckLeases.Count > 0},
+		StuckLeases:        StuckStat{StuckFigures: st.StuckLeases, Warn: st.StuckLeases.Count > 0},
+		DeadLettersRefused: RateStat{RateFigures: st.DeadLettersRefused, MaxPerDay: 0, Warn: st.DeadLettersRefused.Count > 0},
 	}
 	r.Warnings = r.warnings()
 	return r
@@ -144,6 +147,12 @@ func (st *Report) warnings() []Warning {
 			Summary: fmt.Sprintf("%d uncertain rows, the oldest uncertain for %s (p95 %s), over %s",
 				st.Uncertain.Count, seconds(st.Uncertain.MaxAgeSeconds), seconds(st.Uncertain.P95AgeSeconds), MaxUncertainAge),
 			Action: "an external write may or may not have happened for each: check the provider and reconcile them by hand; they are never retried or replayed automatically"})
+	}
+	if st.DeadLettersRefused.Warn {
+		w = append(w, Warning{Metric: "deadLettersRefused",
+			Summary: fmt.Sprintf("the DLQ stream refused %d dead letters in the window: those events were neither handled nor dead-lettered, and are redelivered until it takes them",
+				st.DeadLettersRefused.Count),
+			Action: "the DLQ stream is full and discards new messages: make room (raise its max_msgs or max_bytes, drain finished jobs with `replayctl drain JOB`), or set it to discard old"})
 	}
 	if st.StuckLeases.Warn {
 		w = append(w, Warning{Metric: "stuckLeases",

@@ -25,6 +25,9 @@ const (
 	// IncidentLeaseLapsed is a processing row found with its lease expired: the handler crashed,
 	// stalled or outlived its lease.
 	IncidentLeaseLapsed = "lease_lapsed"
+	// IncidentDeadLetterRefused is a dead letter the DLQ stream refused (full, with discard
+	// new): the event was neither handled nor dead-lettered, and is redelivered.
+	IncidentDeadLetterRefused = "dead_letter_refused"
 )
 
 // EffectIncident is one row of effect_incidents.
@@ -86,8 +89,10 @@ type Stats struct {
 	Replay        ReplayFigures
 	Mismatches    RateFigures
 	LeaseExpiries RateFigures
-	Uncertain     UncertainFigures
-	StuckLeases   StuckFigures
+	// DeadLettersRefused counts the dead letters the DLQ stream refused in the window.
+	DeadLettersRefused RateFigures
+	Uncertain          UncertainFigures
+	StuckLeases        StuckFigures
 }
 
 // ReplayFigures are the idempotency replay rate: the deliveries the SDK answered from the ledger
@@ -136,6 +141,8 @@ select w.since, w.until, (date_trunc('day', w.since at time zone 'utc') at time 
          where i.consumer = $1 and i.kind = 'payload_conflict' and i.at >= w.since and i.at <= w.until),
        (select count(*) from effect_incidents i
          where i.consumer = $1 and i.kind = 'lease_lapsed' and i.at >= w.since and i.at <= w.until),
+       (select count(*) from effect_incidents i
+         where i.consumer = $1 and i.kind = 'dead_letter_refused' and i.at >= w.since and i.at <= w.until),
        u.n, coalesce(u.p95, 0), coalesce(u.oldest, 0), sl.n, sl.called, coalesce(sl.oldest, 0)
   from w,
        lateral (select coalesce(sum(d.deliveries), 0)::bigint as deliveries,
@@ -162,10 +169,10 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 		return nil, err
 	}
 	st := &Stats{Consumer: opts.Consumer, Window: opts.Window}
-	var mismatches, lapses int64
+	var mismatches, lapses, refused int64
 	u, sl := &st.Uncertain, &st.StuckLeases
 	err := s.pool.QueryRow(ctx, ledgerStats, opts.Consumer, opts.Window.Milliseconds(), StuckLeaseAfter.Milliseconds()).Scan(
-		&st.Since, &st.Until, &st.Replay.Since, &st.Replay.Deliveries, &st.Replay.Duplicates, &mismatches, &lapses, &u.Count, &u.P95AgeSeconds,
+		&st.Since, &st.Until, &st.Replay.Since, &st.Replay.Deliveries, &st.Replay.Duplicates, &mismatches, &lapses, &refused, &u.Count, &u.P95AgeSeconds,
 		&u.MaxAgeSeconds, &sl.Count, &sl.CallsStarted, &sl.OldestLapsedSeconds)
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger stats of consumer %s: %w", opts.Consumer, err)
@@ -176,6 +183,7 @@ func (s *Store) LedgerStats(ctx context.Context, opts StatsOptions) (*Stats, err
 	}
 	st.Mismatches = rateFigures(mismatches, days)
 	st.LeaseExpiries = rateFigures(lapses, days)
+	st.DeadLettersRefused = rateFigures(refused, days)
 	return st, nil
 }
 
