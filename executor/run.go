@@ -38,11 +38,14 @@ func (s *session) run(ctx context.Context, r *Result) (*Stop, error) {
 	// Plan leaves its targets' statistics to the steps that page them; shadow refreshed them, but
 	// its own outcomes changed the rows since, and the analyze is cheap.
 	_ = s.store.JobTargetsAnalyze(ctx)
-	ts, err := s.store.JobTargetsCount(ctx, s.job.ID)
+	// Only what an earlier run published that reached the consumer is in flight before this run:
+	// a target published without a row is published again, and counted in this run's sent.
+	// Counting it twice held a rerun at 0 published under --max-in-flight (issue 33).
+	publishedBefore, err := s.store.JobTargetsPublishedWithRows(ctx, s.job.ID, s.job.Consumer, s.job.EffectVersionTo)
 	if err != nil {
 		return nil, err
 	}
-	st := &runState{publishedBefore: ts[ledger.TargetPublished], maxInFlight: int64(s.opts.MaxInFlight), rate: s.opts.Rate, durable: s.opts.Durable,
+	st := &runState{publishedBefore: publishedBefore, maxInFlight: int64(s.opts.MaxInFlight), rate: s.opts.Rate, durable: s.opts.Durable,
 		canary: canary{size: r.Preflight.Canary, open: r.Preflight.Canary == 0},
 		budget: budgetWindow{budget: s.budget.Budget, maxPerTarget: s.budget.MaxPerTarget}, wake: make(chan struct{}, 1)}
 	runCtx, cancel := context.WithCancel(ctx)

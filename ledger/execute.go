@@ -384,3 +384,22 @@ func (s *Store) JobTargetsNotPublished(ctx context.Context, jobID, consumer stri
 	}
 	return list, nil
 }
+
+const jobTargetsPublishedWithRows = `
+select count(*) from job_targets t
+ where t.job_id = $1 and t.status = 'published'
+   and exists (select from effects e where e.consumer = $2 and e.event_id = t.event_id and e.effect_version = $3)`
+
+// JobTargetsPublishedWithRows counts jobID's targets an earlier run published whose message
+// reached the consumer (a row under the job's version): a rerun does not publish them again, so
+// they are what it finds in flight. The other published targets it publishes again.
+func (s *Store) JobTargetsPublishedWithRows(ctx context.Context, jobID, consumer string, version int) (int64, error) {
+	var n int64
+	_, err := retryLostConnection(ctx, func() error {
+		return s.pool.QueryRow(ctx, jobTargetsPublishedWithRows, jobID, consumer, version).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count the targets job %s published before: %w", jobID, translate(err))
+	}
+	return n, nil
+}
