@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// check judges the round from the fake provider's own call log (billing_provider_charges), not
+// from the ledger: every order charged exactly once, or never with its row uncertain (listed by
+// reconcile --dry-run for a person) or failed; never twice.
+func (r *roundEnv) check(ctx context.Context, jobID string) error {
+	charges := map[string]int{}
+	rows, err := r.pool.Query(ctx, fmt.Sprintf(`select order_id, count(*) from %s.billing_provider_charges group by 1`, r.schema))
+	if err != nil {
+		return fmt.Errorf("read the provider's log: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return err
+		}
+		charges[id] = n
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	states := map[string]string{}
+	rows, err = r.pool.Query(ctx, fmt.Sprintf(`select e.event_id, e.state || coalesce('/' || e.outcome_kind, '')
+		  from %[1]s.effects e join %[1]s.jobs j on j.consumer = e.consumer and j.effect_version_to = e.effect_version
+		 where j.id = $1`, r.schema), jobID)
+	if err != nil {
+		return fmt.Errorf("read the ledger's rows: %w", err)
+	}
+	for rows.Next() {
+		var id, state string
+		if err := rows.Scan(&id, &state); err != nil {
+			return err
+		}
+		states[id] = state
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	listed := r.reconcileListed()
+	for i := range r.s.o.orders {
+		order, event := orderID(r.round, i), eventID(r.round, i)
+		r.s.report.Checks++
+		switch n, state := charges[order], states[event]; {
+		case n > 1:
+			r.s.violation(r.round, "charged-twice", "order %s (event %s) charged %d times; ledger row %q", order, event, n, state)
+		case n == 1:
+		case state == "uncertain" && listed[event]:
+		case state == "completed/business":
+		default:
+			r.s.violation(r.round, "target-lost", "order %s (event %s) never charged, and its ledger row is %q (not uncertain and listed by reconcile --dry-run, not failed)", order, event, state)
+		}
+	}
+	return nil
+}
+
+// reconcileListed are the event IDs `replayctl reconcile --dry-run` lists for a person.
+func (r *roundEnv) reconcileListed() map[string]bool {
+	out, _ := r.replayctl("reconcile", "--json", "--consumer", "billing", "--dry-run")
+	var rep struct {
+		Rows []struct {
+			EventID string `json:"eventId"`
+		} `json:"rows"`
+	}
+	_ = json.Unmarshal(out, &rep)
+	listed := map[string]bool{}
+	for _, row := range rep.Rows {
+		listed[row.EventID] = true
+	}
+	return listed
+}

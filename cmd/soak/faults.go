@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// The fault menu of a single server: each a moment's choice of the round's seeded generator.
+var faultKinds = []string{"consumer-kill9", "consumer-sigstop", "consumer-sigint", "execute-kill9", "execute-sigint",
+	"nats-kill9-restart", "ledger-sessions-killed"}
+
+func (r *roundEnv) startConsumer(i int) error {
+	logFile, err := os.OpenFile(filepath.Join(r.s.dir, fmt.Sprintf("consumer-%d-%d.log", r.round, i)), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(r.s.consumer, "-database-url", r.url, "-nats-url", r.s.nats.url(), "-stream", "BILLING",
+		"-dlq-subject", "dlq.billing.charge", "-retry-backoff", "100ms", "-handlers", "64")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start billing consumer %d: %w", i, err)
+	}
+	go func() { _ = cmd.Wait(); logFile.Close() }()
+	r.mu.Lock()
+	for len(r.consumers) <= i {
+		r.consumers = append(r.consumers, nil)
+	}
+	r.consumers[i] = cmd
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *roundEnv) stopConsumers() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.consumers {
+		if c != nil && c.Process != nil {
+			_ = c.Process.Signal(syscall.SIGCONT)
+			_ = c.Process.Kill()
+		}
+	}
+}
+
+// alive reports whether the consumer process is still running.
+func alive(c *exec.Cmd) bool {
+	return c != nil && c.Process != nil && c.Process.Signal(syscall.Signal(0)) == nil && c.ProcessState == nil
+}
+
+// healConsumers continues a stopped consumer and restarts a dead one, so the round's rows settle.
+func (r *roundEnv) healConsumers() {
+	for i := range r.s.o.consumers {
+		r.mu.Lock()
+		c := r.consumers[i]
+		r.mu.Unlock()
+		if c != nil && c.Process != nil {
+			_ = c.Process.Signal(syscall.SIGCONT)
+		}
+		if !alive(c) {
+			_ = r.startConsumer(i)
+		}
+	}
+}
+
+// startFaults injects a fault every 0.3 to 2.5 s until the returned func is called.
+func (r *roundEnv) startFaults() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Duration(200+r.rng.IntN(1300)) * time.Millisecond):
+			}
+			r.inject(ctx, faultKinds[r.rng.IntN(len(faultKinds))])
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (r *roundEnv) inject(ctx context.Context, kind string) {
+	pause := func(min, span int) { time.Sleep(time.Duration(min+r.rng.IntN(span)) * time.Millisecond) }
+	i := r.rng.IntN(r.s.o.consumers)
+	r.mu.Lock()
+	c, execute := r.consumers[i], r.execute
+	r.mu.Unlock()
+	switch kind {
+	case "consumer-kill9", "consumer-sigint":
+		if !alive(c) {
+			return
+		}
+		sig := syscall.SIGKILL
+		if kind == "consumer-sigint" {
+			sig = syscall.SIGINT
+		}
+		_ = c.Process.Signal(sig)
+		deadline := time.Now().Add(10 * time.Second)
+		for alive(c) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if alive(c) {
+			_ = c.Process.Kill()
+		}
+		pause(200, 800)
+		_ = r.startConsumer(i)
+	case "consumer-sigstop":
+		if !alive(c) {
+			return
+		}
+		_ = c.Process.Signal(syscall.SIGSTOP)
+		pause(1000, 3000)
+		_ = c.Process.Signal(syscall.SIGCONT)
+	case "execute-kill9", "execute-sigint":
+		if execute == nil || execute.Process == nil {
+			return
+		}
+		sig := syscall.SIGKILL
+		if kind == "execute-sigint" {
+			sig = syscall.SIGINT
+		}
+		_ = execute.Process.Signal(sig)
+	case "nats-kill9-restart":
+		r.s.nats.kill()
+		pause(300, 1200)
+		if err := r.s.nats.start(); err != nil {
+			logf("round %d: restart nats-server: %v", r.round, err)
+		}
+	case "ledger-sessions-killed":
+		if _, err := r.pool.Exec(ctx, `select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1`, appName); err != nil {
+			return
+		}
+	}
+	r.s.fault(kind)
+	logf("round %d: fault %s", r.round, kind)
+}

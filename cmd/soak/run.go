@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// options are the soak's flags.
+type options struct {
+	duration          time.Duration
+	seed              int64
+	json              bool
+	dbURL, natsServer string
+	orders, consumers int
+}
+
+// soak is one run's shared state: the binaries, the NATS server it kills, the report.
+type soak struct {
+	o                   options
+	dir                 string
+	replayctl, consumer string
+	nats                *natsProcess
+	rng                 *rand.Rand
+	report              *Report
+}
+
+func run(o options) (*Report, error) {
+	dir, err := os.MkdirTemp("", "replayctl-soak-")
+	if err != nil {
+		return nil, err
+	}
+	s := &soak{o: o, dir: dir, rng: rand.New(rand.NewPCG(uint64(o.seed), 0x50a4)),
+		report: &Report{Seed: o.seed, FaultsByKind: map[string]int{}, Violations: []Violation{}}}
+	// The logs stay when a check failed, for whoever reproduces it.
+	defer func() {
+		if len(s.report.Violations) == 0 {
+			os.RemoveAll(dir)
+		} else {
+			logf("the processes' logs are kept in %s", dir)
+		}
+	}()
+	s.replayctl, s.consumer = filepath.Join(dir, "replayctl"), filepath.Join(dir, "billing-consumer")
+	for bin, pkg := range map[string]string{s.replayctl: ".", s.consumer: "./examples/billing/cmd/billing-consumer"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s.nats = &natsProcess{bin: o.natsServer, port: port, dir: filepath.Join(dir, "js"), log: filepath.Join(dir, "nats-server.log")}
+	if err := s.nats.start(); err != nil {
+		return nil, err
+	}
+	defer s.nats.stop()
+	deadline := time.Now().Add(o.duration)
+	for round := 1; time.Now().Before(deadline); round++ {
+		logf("round %d: %d orders, %d consumers", round, o.orders, o.consumers)
+		if err := s.round(round); err != nil {
+			return nil, fmt.Errorf("round %d: %w", round, err)
+		}
+		s.report.Rounds = round
+	}
+	return s.report, nil
+}
+
+func (s *soak) violation(round int, check, format string, args ...any) {
+	v := Violation{Seed: s.o.seed, Round: round, Check: check, Detail: fmt.Sprintf(format, args...)}
+	s.report.Violations = append(s.report.Violations, v)
+	logf("VIOLATION round %d %s: %s", round, check, v.Detail)
+}
+
+func (s *soak) fault(kind string) {
+	s.report.Faults++
+	s.report.FaultsByKind[kind]++
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s soak: %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// natsProcess is the nats-server the soak runs, kills and restarts on one port and store.
+type natsProcess struct {
+	bin, dir, log string
+	port          int
+	cmd           *exec.Cmd
+}
+
+func (n *natsProcess) url() string { return "nats://127.0.0.1:" + strconv.Itoa(n.port) }
+
+func (n *natsProcess) start() error {
+	logFile, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	n.cmd = exec.Command(n.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(n.port), "-js", "-sd", n.dir)
+	n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
+	if err := n.cmd.Start(); err != nil {
+		return fmt.Errorf("start nats-server: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(n.port)); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("nats-server did not listen on %d", n.port)
+}
+
+func (n *natsProcess) kill() {
+	if n.cmd != nil && n.cmd.Process != nil {
+		_ = n.cmd.Process.Kill()
+		_ = n.cmd.Wait()
+	}
+}
+
+func (n *natsProcess) stop() { n.kill() }
