@@ -79,7 +79,7 @@ func (r *roundEnv) startFaults() (stop func()) {
 				return
 			case <-time.After(time.Duration(200+r.rng.IntN(1300)) * time.Millisecond):
 			}
-			r.inject(ctx, faultKinds[r.rng.IntN(len(faultKinds))])
+			r.inject(ctx, r.menu[r.rng.IntN(len(r.menu))])
 		}
 	}()
 	return func() { cancel(); <-done }
@@ -131,6 +131,14 @@ func (r *roundEnv) inject(ctx context.Context, kind string) {
 		pause(300, 1200)
 		if err := r.s.nats.start(); err != nil {
 			logf("round %d: restart nats-server: %v", r.round, err)
+		}
+	case "ledger-failover":
+		if r.pair == nil || r.pair.replica == nil {
+			return
+		}
+		if err := r.pair.failover(); err != nil {
+			logf("round %d: failover: %v", r.round, err)
+			return
 		}
 	case "ledger-sessions-killed":
 		if _, err := r.pool.Exec(ctx, `select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1`, appName); err != nil {

@@ -44,6 +44,7 @@ func main() {
 	flag.StringVar(&o.natsServer, "nats-server", "/usr/sbin/nats-server", "nats-server binary the soak starts (and kills) on a spare port")
 	flag.IntVar(&o.orders, "orders", 120, "orders per round")
 	flag.IntVar(&o.consumers, "consumers", 2, "billing consumers per round, each its own process")
+	flag.StringVar(&o.failover, "failover", "off", "sync or async: each round's ledger is a private primary with a streaming replica (synchronous or not) promoted at a random moment; off: -database-url")
 	flag.Parse()
 	r, err := run(o)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,14 +45,34 @@ type roundEnv struct {
 	consumers []*exec.Cmd
 	execute   *exec.Cmd
 	rng       *rand.Rand
+	// pair is the round's private primary and replica (-failover), nil on -database-url.
+	pair *pgPair
+	menu []string
 }
 
 func (s *soak) round(round int) error {
 	ctx := context.Background()
 	r := &roundEnv{s: s, round: round, schema: fmt.Sprintf("soak_%d_%d", os.Getpid(), round),
 		rng: rand.New(rand.NewPCG(uint64(s.o.seed), uint64(round)))}
+	dbURL := s.o.dbURL
+	r.menu = slices.Clone(faultKinds)
+	if s.o.failover != "off" {
+		// A directory of its own under the temp dir: the servers run as the postgres user, who
+		// cannot enter the soak's own (root's, mode 0700).
+		pgDir, err := os.MkdirTemp("", "replayctl-soak-pg-")
+		if err != nil {
+			return err
+		}
+		pair, err := newPGPair(pgDir, s.o.failover == "sync")
+		if err != nil {
+			return err
+		}
+		defer pair.stop()
+		r.pair, dbURL = pair, pair.url()
+		r.menu = append(r.menu, "ledger-failover")
+	}
 	var err error
-	if r.pool, err = pgxpool.New(ctx, s.o.dbURL); err != nil {
+	if r.pool, err = pgxpool.New(ctx, dbURL); err != nil {
 		return err
 	}
 	defer r.pool.Close()
@@ -59,7 +80,7 @@ func (s *soak) round(round int) error {
 		return err
 	}
 	defer r.pool.Exec(context.Background(), "drop schema if exists "+r.schema+" cascade")
-	r.url = withParams(s.o.dbURL, "search_path="+r.schema, "application_name="+appName)
+	r.url = withParams(dbURL, "search_path="+r.schema, "application_name="+appName)
 	if out, err := r.replayctl("migrate"); err != nil {
 		return fmt.Errorf("migrate: %v %s", err, out)
 	}

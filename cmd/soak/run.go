@@ -19,6 +19,7 @@ type options struct {
 	json              bool
 	dbURL, natsServer string
 	orders, consumers int
+	failover          string
 }
 
 // soak is one run's shared state: the binaries, the NATS server it kills, the report.
