@@ -11,7 +11,7 @@ import (
 // reconcile --dry-run for a person) or failed; never twice.
 func (r *roundEnv) check(ctx context.Context, jobID string) error {
 	charges := map[string]int{}
-	rows, err := r.pool.Query(ctx, fmt.Sprintf(`select order_id, count(*) from %s.billing_provider_charges group by 1`, r.schema))
+	rows, err := r.records.Query(ctx, fmt.Sprintf(`select order_id, count(*) from %s_provider.billing_provider_charges group by 1`, r.schema))
 	if err != nil {
 		return fmt.Errorf("read the provider's log: %w", err)
 	}

@@ -19,7 +19,7 @@ func (r *roundEnv) startConsumer(i int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(r.s.consumer, "-database-url", r.url, "-nats-url", r.s.nats.url(), "-stream", "BILLING",
+	cmd := exec.Command(r.s.consumer, "-database-url", r.url, "-records-database-url", r.recordsURL, "-nats-url", r.s.nats.url(), "-stream", "BILLING",
 		"-dlq-subject", "dlq.billing.charge", "-retry-backoff", "100ms", "-handlers", "64")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

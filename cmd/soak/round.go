@@ -36,15 +36,19 @@ const (
 
 // roundEnv is one round's world: a schema, the streams, the consumer processes.
 type roundEnv struct {
-	s         *soak
-	round     int
-	schema    string
-	url       string
-	pool      *pgxpool.Pool
-	mu        sync.Mutex
-	consumers []*exec.Cmd
-	execute   *exec.Cmd
-	rng       *rand.Rand
+	s      *soak
+	round  int
+	schema string
+	url    string
+	pool   *pgxpool.Pool
+	// records is the provider's log, on -database-url in a schema of the round's: a failover of
+	// the ledger cannot take it along (it stands for the provider's own system).
+	records    *pgxpool.Pool
+	recordsURL string
+	mu         sync.Mutex
+	consumers  []*exec.Cmd
+	execute    *exec.Cmd
+	rng        *rand.Rand
 	// pair is the round's private primary and replica (-failover), nil on -database-url.
 	pair *pgPair
 	menu []string
@@ -75,6 +79,15 @@ func (s *soak) round(round int) error {
 	if r.pool, err = pgxpool.New(ctx, dbURL); err != nil {
 		return err
 	}
+	if r.records, err = pgxpool.New(ctx, s.o.dbURL); err != nil {
+		return err
+	}
+	defer r.records.Close()
+	if _, err := r.records.Exec(ctx, "create schema "+r.schema+"_provider"); err != nil {
+		return err
+	}
+	defer r.records.Exec(context.Background(), "drop schema if exists "+r.schema+"_provider cascade")
+	r.recordsURL = withParams(s.o.dbURL, "search_path="+r.schema+"_provider")
 	defer r.pool.Close()
 	if _, err := r.pool.Exec(ctx, "create schema "+r.schema); err != nil {
 		return err

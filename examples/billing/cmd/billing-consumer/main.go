@@ -41,6 +41,10 @@ import (
 // options are the command's flags.
 type options struct {
 	dbURL, stream, dlqSubject string
+	// recordsURL is where the orders and the provider's charges are kept; empty: the ledger's
+	// database. A fault soak keeps them apart, so a failover of the ledger cannot take the
+	// provider's own log with it.
+	recordsURL string
 	// nats are the connection flags replayctl takes too (internal/natsconn).
 	nats                     natsconn.Flags
 	liveVersion              int
@@ -62,6 +66,7 @@ func main() {
 	for _, spec := range o.nats.Specs() {
 		flag.StringVar(spec.Value, spec.Name, "", spec.Usage)
 	}
+	flag.StringVar(&o.recordsURL, "records-database-url", "", "PostgreSQL URL of the orders and the provider's charges, the fake provider's own log (default: the ledger's)")
 	flag.StringVar(&o.stream, "stream", "BILLING", "stream of live and replayed charge requests")
 	flag.StringVar(&o.dlqSubject, "dlq-subject", "dlq.billing.charge", "subject of the DLQ stream poison messages go to")
 	flag.IntVar(&o.liveVersion, "live-version", 1, "effect version of live messages (2 has the fee fix)")
@@ -129,7 +134,7 @@ func run(o options) error {
 	}
 	// The orders and the provider's charges are kept in the database, so every instance's look-up
 	// answers alike.
-	records, err := billing.OpenRecords(ctx, dbURL)
+	records, err := billing.OpenRecords(ctx, firstNonEmpty(o.recordsURL, dbURL))
 	if err != nil {
 		return err
 	}
