@@ -72,24 +72,32 @@ func (w *watcher) endStall(why string, settled int64) {
 // requests wait on it (none means no instance is pulling) and what it holds.
 func (w *watcher) durableSays(ctx context.Context) string {
 	s := w.s
-	if s.stream == "" {
-		return fmt.Sprintf("durable %s: the stream the replay publishes into was not found, so its state is unknown", s.opts.Durable)
-	}
 	ictx, cancel := context.WithTimeout(ctx, durableInfoTimeout)
 	defer cancel()
+	stream := s.stream
+	if stream == "" {
+		// A run with nothing left to publish never looked the stream up: find it by the subject
+		// the targets were published to.
+		if subject, err := s.store.JobTargetsAnySubject(ictx, s.job.ID); err == nil && subject != "" {
+			stream, _ = s.js.StreamNameBySubject(ictx, subject)
+		}
+	}
+	if stream == "" {
+		return fmt.Sprintf("durable %s: the stream the replay publishes into was not found, so its state is unknown", s.opts.Durable)
+	}
 	c := w.durable
 	if c == nil {
 		var err error
-		if c, err = s.js.Consumer(ictx, s.stream, s.opts.Durable); err != nil {
+		if c, err = s.js.Consumer(ictx, stream, s.opts.Durable); err != nil {
 			if errors.Is(err, jetstream.ErrConsumerNotFound) {
-				return fmt.Sprintf("durable %s does not exist on stream %s: no consumer instance has started, or --durable names another", s.opts.Durable, s.stream)
+				return fmt.Sprintf("durable %s does not exist on stream %s: no consumer instance has started, or --durable names another", s.opts.Durable, stream)
 			}
-			return fmt.Sprintf("durable %s on stream %s could not be read (%v)", s.opts.Durable, s.stream, err)
+			return fmt.Sprintf("durable %s on stream %s could not be read (%v)", s.opts.Durable, stream, err)
 		}
 	}
 	info, err := c.Info(ictx)
 	if err != nil {
-		return fmt.Sprintf("durable %s on stream %s could not be read (%v)", s.opts.Durable, s.stream, err)
+		return fmt.Sprintf("durable %s on stream %s could not be read (%v)", s.opts.Durable, stream, err)
 	}
 	return fmt.Sprintf("durable %s has %d active pull requests, %d messages pending, %d delivered and not acknowledged",
 		s.opts.Durable, info.NumWaiting, info.NumPending, info.NumAckPending)
