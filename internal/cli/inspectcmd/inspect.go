@@ -57,22 +57,7 @@ func inspectRun(ctx context.Context, opts *plancmd.PlanOptions) error {
 		return err
 	}
 	req.Reason, req.DryRun = inspectReason, true
-	if err := req.Normalise(); err != nil {
-		return err
-	}
-	var finish func()
-	req.Progress, req.Stage, finish = cmdutil.StepProgress(opts.IO, "scanning DLQ", "messages")
-	store, err := opts.Ledger(ctx)
-	if err != nil {
-		return err
-	}
-	js, closeNATS, err := opts.JetStream(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeNATS()
-	r, err := planner.Inspect(ctx, js, store, req)
-	finish()
+	r, err := plancmd.RunPlanner(ctx, opts, req, planner.Inspect)
 	if err != nil {
 		return err
 	}

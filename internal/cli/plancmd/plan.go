@@ -172,26 +172,34 @@ func planRun(ctx context.Context, opts *PlanOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := req.Normalise(); err != nil {
-		return err
-	}
-	var finishProgress func()
-	req.Progress, req.Stage, finishProgress = cmdutil.StepProgress(opts.IO, "scanning DLQ", "messages")
-	store, err := opts.Ledger(ctx)
-	if err != nil {
-		return err
-	}
-	js, closeNATS, err := opts.JetStream(ctx)
-	if err != nil {
-		return err
-	}
-	defer closeNATS()
-	res, err := planner.Plan(ctx, js, store, req)
-	finishProgress()
+	res, err := RunPlanner(ctx, opts, req, planner.Plan)
 	if err != nil {
 		return err
 	}
 	return PrintPlanResult(opts.IO, opts.JSON, req.OutputPath, res)
+}
+
+// RunPlanner checks req, opens the ledger and NATS, and runs a scan of the planner (plan, or
+// inspect) with its progress shown; the progress ends before the result is printed.
+func RunPlanner[T any](ctx context.Context, opts *PlanOptions, req planner.Options,
+	run func(context.Context, jetstream.JetStream, *ledger.Store, planner.Options) (T, error)) (T, error) {
+	var none T
+	if err := req.Normalise(); err != nil {
+		return none, err
+	}
+	var finish func()
+	req.Progress, req.Stage, finish = cmdutil.StepProgress(opts.IO, "scanning DLQ", "messages")
+	defer finish()
+	store, err := opts.Ledger(ctx)
+	if err != nil {
+		return none, err
+	}
+	js, closeNATS, err := opts.JetStream(ctx)
+	if err != nil {
+		return none, err
+	}
+	defer closeNATS()
+	return run(ctx, js, store, req)
 }
 
 // PrepareRequest turns the flags as typed into the planner's request: times and spans parsed, ID
