@@ -140,6 +140,14 @@ func (r *roundEnv) inject(ctx context.Context, kind string) {
 			logf("round %d: failover: %v", r.round, err)
 			return
 		}
+	case "ledger-restart":
+		if r.pair == nil {
+			return
+		}
+		if err := r.pair.restart(); err != nil {
+			logf("round %d: %v", r.round, err)
+			return
+		}
 	case "ledger-sessions-killed":
 		if _, err := r.pool.Exec(ctx, `select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1`, appName); err != nil {
 			return

@@ -1,6 +1,7 @@
 // Command soak replays DLQs of billing orders round after round while a scheduler driven by a
 // seed injects faults at random moments (kill -9, SIGSTOP and SIGINT of the billing consumers and
-// of execute, kill -9 and restart of nats-server, killed ledger sessions), then checks each round
+// of execute, kill -9 and restart of nats-server, killed ledger sessions; with -failover, the
+// ledger's primary restarted, or stopped and its replica promoted), then checks each round
 // against the fake provider's own call log, not the ledger: every order charged exactly once, or
 // never and left uncertain or failed where an operator sees it; no job that cannot finish; no
 // execute that hangs past its settle timeout. Exit 1 when any check failed.

@@ -108,6 +108,15 @@ func (p *pgPair) failover() error {
 	return nil
 }
 
+// restart stops the primary at once (as a crash) and starts it again on its port: crash
+// recovery under a running execute, without a failover.
+func (p *pgPair) restart() error {
+	if out, err := p.run("pg_ctl", "-D", p.primary.data, "-m", "immediate", "-w", "-t", "60", "restart"); err != nil {
+		return fmt.Errorf("restart the primary: %v\n%s", err, out)
+	}
+	return nil
+}
+
 func (p *pgPair) stop() {
 	for _, n := range []*pgNode{p.primary, p.replica} {
 		if n != nil {

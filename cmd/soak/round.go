@@ -31,7 +31,10 @@ const (
 	maxExecutes  = 8
 	calmExecutes = 3
 	appName      = "replayctl-soak"
-	reason       = "soak: payment provider outage fixed; replay the refused charges"
+	// commandTimeout bounds plan, shadow, status, resume and reconcile: none of them should take
+	// a minute on a round's 120 orders.
+	commandTimeout = 2 * time.Minute
+	reason         = "soak: payment provider outage fixed; replay the refused charges"
 )
 
 // roundEnv is one round's world: a schema, the streams, the consumer processes.
@@ -73,7 +76,7 @@ func (s *soak) round(round int) error {
 		}
 		defer pair.stop()
 		r.pair, dbURL = pair, pair.url()
-		r.menu = append(r.menu, "ledger-failover")
+		r.menu = append(r.menu, "ledger-failover", "ledger-restart")
 	}
 	var err error
 	if r.pool, err = pgxpool.New(ctx, dbURL); err != nil {
@@ -135,6 +138,7 @@ func (s *soak) round(round int) error {
 		}
 	}
 	if finished {
+		logf("round %d: waiting for the job's rows to settle, then checking", round)
 		r.waitSettled(plan.JobID)
 	}
 	s.report.Orders += s.o.orders
@@ -178,10 +182,16 @@ func eventID(round, i int) string { return fmt.Sprintf("evt-%d-%04d", round, i) 
 
 // replayctl runs replayctl with the round's ledger and NATS server and returns its stdout.
 func (r *roundEnv) replayctl(args ...string) ([]byte, error) {
+	// Every command here is short; one that outlives commandTimeout hangs, and that is a finding.
 	cmd := r.replayctlCmd(args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	timer := time.AfterFunc(commandTimeout, func() {
+		r.s.violation(r.round, "command-hang", "replayctl %s ran past %s", strings.Join(args, " "), commandTimeout)
+		_ = cmd.Process.Kill()
+	})
 	out, err := cmd.Output()
+	timer.Stop()
 	if err != nil {
 		return out, fmt.Errorf("replayctl %s: %w: %s", args[0], err, stderr.String())
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -29,7 +30,9 @@ type soak struct {
 	replayctl, consumer string
 	nats                *natsProcess
 	rng                 *rand.Rand
-	report              *Report
+	// mu guards report: the fault scheduler and a command's timer write to it too.
+	mu     sync.Mutex
+	report *Report
 }
 
 func run(o options) (*Report, error) {
@@ -75,11 +78,15 @@ func run(o options) (*Report, error) {
 
 func (s *soak) violation(round int, check, format string, args ...any) {
 	v := Violation{Seed: s.o.seed, Round: round, Check: check, Detail: fmt.Sprintf(format, args...)}
+	s.mu.Lock()
 	s.report.Violations = append(s.report.Violations, v)
+	s.mu.Unlock()
 	logf("VIOLATION round %d %s: %s", round, check, v.Detail)
 }
 
 func (s *soak) fault(kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.report.Faults++
 	s.report.FaultsByKind[kind]++
 }
