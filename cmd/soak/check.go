@@ -4,12 +4,25 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // check judges the round from the fake provider's own call log (billing_provider_charges), not
 // from the ledger: every order charged exactly once, or never with its row uncertain (listed by
 // reconcile --dry-run for a person) or failed; never twice.
 func (r *roundEnv) check(ctx context.Context, jobID string) error {
+	// A pool connection to a primary that just failed over breaks on first use: read again.
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if err = r.checkOnce(ctx, jobID); err == nil {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return err
+}
+
+func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 	charges := map[string]int{}
 	rows, err := r.records.Query(ctx, fmt.Sprintf(`select order_id, count(*) from %s_provider.billing_provider_charges group by 1`, r.schema))
 	if err != nil {
@@ -44,6 +57,7 @@ func (r *roundEnv) check(ctx context.Context, jobID string) error {
 		return err
 	}
 	listed := r.reconcileListed()
+	r.s.report.Orders += r.s.o.orders
 	for i := range r.s.o.orders {
 		order, event := orderID(r.round, i), eventID(r.round, i)
 		r.s.report.Checks++

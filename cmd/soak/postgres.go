@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"time"
 )
 
 // pgPair is a private PostgreSQL primary with one streaming replica on this machine, for the
@@ -111,7 +112,9 @@ func (p *pgPair) failover() error {
 // restart stops the primary at once (as a crash) and starts it again on its port: crash
 // recovery under a running execute, without a failover.
 func (p *pgPair) restart() error {
-	if out, err := p.run("pg_ctl", "-D", p.primary.data, "-m", "immediate", "-w", "-t", "60", "restart"); err != nil {
+	// -l again: restart does not keep the log file of the start, and a server writing to our pipe
+	// would keep it open for ever.
+	if out, err := p.run("pg_ctl", "-D", p.primary.data, "-l", filepath.Join(p.dir, p.primary.name+".log"), "-m", "immediate", "-w", "-t", "60", "restart"); err != nil {
 		return fmt.Errorf("restart the primary: %v\n%s", err, out)
 	}
 	return nil
@@ -134,6 +137,8 @@ func (p *pgPair) run(name string, args ...string) ([]byte, error) {
 	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	// A server pg_ctl started that still held our pipe would keep Run waiting: bounded.
+	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
 	return out.Bytes(), err
 }

@@ -141,7 +141,6 @@ func (s *soak) round(round int) error {
 		logf("round %d: waiting for the job's rows to settle, then checking", round)
 		r.waitSettled(plan.JobID)
 	}
-	s.report.Orders += s.o.orders
 	return r.check(ctx, plan.JobID)
 }
 
