@@ -47,6 +47,10 @@ func main() {
 	flag.IntVar(&o.consumers, "consumers", 2, "billing consumers per round, each its own process")
 	flag.StringVar(&o.failover, "failover", "off", "sync or async: each round's ledger is a private primary with a streaming replica (synchronous or not) promoted at a random moment; off: -database-url")
 	flag.Parse()
+	if o.failover != "off" && o.failover != "sync" && o.failover != "async" {
+		fmt.Fprintf(os.Stderr, "soak: -failover %q: give off, sync or async\n", o.failover)
+		os.Exit(2)
+	}
 	r, err := run(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
