@@ -7,9 +7,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -65,8 +67,12 @@ func run(o options) (*Report, error) {
 		return nil, err
 	}
 	defer s.nats.stop()
+	// Ctrl-C ends the run after the round in progress, so its processes, servers and schemas are
+	// cleaned up and the report still printed.
+	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	deadline := time.Now().Add(o.duration)
-	for round := 1; time.Now().Before(deadline); round++ {
+	for round := 1; time.Now().Before(deadline) && interrupted.Err() == nil; round++ {
 		logf("round %d: %d orders, %d consumers", round, o.orders, o.consumers)
 		if err := s.round(round); err != nil {
 			return nil, fmt.Errorf("round %d: %w", round, err)
