@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -40,7 +41,11 @@ func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 		return err
 	}
 	states := map[string]string{}
-	rows, err = r.pool.Query(ctx, fmt.Sprintf(`select e.event_id, e.state || coalesce('/' || e.outcome_kind, '')
+	// The state, and for a row still processing what a person debugging it needs: its lease's
+	// owner and expiry, the calls it started, its last error.
+	rows, err = r.pool.Query(ctx, fmt.Sprintf(`select e.event_id, e.state || coalesce('/' || e.outcome_kind, '') ||
+		       case when e.state = 'processing' then format(' (lease %%s until %%s, now %%s, calls started %%s, last error %%s)',
+		            e.lease_owner, e.lease_expires_at, now(), e.calls_started, coalesce(e.last_error, '-')) else '' end
 		  from %[1]s.effects e join %[1]s.jobs j on j.consumer = e.consumer and j.effect_version_to = e.effect_version
 		 where j.id = $1`, r.schema), jobID)
 	if err != nil {
@@ -67,6 +72,8 @@ func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 		case n == 1:
 		case state == "uncertain" && listed[event]:
 		case state == "completed/business":
+		case strings.HasPrefix(state, "processing"):
+			r.s.violation(r.round, "target-stuck", "order %s (event %s) never charged, its row still %s after the faults stopped and the job's executes ended", order, event, state)
 		default:
 			r.s.violation(r.round, "target-lost", "order %s (event %s) never charged, and its ledger row is %q (not uncertain and listed by reconcile --dry-run, not failed)", order, event, state)
 		}
