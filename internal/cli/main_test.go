@@ -7,8 +7,8 @@ import (
 )
 
 // TestMain points natscli's configuration directory at an empty one, so a context selected on the
-// machine (`nats context select`) never changes which server or credentials a test uses; the
-// context tests set their own.
+// machine (`nats context select`) never changes which server or credentials a test uses (the
+// context tests set their own), and forgets the shell's $COLUMNS.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "replayctl-cli-test-xdg")
 	if err != nil {
@@ -16,6 +16,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Setenv("XDG_CONFIG_HOME", dir)
+	// Terminal output is drawn at iostreams.DefaultWidth in the tests, whatever the shell's width.
+	os.Unsetenv("COLUMNS")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
