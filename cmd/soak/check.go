@@ -63,6 +63,7 @@ func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 	}
 	listed := r.reconcileListed()
 	r.s.report.Orders += r.s.o.orders
+	dumped := false
 	for i := range r.s.o.orders {
 		order, event := orderID(r.round, i), eventID(r.round, i)
 		r.s.report.Checks++
@@ -74,6 +75,10 @@ func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 		case state == "completed/business":
 		case strings.HasPrefix(state, "processing"):
 			r.s.violation(r.round, "target-stuck", "order %s (event %s) never charged, its row still %s after the faults stopped and the job's executes ended", order, event, state)
+			if !dumped {
+				dumped = true
+				r.dumpConsumers()
+			}
 		default:
 			r.s.violation(r.round, "target-lost", "order %s (event %s) never charged, and its ledger row is %q (not uncertain and listed by reconcile --dry-run, not failed)", order, event, state)
 		}

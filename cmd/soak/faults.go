@@ -156,3 +156,17 @@ func (r *roundEnv) inject(ctx context.Context, kind string) {
 	r.s.fault(kind)
 	logf("round %d: fault %s", r.round, kind)
 }
+
+// dumpConsumers asks each consumer for a dump of its goroutines (SIGQUIT; Go prints them on
+// stderr, the consumer's log, and exits): where a handler that never finishes is waiting.
+func (r *roundEnv) dumpConsumers() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, c := range r.consumers {
+		if alive(c) {
+			_ = c.Process.Signal(syscall.SIGQUIT)
+			logf("round %d: consumer %d's goroutines are dumped in consumer-%d-%d.log", r.round, i, r.round, i)
+		}
+	}
+	time.Sleep(time.Second)
+}
