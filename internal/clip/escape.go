@@ -52,7 +52,7 @@ func needsEscape(r rune, keepLayout bool) bool {
 	case r < 0x20 || 0x7f <= r && r <= 0x9f, r == utf8.RuneError:
 		return true
 	// Bidirectional embeddings, overrides and isolates reorder what follows on the screen.
-	case 0x202a <= r && r <= 0x202e, 0x2066 <= r && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+	case isBidi(r):
 		return true
 	}
 	return false
