@@ -13,7 +13,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/tracing"
 	"github.com/replayctl/replayctl/protocol"
 	"github.com/replayctl/replayctl/seal"
 )
@@ -112,6 +115,10 @@ type Config struct {
 	// CountsInterval is how often Run adds the deliveries it counted to the ledger's daily counts
 	// and reads the uncertain gauges from it; default 5s.
 	CountsInterval time.Duration
+	// TracerProvider, when set, gets the SDK's spans (docs/tracing.md); nil uses OpenTelemetry's
+	// global provider as it is when New runs: install yours before New. Without a provider that
+	// records, deliveries parse no trace header and start no span.
+	TracerProvider trace.TracerProvider
 }
 
 // Consumer handles a consumer's messages and shadow requests against the ledger.
@@ -124,6 +131,10 @@ type Consumer struct {
 	// interruptions counts what Run rode through, by reason (MetricPullInterruptions).
 	interruptions *prometheus.CounterVec
 	fingerprints  *fingerprints
+	// traced: a tracer provider was installed when New ran (tracing.Setup, or the application's
+	// own), so deliveries get spans; without one, a delivery parses no trace header.
+	traced bool
+	tracer trace.Tracer
 }
 
 // New validates cfg and fills its defaults. A bad config returns an error matching ErrBadConfig
@@ -149,9 +160,10 @@ func New(cfg Config) (*Consumer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consumer %s: open JetStream: %w", cfg.Name, err)
 	}
+	tracer := tracing.TracerOf(cfg.TracerProvider)
 	return &Consumer{cfg: cfg, js: js, log: cfg.Logger, executing: newExecutingCache(), meters: m,
 		interruptions: interruptions,
-		fingerprints:  newFingerprints(cfg, hasher)}, nil
+		fingerprints:  newFingerprints(cfg, hasher), tracer: tracer, traced: tracing.Recording(tracer)}, nil
 }
 
 // Config returns the configuration in use, defaults filled in.

@@ -35,8 +35,29 @@ func (c *Consumer) deadLetter(ctx context.Context, d *delivery, out Outcome) Out
 		return c.retry(d, out, fmt.Errorf("could not dead-letter event %q: the DLQ stream refused it on %s (%w); it is redelivered until the DLQ takes it; it failed with: %v",
 			d.ev.ID, c.cfg.DLQSubject, err, out.Err))
 	}
+	c.failReplayTarget(ctx, d, out)
 	c.ack(d)
 	return out
+}
+
+// failReplayTarget records a replay the SDK dead-lettered as a failed target of its job, with
+// why: the replay was tried and given up on, a terminal outcome like a business failure. Without
+// it the target's row stays received with nothing left to deliver it, and the job waits for it
+// until its settle timeout on every execute, for ever. A failed write is logged: the job then
+// stalls as before, and its stall message asks whether the consumer dead-lettered its targets.
+func (c *Consumer) failReplayTarget(ctx context.Context, d *delivery, out Outcome) {
+	if d.ev.Mode != ModeReplay || d.ev.JobID == "" || d.ev.ID == "" {
+		return
+	}
+	detail := fmt.Sprintf("dead-lettered again by %s after %d deliveries: %s", c.cfg.Name, d.ev.Delivery,
+		clip.Stored(reasonClass(out.Err), dlq.MaxClassBytes))
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deadLetterTimeout)
+	defer cancel()
+	if _, err := c.cfg.Store.JobTargetsSetOutcome(wctx, d.ev.JobID, ledger.TargetFailed,
+		[]ledger.TargetOutcome{{EventID: d.ev.ID, Detail: detail}}); err != nil {
+		c.log.Warn("consumer: recording a dead-lettered replay as its job's failed target failed", "consumer", c.cfg.Name,
+			"event_id", d.ev.ID, "job", d.ev.JobID, "error", err)
+	}
 }
 
 func (c *Consumer) publishDeadLetter(ctx context.Context, d *delivery, reason error) error {
@@ -47,6 +68,7 @@ func (c *Consumer) publishDeadLetter(ctx context.Context, d *delivery, reason er
 			carried.Set(h, v)
 		}
 	}
+	deadLetterTrace(ctx, src, carried)
 	m := dlq.DeadLetter{
 		Subject: c.cfg.DLQSubject, EventID: src.Get(protocol.HeaderEventID), OriginalSubject: d.msg.Subject(),
 		Class:    clip.Stored(reasonClass(reason), dlq.MaxClassBytes),

@@ -25,6 +25,8 @@ type Effects struct {
 	// starting records in the ledger that call number n (from 1) is about to be made; it must
 	// succeed first.
 	starting func(ctx context.Context, n int) error
+	// traced: the delivery's span is recorded, so each call gets a span of its own.
+	traced bool
 
 	mu       sync.Mutex
 	recorded []protocol.Effect
@@ -66,16 +68,25 @@ func (fx *Effects) Call(ctx context.Context, kind, target string, fn EffectFunc)
 	n := fx.started
 	fx.mu.Unlock()
 
+	ctx, span := fx.startCall(ctx, kind, n)
+	defer span.End()
 	if err := fx.starting(ctx, n); err != nil {
-		return "", fmt.Errorf("effect %s %s not made: %w", kind, target, err)
+		err = fmt.Errorf("effect %s %s not made: %w", kind, target, err)
+		endCall(span, "not made", err)
+		return "", err
 	}
 	ref, err := fn(ctx)
 
 	fx.mu.Lock()
 	defer fx.mu.Unlock()
 	if err != nil {
-		if !certainlyNotExecuted(err) && fx.unknown == nil {
-			fx.unknown = fmt.Errorf("call %d (%s %s): %w", n, kind, target, err)
+		if !certainlyNotExecuted(err) {
+			if fx.unknown == nil {
+				fx.unknown = fmt.Errorf("call %d (%s %s): %w", n, kind, target, err)
+			}
+			endCall(span, "uncertain", err)
+		} else {
+			endCall(span, "not executed", err)
 		}
 		return "", err
 	}

@@ -45,6 +45,7 @@ func (c *Consumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc
 		case err != nil:
 			c.log.Warn("lease heartbeat failed", "consumer", c.cfg.Name, "event_id", key.EventID, "error", err)
 		case !ok:
+			traceEvent(ctx, "lease lapsed", "the lease was lost while the handler ran")
 			cancel(fmt.Errorf("%w: %s is no longer held by %s", ErrLeaseLost, key, c.cfg.Owner))
 			return false
 		}

@@ -29,8 +29,10 @@ type Ledger interface {
 	EffectsReopenExpired(ctx context.Context, consumer, eventID string, versions []int, note, actor string) (int64, error)
 	EffectsApplyExpiredVerdict(ctx context.Context, v ledger.ExpiredVerdict) (bool, error)
 
-	// Whether a replayed message belongs to the job executing its version.
+	// Whether a replayed message belongs to the job executing its version; and a replay the SDK
+	// dead-lettered, failed in its job's targets so the job can finish (deadLetter).
 	EffectVersionsIsExecuting(ctx context.Context, consumer string, version int, jobID string) (ledger.ExecutingReplay, error)
+	JobTargetsSetOutcome(ctx context.Context, jobID, status string, outcomes []ledger.TargetOutcome) (int64, error)
 
 	// Fingerprint algorithms, incidents and the counts behind `replayctl ledger stats` and the metrics.
 	FingerprintAlgorithmRegister(ctx context.Context, consumer, algorithm, options string) error

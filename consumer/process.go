@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/jobtype"
@@ -35,9 +36,11 @@ type delivery struct {
 // happened. Run calls it; tests call it directly with messages fetched from a consumer. The ledger,
 // not the ack, is the record: an ack lost in transit makes the redelivery a Duplicate.
 func (c *Consumer) Process(ctx context.Context, msg jetstream.Msg) Outcome {
+	ctx, span := c.startDelivery(ctx, msg)
 	d, out := c.process(ctx, msg)
 	c.meters.delivered(out.Kind)
 	c.logOutcome(ctx, out, d.ev)
+	c.endDelivery(span, d, out)
 	return out
 }
 
@@ -110,7 +113,9 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 			claim.TakeOverHash, claim.TakeOverHashAlg = incoming[i], r.RequestHashAlg
 		}
 	}
-	claimed, err := c.cfg.Store.EffectsClaim(ctx, claim)
+	cctx, span := child(ctx, "claim")
+	claimed, err := c.cfg.Store.EffectsClaim(cctx, claim)
+	endStep(span, err)
 	if err != nil {
 		return c.retry(d, out, err)
 	}
@@ -175,6 +180,7 @@ func (c *Consumer) settle(ctx context.Context, d *delivery, out Outcome, rows []
 		}
 		if !r.LeaseLive {
 			c.recordIncident(ctx, ledger.LeaseLapsedIncident(r))
+			traceEvent(ctx, "lease lapsed", fmt.Sprintf("the lease of another instance lapsed after %d call(s) started", r.CallsStarted))
 		}
 		if r.LeaseLive {
 			out.Kind = OutcomeInProgress
@@ -221,7 +227,7 @@ func settledState(state string) bool {
 func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key ledger.EffectKey) Outcome {
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	fx := &Effects{suppress: d.ev.WriteForbidden, starting: func(ctx context.Context, n int) error {
+	fx := &Effects{suppress: d.ev.WriteForbidden, traced: trace.SpanFromContext(ctx).IsRecording(), starting: func(ctx context.Context, n int) error {
 		ok, err := c.cfg.Store.EffectsCallStarted(ctx, key, c.cfg.Owner, n)
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: the lease on %s is no longer live", ErrLeaseLost, key)
@@ -260,7 +266,9 @@ func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key led
 		completion.OutcomeKind, completion.LastError = "business", clip.Stored(herr.Error(), maxLastErrorBytes)
 		out.Kind, out.Err = OutcomeBusinessFailure, herr
 	}
-	completed, err := c.cfg.Store.EffectsComplete(ctx, completion)
+	cctx, span := child(ctx, "complete")
+	completed, err := c.cfg.Store.EffectsComplete(cctx, completion)
+	endStep(span, err)
 	switch {
 	case err != nil:
 		// Nothing is recorded: the redelivery finds the lease, then its lapse decides (uncertain if

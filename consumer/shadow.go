@@ -14,6 +14,13 @@ import (
 // gets ShadowTimeout at most. A business failure is status ok with the result the ledger would
 // store ({"error": "<message>"}); a transient failure, a panic or bad headers are status error.
 func (c *Consumer) Shadow(ctx context.Context, msg *nats.Msg) protocol.ShadowReply {
+	ctx, span := c.startShadow(ctx, msg)
+	reply := c.shadow(ctx, msg)
+	endShadow(span, reply)
+	return reply
+}
+
+func (c *Consumer) shadow(ctx context.Context, msg *nats.Msg) protocol.ShadowReply {
 	reply := protocol.ShadowReply{EventID: msg.Header.Get(protocol.HeaderEventID), Effects: []protocol.Effect{}}
 	ev, err := shadowEvent(msg)
 	if err != nil {

@@ -23,8 +23,9 @@ type Replay struct {
 }
 
 // ReplayMsg is the replay of the DLQ message (data, header), read with names, on subject: its
-// payload unchanged and its own headers (trace IDs and the like) carried over, less the DLQ's
-// headers, Nats-* and earlier Replay-* ones, plus the replay protocol's headers.
+// payload unchanged and its own headers carried over, less the DLQ's headers, Nats-* and earlier
+// Replay-* ones, plus the replay protocol's headers; its traceparent moves to
+// Replay-Original-Traceparent.
 func ReplayMsg(subject string, data []byte, header nats.Header, names manifest.Headers, r Replay) *nats.Msg {
 	return NewJobReplay(names, r.JobID, r.EffectVersion, r.WriteForbidden).Msg(subject, data, header, r.EventID)
 }
@@ -69,7 +70,7 @@ func (j *JobReplay) Stripping(headers []string) *JobReplay {
 
 // Msg is event eventID's replay of the DLQ message (data, header) on subject, as ReplayMsg.
 func (j *JobReplay) Msg(subject string, data []byte, header nats.Header, eventID string) *nats.Msg {
-	size := 2 + len(j.shared)
+	size := 3 + len(j.shared)
 	for name := range header {
 		if carried(name, j.names, j.strip) {
 			size++
@@ -88,6 +89,9 @@ func (j *JobReplay) Msg(subject string, data []byte, header nats.Header, eventID
 	}
 	msg.Header[j.eventIDName] = []string{eventID}
 	msg.Header[j.msgIDName] = []string{protocol.MsgID(j.jobID, eventID)}
+	if _, v := protocol.HeaderFold(header, protocol.HeaderTraceparent); v != nil {
+		msg.Header[protocol.HeaderReplayOriginalTraceparent] = v
+	}
 	return msg
 }
 
@@ -111,6 +115,10 @@ func ReplaySize(data []byte, header nats.Header, names manifest.Headers, r Repla
 	for _, h := range r.headers() {
 		size += line(h.name, h.value)
 	}
+	_, traceparent := protocol.HeaderFold(header, protocol.HeaderTraceparent)
+	for _, v := range traceparent {
+		size += line(protocol.HeaderReplayOriginalTraceparent, v)
+	}
 	return size
 }
 
@@ -129,10 +137,15 @@ func (r Replay) headers() [6]headerValue {
 	}
 }
 
-// carried reports whether a DLQ message's header travels with its replay.
+// carried reports whether a DLQ message's header travels with its replay. The trace context does
+// not: it names the failed delivery, which the replay carries as Replay-Original-Traceparent; a
+// replay is a trace of its own (execute's, when it traces), not a late child of that one.
 func carried(name string, names manifest.Headers, strip []string) bool {
 	switch name {
 	case names.EventID, names.Reason, names.OriginalSubject, names.Attempts, names.FailedAt, HeaderReasonDetail:
+		return false
+	}
+	if strings.EqualFold(name, protocol.HeaderTraceparent) || strings.EqualFold(name, protocol.HeaderTracestate) {
 		return false
 	}
 	if slices.Contains(strip, name) {

@@ -10,6 +10,9 @@ import (
 	"github.com/replayctl/replayctl/protocol"
 )
 
+// The DLQ message's traceparent names the delivery that failed: the replay carries it as
+// Replay-Original-Traceparent, never as its own (the consumer would file a replay days later
+// under the failed delivery's trace).
 func TestReplayMsgCarriesTheEventsHeadersAndDropsTheDLQs(t *testing.T) {
 	dead := dlq.DeadLetter{Subject: "dlq.billing", EventID: "e1", OriginalSubject: "billing.charge.requested",
 		Class: "provider unavailable", Detail: "charge order o-1: provider unavailable", Attempts: 3,
@@ -20,7 +23,7 @@ func TestReplayMsgCarriesTheEventsHeadersAndDropsTheDLQs(t *testing.T) {
 	replay := dlq.ReplayMsg("billing.charge.requested", src.Data, src.Header, dlq.DefaultHeaders,
 		dlq.Replay{EventID: "e1", JobID: "job-2", EffectVersion: 2})
 	want := map[string]string{
-		"Traceparent": "00-abc-01", protocol.HeaderEventID: "e1", protocol.HeaderReplayJob: "job-2",
+		protocol.HeaderReplayOriginalTraceparent: "00-abc-01", protocol.HeaderEventID: "e1", protocol.HeaderReplayJob: "job-2",
 		protocol.HeaderReplayMode: protocol.ModeExecute, protocol.HeaderReplayEffectVersion: "2",
 		protocol.HeaderReplayWriteForbidden: "false", protocol.HeaderMsgID: protocol.MsgID("job-2", "e1"),
 	}
@@ -31,6 +34,9 @@ func TestReplayMsgCarriesTheEventsHeadersAndDropsTheDLQs(t *testing.T) {
 		if got := replay.Header.Get(k); got != v {
 			t.Errorf("replay header %s = %q, want %q", k, got, v)
 		}
+	}
+	if tp := replay.Header.Values(protocol.HeaderTraceparent); len(tp) != 0 {
+		t.Errorf("replay carries the DLQ message's traceparent %v as its own", tp)
 	}
 	if string(replay.Data) != `{"orderId":"o-1"}` {
 		t.Errorf("replay payload %q, want the DLQ message's", replay.Data)

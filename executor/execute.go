@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/job"
@@ -26,6 +27,13 @@ import (
 // a cancel stopped the run; ctx's error when ctx ended (the job stays executing: run it again to
 // continue). A dry run returns after the gates.
 func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts Options) (*Result, error) {
+	ctx, span := startJob(ctx, opts.TracerProvider, opts.Manifest)
+	r, err := execute(ctx, js, store, opts)
+	endJob(span, r, err)
+	return r, err
+}
+
+func execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts Options) (*Result, error) {
 	if err := opts.Normalise(); err != nil {
 		return nil, err
 	}
@@ -33,7 +41,7 @@ func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	s := &session{store: store, js: js, opts: &opts, m: m}
+	s := &session{store: store, js: js, opts: &opts, m: m, traced: trace.SpanFromContext(ctx).IsRecording()}
 	opts.stage("locking job %s for execute", m.ID)
 	lock, err := store.ExecuteLockKept(ctx, m.ID)
 	if errors.Is(err, ledger.ErrExecuteRunning) {

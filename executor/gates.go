@@ -42,6 +42,8 @@ type session struct {
 	noRowsAhead bool
 	// budget is the run's call budget, the passing verdict's (budget.go).
 	budget CallBudget
+	// traced: the job's span is recorded, so publish batches and replayed messages get spans.
+	traced bool
 }
 
 // refuse returns gate's refusal and records it in the audit log: a refused run is a decision too.

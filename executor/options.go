@@ -2,6 +2,7 @@ package executor
 
 import (
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"math"
 	"os"
 	"strings"
@@ -77,6 +78,8 @@ type Options struct {
 	Owner string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// TracerProvider gets the run's spans (docs/tracing.md); nil: OpenTelemetry's global one.
+	TracerProvider trace.TracerProvider
 	// Progress, when set, is called after each ledger poll.
 	Progress func(Progress)
 	// Stage, when set, is told in one line each step before publishing.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/ledger"
@@ -40,6 +41,8 @@ type pendingAck struct {
 	future  jetstream.PubAckFuture
 	err     error
 	refusal string
+	// span is the replayed message's trace (nil when not traced), ended at its acknowledgement.
+	span trace.Span
 }
 
 // publishTargets publishes every target still to publish, in stream order. One goroutine pages
@@ -134,6 +137,7 @@ func (s *session) publishPages(ctx context.Context, st *runState, pub jetstream.
 			}
 		}
 		var failures []ledger.TargetOutcome
+		bctx, batch := s.startBatch(ctx, page)
 		for _, t := range page {
 			src, why, err := source.Next(dlq.Planned{EventID: t.EventID, StreamSeq: t.StreamSeq, PayloadHash: t.PayloadHash})
 			if err != nil {
@@ -155,6 +159,9 @@ func (s *session) publishPages(ctx context.Context, st *runState, pub jetstream.
 				return s.recordSourceFailures(ctx, failures, errors.Join(err, hand()))
 			}
 			a := pendingAck{target: t, msg: replays.Msg(t.OriginalSubject, src.Data, src.Header, t.EventID)}
+			if s.traced {
+				a.span = s.startReplay(bctx, t, a.msg)
+			}
 			a.future, a.err = pub.PublishMsgAsync(a.msg)
 			if a.err != nil {
 				a.refusal = publishRefusal(a.err, a.msg, s.js.Conn().MaxPayload())
@@ -172,6 +179,7 @@ func (s *session) publishPages(ctx context.Context, st *runState, pub jetstream.
 			}
 		}
 		// The page's last publishes go now: the next page may be a ledger read away.
+		endBatch(batch, len(page)-len(failures), len(failures))
 		if err := hand(); err != nil {
 			return s.recordSourceFailures(ctx, failures, err)
 		}
@@ -241,6 +249,7 @@ func (s *session) collectAcks(ctx context.Context, pub jetstream.JetStream, acks
 			}
 			for _, a := range chunk {
 				ack, err := s.awaitAck(ctx, a)
+				endReplay(a.span, ack, err)
 				if ctx.Err() != nil {
 					return stop(ctx.Err())
 				}

@@ -150,6 +150,8 @@ type watcher struct {
 	// drainTargets are the job's target statuses, read once the publisher and the acknowledgement
 	// collector have ended (readProgress).
 	drainTargets map[string]int64
+	// drainDeadLettered is the last poll's count of replays dead-lettered again.
+	drainDeadLettered int64
 }
 
 // readProgress reads the job's target statuses and its ledger rows. Only the publisher and the
@@ -158,8 +160,16 @@ type watcher struct {
 // the statuses are read once and kept: each poll of the drain counts the ledger rows alone,
 // where it counted every target of the job again too (a third of each poll's database time).
 func (w *watcher) readProgress(ctx context.Context, rec ledger.Job, publishing bool) (Progress, ledger.JobEffectCounts, error) {
+	e, err := w.s.store.EffectsJobCounts(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID)
+	if err != nil {
+		return Progress{}, ledger.JobEffectCounts{}, err
+	}
 	ts := w.drainTargets
-	if publishing || ts == nil {
+	// A consumer writes one target status too: a replay it dead-lettered fails its target. The
+	// statuses are read again when the ledger counts one more such row.
+	changed := e.DeadLettered != w.drainDeadLettered
+	w.drainDeadLettered = e.DeadLettered
+	if publishing || ts == nil || changed {
 		var err error
 		if ts, err = w.s.store.JobTargetsCount(ctx, rec.ID); err != nil {
 			return Progress{}, ledger.JobEffectCounts{}, err
@@ -171,7 +181,7 @@ func (w *watcher) readProgress(ctx context.Context, rec ledger.Job, publishing b
 			w.drainTargets = ts
 		}
 	}
-	return job.ProgressWith(ctx, w.s.store, rec, ts)
+	return job.ProgressOfJob(rec, ts, e), e, nil
 }
 
 // poll reads the ledger once. done means every target settled.

@@ -20,6 +20,7 @@ import (
 	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/internal/every"
+	"github.com/replayctl/replayctl/internal/tracing"
 )
 
 // Keeper is the middleware of one service: its routes, its ledger and its counts.
@@ -35,6 +36,8 @@ type Keeper struct {
 	stopFlush func()
 	stopLease func()
 	closeOnce sync.Once
+	// traced: a tracer provider was installed when New ran, so each request gets a span.
+	traced bool
 }
 
 // route is a Route with what New derived from it.
@@ -57,7 +60,7 @@ func New(ctx context.Context, cfg Config) (*Keeper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: metrics: %v", ErrBadConfig, err)
 	}
-	k := &Keeper{cfg: cfg, routes: map[string]*route{}, metrics: m, owner: "api:" + rand.Text()[:10]}
+	k := &Keeper{cfg: cfg, routes: map[string]*route{}, metrics: m, owner: "api:" + rand.Text()[:10], traced: tracing.Recording(tracing.Tracer())}
 	policies := make([]apikey.Policy, 0, len(cfg.Routes))
 	for _, r := range cfg.Routes {
 		replay, evidence, _ := apikey.Derive(r.Retention) // validate checked it
@@ -96,7 +99,14 @@ func (k *Keeper) Handler(method, template string, h http.Handler) http.Handler {
 	if !ok {
 		panic(fmt.Sprintf("idempotency: route %s %s is not in Config.Routes", method, template))
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { k.serve(rt, h, w, r) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if k.traced {
+			ctx, span := startRequest(r.Context(), rt)
+			defer span.End()
+			r = r.WithContext(ctx)
+		}
+		k.serve(rt, h, w, r)
+	})
 }
 
 // Close adds the last daily counts to the ledger and stops. Requests still running finish on

@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/fingerprint"
 )
@@ -33,8 +36,8 @@ func (q *request) key() apikey.Key {
 	return apikey.Key{ScopeHash: q.claim.ScopeHash, KeyHash: q.claim.KeyHash}
 }
 
-func (k *Keeper) answer(rt *route, kind problemKind, metric string, w http.ResponseWriter, detail, ref string, retryAfter time.Duration) {
-	k.metrics.requests.WithLabelValues(rt.name, metric).Inc()
+func (k *Keeper) answer(ctx context.Context, rt *route, kind problemKind, metric string, w http.ResponseWriter, detail, ref string, retryAfter time.Duration) {
+	k.count(ctx, rt, metric)
 	kind.write(w, detail, ref, retryAfter)
 }
 
@@ -42,31 +45,31 @@ func (k *Keeper) serve(rt *route, next http.Handler, w http.ResponseWriter, r *h
 	rawKey, present, err := requestKey(r.Header)
 	switch {
 	case err != nil:
-		k.answer(rt, problemInvalidKey, answerInvalidKey, w, fmt.Sprintf("send one %s of 1 to %d printable ASCII characters, e.g. a UUID", KeyHeader, maxKeyLength), "", 0)
+		k.answer(r.Context(), rt, problemInvalidKey, answerInvalidKey, w, fmt.Sprintf("send one %s of 1 to %d printable ASCII characters, e.g. a UUID", KeyHeader, maxKeyLength), "", 0)
 		return
 	case !present && rt.RequireKey:
-		k.answer(rt, problemMissingKey, answerMissingKey, w, fmt.Sprintf("%s requires an %s header: a new unique value (a UUID) per intent, the same value on every retry of it", rt.name, KeyHeader), "", 0)
+		k.answer(r.Context(), rt, problemMissingKey, answerMissingKey, w, fmt.Sprintf("%s requires an %s header: a new unique value (a UUID) per intent, the same value on every retry of it", rt.name, KeyHeader), "", 0)
 		return
 	case !present:
-		k.metrics.requests.WithLabelValues(rt.name, answerNoKey).Inc()
+		k.count(r.Context(), rt, answerNoKey)
 		next.ServeHTTP(w, r)
 		return
 	}
 	scope, err := k.cfg.Scope(r)
 	if err != nil {
-		k.answer(rt, problemUnauthenticated, answerUnauthorized, w, "", "", 0)
+		k.answer(r.Context(), rt, problemUnauthenticated, answerUnauthorized, w, "", "", 0)
 		return
 	}
 	// Before anything is read from the ledger: a revoked caller never gets a stored response.
 	if k.cfg.Authorize != nil {
 		if err := k.cfg.Authorize(r, scope); err != nil {
-			k.answer(rt, problemForbidden, answerForbidden, w, "", "", 0)
+			k.answer(r.Context(), rt, problemForbidden, answerForbidden, w, "", "", 0)
 			return
 		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, k.cfg.MaxBody+1))
 	if err != nil || int64(len(body)) > k.cfg.MaxBody {
-		k.answer(rt, problemTooLarge, answerTooLarge, w, fmt.Sprintf("at most %d bytes", k.cfg.MaxBody), "", 0)
+		k.answer(r.Context(), rt, problemTooLarge, answerTooLarge, w, fmt.Sprintf("at most %d bytes", k.cfg.MaxBody), "", 0)
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -76,11 +79,12 @@ func (k *Keeper) serve(rt *route, next http.Handler, w http.ResponseWriter, r *h
 		Owner: k.nextOwner(), Lease: k.cfg.Lease,
 	}}
 	k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countRequest)
+	traceKey(r.Context(), q.claim.KeyHash)
 	claimed, rec, err := k.cfg.Store.APIKeysClaim(r.Context(), q.claim)
 	if err != nil {
 		// Fail closed: without the ledger nobody can tell a retry from a first request.
 		k.cfg.Logger.Warn("idempotency: claim failed; answered 503", "route", rt.name, "key", apikey.ShortHash(q.claim.KeyHash), "err", err)
-		k.answer(rt, problemUnavailable, answerUnavailable, w, "retry later with the same key", "", 30*time.Second)
+		k.answer(r.Context(), rt, problemUnavailable, answerUnavailable, w, "retry later with the same key", "", 30*time.Second)
 		return
 	}
 	switch {
@@ -89,7 +93,7 @@ func (k *Keeper) serve(rt *route, next http.Handler, w http.ResponseWriter, r *h
 	case rec.KeyHash == "":
 		// The claim lost to a record that was gone when read back (pruned between the two):
 		// nothing can be compared, and the retry claims afresh.
-		k.answer(rt, problemInProgress, answerInProgress, w, "retry shortly", "", retryShortly)
+		k.answer(r.Context(), rt, problemInProgress, answerInProgress, w, "retry shortly", "", retryShortly)
 	default:
 		k.answerExisting(q, rec)
 	}
@@ -113,33 +117,33 @@ func (k *Keeper) answerExisting(q *request, rec apikey.Record) {
 		// The operator sees which record and when; the caller never sees the stored response.
 		k.cfg.Logger.Warn("idempotency: key reused with a different request", "route", rt.name,
 			"key", apikey.ShortHash(rec.KeyHash), "client", apikey.ShortHash(rec.ClientHash), "firstAt", rec.CreatedAt, "firstAlg", rec.RequestHashAlg)
-		k.answer(rt, problemKeyReused, answerMismatch, q.w, detail, "", 0)
+		k.answer(q.r.Context(), rt, problemKeyReused, answerMismatch, q.w, detail, "", 0)
 		return
 	}
 	switch {
 	case rec.State == apikey.StateProcessing && rec.LeaseLive:
 		k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countInProgress)
-		k.answer(rt, problemInProgress, answerInProgress, q.w, "retry after the first request with this key finishes", "", max(rec.LeaseRemaining, retryShortly))
+		k.answer(q.r.Context(), rt, problemInProgress, answerInProgress, q.w, "retry after the first request with this key finishes", "", max(rec.LeaseRemaining, retryShortly))
 	case rec.State == apikey.StateProcessing && rec.CallsStarted > 0:
 		// Its owner died or stalled after an external call started: nobody knows if it happened.
 		if ok, err := k.cfg.Store.APIKeysMarkLapsedUncertain(q.r.Context(), q.key()); err == nil && ok {
-			k.becameUncertain(rt, rec.KeyHash, q.claim.ClientHash, "lease lapsed after an external call started")
+			k.becameUncertain(q.r.Context(), rt, rec.KeyHash, q.claim.ClientHash, "lease lapsed after an external call started")
 		}
-		k.answer(rt, problemUncertain, answerUncertain, q.w, "the first request may have taken effect; it is being reconciled and will not run twice", "", reviewRetryAfter)
+		k.answer(q.r.Context(), rt, problemUncertain, answerUncertain, q.w, "the first request may have taken effect; it is being reconciled and will not run twice", "", reviewRetryAfter)
 	case rec.State == apikey.StateUncertain:
-		k.answer(rt, problemUncertain, answerUncertain, q.w, "the first request may have taken effect; it is being reconciled and will not run twice", "", reviewRetryAfter)
+		k.answer(q.r.Context(), rt, problemUncertain, answerUncertain, q.w, "the first request may have taken effect; it is being reconciled and will not run twice", "", reviewRetryAfter)
 	case rec.State == apikey.StateCompleted && rec.ReplayOpen && rec.ResponseSealed != nil:
 		k.replay(q, rec)
 	case windowClosed:
 		k.lookUpExpired(q, rec)
 	case rec.State == apikey.StateReconciled && rec.Resolution == apikey.ResolutionHappened:
 		k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countReplay)
-		k.answer(rt, problemDone, answerAlreadyDone, q.w, "the request was reconciled as done", rec.ExternalRef, 0)
+		k.answer(q.r.Context(), rt, problemDone, answerAlreadyDone, q.w, "the request was reconciled as done", rec.ExternalRef, 0)
 	default:
 		// received, a lapsed lease before any call, or not-happened: the claim lost a race
 		// with a retry that took it; this one retries shortly.
 		k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countInProgress)
-		k.answer(rt, problemInProgress, answerInProgress, q.w, "retry shortly", "", retryShortly)
+		k.answer(q.r.Context(), rt, problemInProgress, answerInProgress, q.w, "retry shortly", "", retryShortly)
 	}
 }
 
@@ -161,11 +165,11 @@ func (k *Keeper) replay(q *request, rec apikey.Record) {
 	if err != nil {
 		k.cfg.Logger.Error("idempotency: a stored response does not open (a key retired from the keyring too early?)",
 			"route", q.rt.name, "key", apikey.ShortHash(rec.KeyHash), "keyId", rec.ResponseKeyID, "err", err)
-		k.answer(q.rt, problemUnreadable, answerUnreadable, q.w, "the request was done once and is not run again", rec.ExternalRef, 0)
+		k.answer(q.r.Context(), q.rt, problemUnreadable, answerUnreadable, q.w, "the request was done once and is not run again", rec.ExternalRef, 0)
 		return
 	}
 	k.counts.add(q.rt.name, q.claim.ClientHash, k.cfg.Now(), countReplay)
-	k.metrics.requests.WithLabelValues(q.rt.name, answerReplayed).Inc()
+	k.count(q.r.Context(), q.rt, answerReplayed)
 	stored.replay(q.w)
 }
 
@@ -185,14 +189,14 @@ func (k *Keeper) lookUpExpired(q *request, rec apikey.Record) {
 	switch verdict {
 	case VerdictHappened:
 		k.counts.add(rt.name, q.claim.ClientHash, k.cfg.Now(), countReplay)
-		k.answer(rt, problemDone, answerAlreadyDone, q.w, "the request with this key happened; its stored response expired", firstNonEmpty(ref, rec.ExternalRef), 0)
+		k.answer(q.r.Context(), rt, problemDone, answerAlreadyDone, q.w, "the request with this key happened; its stored response expired", firstNonEmpty(ref, rec.ExternalRef), 0)
 	case VerdictNotHappened:
 		k.runAsNew(q, rec)
 	default:
 		if ok, err := k.cfg.Store.APIKeysMarkReview(q.r.Context(), q.key(), "expired key: "+detail, rec.UpdatedAt); err == nil && ok {
-			k.becameUncertain(rt, rec.KeyHash, q.claim.ClientHash, "expired key the look-up could not settle")
+			k.becameUncertain(q.r.Context(), rt, rec.KeyHash, q.claim.ClientHash, "expired key the look-up could not settle")
 		}
-		k.answer(rt, problemUncertain, answerUncertain, q.w, "this key's replay window closed and whether it happened is not known; it goes to review, retry later", "", reviewRetryAfter)
+		k.answer(q.r.Context(), rt, problemUncertain, answerUncertain, q.w, "this key's replay window closed and whether it happened is not known; it goes to review, retry later", "", reviewRetryAfter)
 	}
 }
 
@@ -201,15 +205,18 @@ func (k *Keeper) runAsNew(q *request, rec apikey.Record) {
 	ok, err := k.cfg.Store.APIKeysTakeOver(q.r.Context(), q.claim, rec.UpdatedAt)
 	switch {
 	case err != nil:
-		k.answer(q.rt, problemUnavailable, answerUnavailable, q.w, "retry later with the same key", "", 30*time.Second)
+		k.answer(q.r.Context(), q.rt, problemUnavailable, answerUnavailable, q.w, "retry later with the same key", "", 30*time.Second)
 	case !ok:
-		k.answer(q.rt, problemInProgress, answerInProgress, q.w, "another request with this key got there first; retry shortly", "", retryShortly)
+		k.answer(q.r.Context(), q.rt, problemInProgress, answerInProgress, q.w, "another request with this key got there first; retry shortly", "", retryShortly)
 	default:
 		k.run(q)
 	}
 }
 
-func (k *Keeper) becameUncertain(rt *route, keyHash, client, why string) {
+func (k *Keeper) becameUncertain(ctx context.Context, rt *route, keyHash, client, why string) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent("uncertain", trace.WithAttributes(attribute.String("replayctl.reason", why)))
+	}
 	k.metrics.uncertain.WithLabelValues(rt.name).Inc()
 	k.counts.add(rt.name, client, k.cfg.Now(), countUncertain)
 	k.cfg.Logger.Warn("idempotency: record uncertain; it is never re-run automatically (reconcile worker or `replayctl keys resolve`)",
@@ -240,15 +247,15 @@ func (k *Keeper) run(q *request) {
 			if _, err := k.cfg.Store.APIKeysMarkUncertain(bg, c.key, c.owner, fmt.Sprintf("handler ended with status %d after an external call started", status)); err != nil {
 				k.cfg.Logger.Warn("idempotency: mark uncertain failed; the lapsed lease will", "route", rt.name, "key", apikey.ShortHash(c.key.KeyHash), "err", err)
 			}
-			k.becameUncertain(rt, c.key.KeyHash, q.claim.ClientHash, fmt.Sprintf("handler status %d", status))
+			k.becameUncertain(q.r.Context(), rt, c.key.KeyHash, q.claim.ClientHash, fmt.Sprintf("handler status %d", status))
 		} else if _, err := k.cfg.Store.APIKeysRelease(bg, c.key, c.owner); err != nil {
 			k.cfg.Logger.Warn("idempotency: release failed; the lease lapses", "route", rt.name, "key", apikey.ShortHash(c.key.KeyHash), "err", err)
 		}
 		if panicked {
-			k.answer(rt, problemHandlerFailed, answerHandlerFailed, q.w, "", "", 0)
+			k.answer(q.r.Context(), rt, problemHandlerFailed, answerHandlerFailed, q.w, "", "", 0)
 			return
 		}
-		k.metrics.requests.WithLabelValues(rt.name, answerHandlerFailed).Inc()
+		k.count(q.r.Context(), rt, answerHandlerFailed)
 		out.writeTo(q.w)
 		return
 	}
@@ -261,7 +268,7 @@ func (k *Keeper) run(q *request) {
 		// lease lapses into uncertain (a call started) or a retry runs it (none did).
 		k.cfg.Logger.Warn("idempotency: the response was not stored", "route", rt.name, "key", apikey.ShortHash(c.key.KeyHash), "owned", ok, "err", err)
 	}
-	k.metrics.requests.WithLabelValues(rt.name, answerHandled).Inc()
+	k.count(q.r.Context(), rt, answerHandled)
 	out.writeTo(q.w)
 }
 

@@ -226,9 +226,11 @@ type JobEffectCounts struct {
 	BusinessFailed int64
 	Uncertain      int64
 	// Processing rows hold a lease (live or lapsed); Retrying rows are received again after a
-	// transient failure.
-	Processing int64
-	Retrying   int64
+	// transient failure, less DeadLettered: received rows whose replay the consumer dead-lettered
+	// again, which failed their target (consumer.failReplayTarget).
+	Processing   int64
+	Retrying     int64
+	DeadLettered int64
 	// SettledCalls sums greatest(effect_count, calls_started) over completed, reconciled and
 	// uncertain rows; InFlightCalls sums calls_started over processing rows.
 	SettledCalls  int64
@@ -246,9 +248,12 @@ select count(*) filter (where state = 'reconciled' or (state = 'completed' and o
        count(*) filter (where state = 'uncertain'),
        count(*) filter (where state = 'processing'),
        count(*) filter (where state = 'received'),
+       count(*) filter (where state = 'received'
+                          and exists (select 1 from job_targets t
+                                       where t.job_id = $3 and t.event_id = e.event_id and t.status = 'failed')),
        coalesce(sum(greatest(effect_count, calls_started)) filter (where state in ('completed', 'reconciled', 'uncertain')), 0),
        coalesce(sum(calls_started) filter (where state = 'processing'), 0)
-  from effects
+  from effects e
  where consumer = $1 and effect_version = $2 and job_id = $3`
 
 // EffectsJobCounts counts jobID's rows of consumer under version in one query, sent again after a
@@ -257,11 +262,12 @@ func (s *Store) EffectsJobCounts(ctx context.Context, consumer string, version i
 	var c JobEffectCounts
 	_, err := retryLostConnection(ctx, func() error {
 		return s.pool.QueryRow(ctx, effectsJobCounts, consumer, version, jobID).Scan(&c.Completed, &c.BusinessFailed,
-			&c.Uncertain, &c.Processing, &c.Retrying, &c.SettledCalls, &c.InFlightCalls)
+			&c.Uncertain, &c.Processing, &c.Retrying, &c.DeadLettered, &c.SettledCalls, &c.InFlightCalls)
 	})
 	if err != nil {
 		return JobEffectCounts{}, fmt.Errorf("count the ledger rows of job %s (consumer %s, version %d): %w", jobID, consumer, version, err)
 	}
+	c.Retrying -= c.DeadLettered
 	return c, nil
 }
 
@@ -284,20 +290,24 @@ type ReviewItem struct {
 	UpdatedAt    time.Time       `json:"updatedAt"`
 }
 
-// $4 is the review kind; the list is short by nature, so the sort in byte order is cheap.
+// $4 is the review kind; the list is short by nature, so the sort in byte order is cheap. A
+// failed target is a business failure, or a replay the consumer dead-lettered again: its row is
+// received and its target failed, with why (consumer.failReplayTarget).
 const effectsJobItems = `
-select event_id, state, coalesce(outcome_kind, ''), effect_count, calls_started, external_refs,
-       coalesce(lease_owner, ''), coalesce(last_error, ''), updated_at
-  from effects
- where consumer = $1 and effect_version = $2 and job_id = $3
-   and (($4 = 'uncertain' and state = 'uncertain')
-        or ($4 = 'failed' and state = 'completed' and outcome_kind = 'business'))
- order by event_id collate "C"
+select e.event_id, e.state, coalesce(e.outcome_kind, ''), e.effect_count, e.calls_started, e.external_refs,
+       coalesce(e.lease_owner, ''), coalesce(t.outcome_detail, e.last_error, ''), e.updated_at
+  from effects e
+  left join job_targets t on t.job_id = $3 and t.event_id = e.event_id
+ where e.consumer = $1 and e.effect_version = $2 and e.job_id = $3
+   and (($4 = 'uncertain' and e.state = 'uncertain')
+        or ($4 = 'failed' and ((e.state = 'completed' and e.outcome_kind = 'business')
+                               or (e.state = 'received' and t.status = 'failed'))))
+ order by e.event_id collate "C"
  limit $5`
 
 // EffectsJobItems lists up to limit of jobID's rows of consumer under version, by event ID (byte
 // order): kind ReviewUncertain lists uncertain rows, ReviewFailed completed rows with outcome_kind
-// business. Another kind is refused. A read, so it is sent again after a lost connection.
+// business and received rows whose target failed (dead-lettered again). Another kind is refused. A read, so it is sent again after a lost connection.
 func (s *Store) EffectsJobItems(ctx context.Context, consumer string, version int, jobID, kind string, limit int) ([]ReviewItem, error) {
 	if kind != ReviewUncertain && kind != ReviewFailed {
 		return nil, fmt.Errorf("list the rows of job %s to review: kind %q is neither %s nor %s", jobID, kind, ReviewUncertain, ReviewFailed)

@@ -53,7 +53,9 @@ select ` + jobColumns + `,
                count(*) filter (where e.state = 'completed' and e.outcome_kind = 'business') as business_failed,
                count(*) filter (where e.state = 'uncertain') as uncertain,
                count(*) filter (where e.state = 'processing') as processing,
-               count(*) filter (where e.state = 'received') as retrying,
+               count(*) filter (where e.state = 'received'
+                                  and not exists (select 1 from job_targets t
+                                                   where t.job_id = page.id and t.event_id = e.event_id and t.status = 'failed')) as retrying,
                coalesce(sum(greatest(e.effect_count, e.calls_started)) filter (where e.state in ('completed', 'reconciled', 'uncertain')), 0) as settled_calls,
                coalesce(sum(e.calls_started) filter (where e.state = 'processing'), 0) as in_flight_calls
           from effects e

@@ -24,7 +24,33 @@ const (
 	HeaderReplayWriteForbidden = "Replay-Write-Forbidden"
 	// HeaderMsgID is JetStream's publish-dedup header; execute sets it to MsgID(job, event).
 	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderReplayOriginalTraceparent carries, on a replay and a shadow request, the DLQ
+	// message's W3C traceparent: the delivery that failed. The replay's own Traceparent (when
+	// execute traces) is a new trace; consumers link their span to this one (docs/tracing.md).
+	HeaderReplayOriginalTraceparent = "Replay-Original-Traceparent"
 )
+
+// W3C trace context headers, in the canonical form replayctl writes them. A dead letter carries
+// the failed delivery's; a replay never carries the DLQ message's as its own. NATS keeps a
+// header's case as sent and producers write W3C's "traceparent": read them with HeaderFold.
+const (
+	HeaderTraceparent = "Traceparent"
+	HeaderTracestate  = "Tracestate"
+)
+
+// HeaderFold returns h's values of name in any case: the exact key first, then the first key
+// equal to it under case folding.
+func HeaderFold(h map[string][]string, name string) (key string, values []string) {
+	if v, ok := h[name]; ok {
+		return name, v
+	}
+	for k, v := range h {
+		if strings.EqualFold(k, name) {
+			return k, v
+		}
+	}
+	return "", nil
+}
 
 // ModeShadow is the only Replay-Mode value a shadow request carries; a replayed message for real
 // carries ModeExecute.

@@ -57,6 +57,8 @@ type requester struct {
 	jobID          string
 	writeForbidden bool
 	timeout        time.Duration
+	// traced: shadow's span is recorded, so each request gets one.
+	traced bool
 }
 
 // ask sends one shadow request for eventID under version and classifies what comes back. It
@@ -69,7 +71,13 @@ func (r *requester) ask(ctx context.Context, eventID string, version int, payloa
 	msg.Header.Set(protocol.HeaderReplayWriteForbidden, protocol.FormatBool(r.writeForbidden))
 	msg.Header.Set(protocol.HeaderEventID, eventID)
 	msg.Data = payload
+	span := r.startRequest(ctx, eventID, version, msg)
+	a, err := r.send(ctx, eventID, payload, msg)
+	endRequest(span, a, err)
+	return a, err
+}
 
+func (r *requester) send(ctx context.Context, eventID string, payload []byte, msg *nats.Msg) (*answer, error) {
 	reqCtx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	reply, err := r.nc.RequestMsgWithContext(reqCtx, msg)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
@@ -26,6 +27,13 @@ import (
 // returns its error; the outcomes stored so far stay, no verdict is recorded, and the job returns
 // to the status it had before the run (planned, or shadowed with its earlier verdict).
 func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledger.Store, opts Options) (*Report, error) {
+	ctx, span := startShadow(ctx, opts.Manifest)
+	r, err := run(ctx, nc, js, store, opts)
+	endShadow(span, r, err)
+	return r, err
+}
+
+func run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledger.Store, opts Options) (*Report, error) {
 	if err := opts.Normalise(); err != nil {
 		return nil, err
 	}
@@ -65,7 +73,8 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 	if err := start(ctx, store, &opts, r); err != nil {
 		return nil, err
 	}
-	req := &requester{nc: nc, subject: r.Subject, jobID: m.ID, writeForbidden: m.WriteForbidden, timeout: opts.Timeout}
+	req := &requester{nc: nc, subject: r.Subject, jobID: m.ID, writeForbidden: m.WriteForbidden, timeout: opts.Timeout,
+		traced: trace.SpanFromContext(ctx).IsRecording()}
 	sh := &runner{store: store, js: js, m: m, opts: &opts, req: req, totals: &r.Totals,
 		cmp: &comparer{ignore: newPathSet(opts.IgnoreFields)}}
 	if err := sh.sample(ctx, r); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -61,7 +63,7 @@ func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	listed := r.reconcileListed()
+	listed, failed := r.reconcileListed(), r.failedListed(jobID)
 	r.s.report.Orders += r.s.o.orders
 	dumped := false
 	for i := range r.s.o.orders {
@@ -73,8 +75,11 @@ func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 		case n == 1:
 		case state == "uncertain" && listed[event]:
 		case state == "completed/business":
+		case strings.HasPrefix(state, "received") && failed[event]:
+			// Dead-lettered again by the consumer: a failed target status lists with why.
 		case strings.HasPrefix(state, "processing"):
-			r.s.violation(r.round, "target-stuck", "order %s (event %s) never charged, its row still %s after the faults stopped and the job's executes ended", order, event, state)
+			r.s.violation(r.round, "target-stuck", "order %s (event %s) never charged, its row still %s after the faults stopped and the job's executes ended; lease owner's process: %s",
+				order, event, state, r.describeOwner(state))
 			if !dumped {
 				dumped = true
 				r.dumpConsumers()
@@ -84,6 +89,22 @@ func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 		}
 	}
 	return nil
+}
+
+// failedListed are the event IDs `replayctl status JOB --json` lists as failed targets.
+func (r *roundEnv) failedListed(jobID string) map[string]bool {
+	out, _ := r.replayctl("status", "--json", jobID)
+	var st struct {
+		Failed []struct {
+			EventID string `json:"eventId"`
+		} `json:"failedTargets"`
+	}
+	_ = json.Unmarshal(out, &st)
+	failed := map[string]bool{}
+	for _, f := range st.Failed {
+		failed[f.EventID] = true
+	}
+	return failed
 }
 
 // reconcileListed are the event IDs `replayctl reconcile --dry-run` lists for a person.
@@ -100,4 +121,41 @@ func (r *roundEnv) reconcileListed() map[string]bool {
 		listed[row.EventID] = true
 	}
 	return listed
+}
+
+// describeOwner finds the process behind a processing row's lease owner ("host-pid-hex"): whether
+// it runs, whether it is stopped, and whether the soak tracks it as one of the round's consumers.
+func (r *roundEnv) describeOwner(state string) string {
+	_, rest, ok := strings.Cut(state, "(lease ")
+	if !ok {
+		return "no lease owner"
+	}
+	owner, _, _ := strings.Cut(rest, " ")
+	parts := strings.Split(owner, "-")
+	if len(parts) < 3 {
+		return "owner " + owner + " is not host-pid-hex"
+	}
+	pid, err := strconv.Atoi(parts[len(parts)-2])
+	if err != nil {
+		return "owner " + owner + " has no pid"
+	}
+	tracked := "not one of the round's tracked consumers"
+	r.mu.Lock()
+	for i, c := range r.consumers {
+		if c != nil && c.Process != nil && c.Process.Pid == pid {
+			tracked = fmt.Sprintf("tracked as consumer %d", i)
+		}
+	}
+	r.mu.Unlock()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return fmt.Sprintf("pid %d not running (%s)", pid, tracked)
+	}
+	// /proc/PID/stat: "pid (comm) S ..." where S is the state (R, S, T stopped, Z zombie).
+	procState := "?"
+	if _, after, ok := strings.Cut(string(stat), ") "); ok && len(after) > 0 {
+		procState = after[:1]
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return fmt.Sprintf("pid %d running, state %s, %s, command %q", pid, procState, tracked, strings.ReplaceAll(string(cmdline), "\x00", " "))
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/replayctl/replayctl/internal/cli/validatecmd"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/internal/tracing"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/internal/natsurl"
 	"github.com/replayctl/replayctl/ledger"
@@ -187,6 +188,13 @@ func Execute() int {
 		stop()
 	}()
 	f := cmdutil.NewFactory(iostreams.System())
+	// Traces go to the operator's OpenTelemetry backend when OTEL_* names one (docs/tracing.md);
+	// a tracing setting that cannot be honoured is said, never a reason to refuse the command.
+	flush, err := tracing.Setup(ctx, "replayctl")
+	if err != nil {
+		fmt.Fprintf(f.IOStreams.ErrOut, "replayctl: warning: %v; going on without traces\n", err)
+	}
+	defer flush()
 	return run(ctx, f, NewCmdRoot(f), os.Args[1:])
 }
 

@@ -35,6 +35,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/internal/natsconn"
+	"github.com/replayctl/replayctl/internal/tracing"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -55,6 +56,9 @@ type options struct {
 	// failChargesUntil is how long after start every charge fails (a live outage); retryBackoff
 	// is the SDK's first nak delay, shortened so an outage dead-letters in seconds.
 	failChargesUntil, retryBackoff time.Duration
+	// lease is how long a claimed event stays this instance's without a heartbeat: after a crash,
+	// its events wait that long before another instance may take them over.
+	lease time.Duration
 }
 
 func main() {
@@ -77,6 +81,7 @@ func main() {
 	flag.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://<addr>/metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	flag.DurationVar(&o.failChargesUntil, "fail-charges-until", 0, "simulate a payment provider outage: every charge fails (connection refused) for this long after start, e.g. 20s (0: none)")
 	flag.DurationVar(&o.retryBackoff, "retry-backoff", time.Second, "nak delay after a message's first transient failure, doubled per delivery")
+	flag.DurationVar(&o.lease, "lease", 0, "how long a claimed event stays this instance's without a heartbeat; after a crash its events wait this long for another instance (0: the SDK's 2m, heartbeat every quarter of it)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "billing-consumer:", err)
@@ -96,6 +101,13 @@ func run(o options) error {
 	stream := o.stream
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The SDK traces with the global OpenTelemetry provider, so it is installed before
+	// consumer.New: a service of your own installs its provider there the same way.
+	flush, err := tracing.Setup(ctx, "billing-consumer")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "billing-consumer: warning: %v; going on without traces\n", err)
+	}
+	defer flush()
 	registry := prometheus.NewRegistry()
 	if o.metricsAddr != "" {
 		stopMetrics, err := serveMetrics(o.metricsAddr, registry)
@@ -147,7 +159,7 @@ func run(o options) error {
 	orders := billing.SharedOrders(records)
 	c, err := consumer.New(consumer.Config{
 		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: o.dlqSubject,
-		LiveVersion: o.liveVersion, RetryBackoff: o.retryBackoff, ShadowConcurrency: o.concurrency, Concurrency: o.handlers, Metrics: registry,
+		LiveVersion: o.liveVersion, RetryBackoff: o.retryBackoff, Lease: o.lease, ShadowConcurrency: o.concurrency, Concurrency: o.handlers, Metrics: registry,
 		Handler: orders.Record(billing.Handler(provider, time.Now)),
 		Lookup:  billing.Lookup(provider, orders),
 		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
