@@ -36,9 +36,9 @@ import (
 	"github.com/replayctl/replayctl/internal/cli/validatecmd"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
-	"github.com/replayctl/replayctl/internal/tracing"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/internal/natsurl"
+	"github.com/replayctl/replayctl/internal/tracing"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
