@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -135,6 +137,17 @@ type Consumer struct {
 	// own), so deliveries get spans; without one, a delivery parses no trace header.
 	traced bool
 	tracer trace.Tracer
+	// claims numbers this instance's handlings, for their lease owners (leaseOwner).
+	claims atomic.Uint64
+}
+
+// leaseOwner names one handling's lease: Owner, '#', and a number no other handling of this
+// instance has. Per instance alone, a redelivery handled while the first delivery still ran (a
+// NATS restart redelivers what was not acknowledged) took over the first's lapsed lease under the
+// same name, and then both passed the ledger's owner checks and both made the call (the fault
+// soak charged an order twice this way). ledger.OwnerInstance strips the number for display.
+func (c *Consumer) leaseOwner() string {
+	return c.cfg.Owner + "#" + strconv.FormatUint(c.claims.Add(1), 10)
 }
 
 // New validates cfg and fills its defaults. A bad config returns an error matching ErrBadConfig

@@ -36,17 +36,17 @@ func (c *Consumer) runHandler(ctx context.Context, ev Event, fx *Effects) (res R
 // called. When the lease is found to be someone else's it cancels the handler with ErrLeaseLost.
 // A failed heartbeat query is only logged: the lease may still be ours, and Effects.Call checks it
 // before every call anyway.
-func (c *Consumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, key ledger.EffectKey, msg jetstream.Msg) (stop func()) {
+func (c *Consumer) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, key ledger.EffectKey, owner string, msg jetstream.Msg) (stop func()) {
 	return every.Interval(ctx, c.cfg.Heartbeat, func() bool {
 		qctx, qcancel := context.WithTimeout(ctx, c.cfg.Heartbeat)
-		ok, err := c.cfg.Store.EffectsHeartbeat(qctx, key, c.cfg.Owner, c.cfg.Lease)
+		ok, err := c.cfg.Store.EffectsHeartbeat(qctx, key, owner, c.cfg.Lease)
 		qcancel()
 		switch {
 		case err != nil:
 			c.log.Warn("lease heartbeat failed", "consumer", c.cfg.Name, "event_id", key.EventID, "error", err)
 		case !ok:
 			traceEvent(ctx, "lease lapsed", "the lease was lost while the handler ran")
-			cancel(fmt.Errorf("%w: %s is no longer held by %s", ErrLeaseLost, key, c.cfg.Owner))
+			cancel(fmt.Errorf("%w: %s is no longer held by %s", ErrLeaseLost, key, owner))
 			return false
 		}
 		if err := msg.InProgress(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,5 +152,62 @@ func TestALostLeaseStopsTheHandlerAndItsCalls(t *testing.T) {
 	}
 	if r := e.row("e1", 1); r.State != "processing" || r.LeaseOwner != "instance-b" || r.CallsStarted != 0 {
 		t.Fatalf("the new holder's row was touched: %+v", r)
+	}
+}
+
+// Two handlings of one event in one instance: a redelivery (after a NATS restart, of a message
+// not yet acknowledged) finds the first handling's lease lapsed before any call (its heartbeats
+// failed through a ledger failover) and takes it over. The first handling must then fail its
+// owner checks, not pass them under the instance's name and make its call beside the second's
+// (the fault soak charged an order twice this way, issue 33).
+func TestATakeOverInTheSameInstanceLeavesTheFirstHandlingWithoutItsLease(t *testing.T) {
+	e := newEnv(t)
+	e.p.block, e.p.entered = make(chan struct{}), make(chan struct{}, 2)
+	gate, held := make(chan struct{}), make(chan struct{}, 1)
+	charge := chargeHandler(e.p)
+	var handlings atomic.Int32
+	c := e.newConsumer(func(cfg *consumer.Config) {
+		// No heartbeat comes while the test runs: the lapse is the test's to make.
+		cfg.Lease, cfg.Heartbeat = time.Minute, 29*time.Second
+		cfg.Handler = func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
+			if handlings.Add(1) == 1 {
+				held <- struct{}{}
+				<-gate // the first handling is held before its call
+			}
+			return charge(ctx, ev, fx)
+		}
+	})
+	cons := e.durable(c)
+	payload := orderJSON("acct-1", 250)
+	e.publish("e1", payload, nil)
+	first := e.next(cons)
+	outcomes := make(chan consumer.Outcome, 2)
+	go func() { outcomes <- c.Process(e.ctx, first) }()
+	<-held
+	if _, err := e.db.Exec(e.ctx, `update effects set lease_expires_at = now() - interval '1 second' where event_id = 'e1'`); err != nil {
+		t.Fatal(err)
+	}
+	// The redelivery takes the lapsed lease over and is in the provider's call.
+	e.publish("e1", payload, nil)
+	second := e.next(cons)
+	go func() { outcomes <- c.Process(e.ctx, second) }()
+	<-e.p.entered
+	// The first handling goes on: its call must be refused, the lease being the second's.
+	close(gate)
+	var firstOut consumer.Outcome
+	select {
+	case firstOut = <-outcomes:
+	case <-e.p.entered:
+		close(e.p.block)
+		t.Fatal("the first handling made its call beside the second's: both charged under one instance's lease")
+	}
+	close(e.p.block)
+	secondOut := <-outcomes
+	if !errors.Is(firstOut.Err, consumer.ErrLeaseLost) || secondOut.Kind != consumer.OutcomeCompleted {
+		t.Fatalf("first handling %s (%v), second %s (%v): want the first refused its call (lease lost), the second completed",
+			firstOut.Kind, firstOut.Err, secondOut.Kind, secondOut.Err)
+	}
+	if n := e.p.calls.Load(); n != 1 {
+		t.Fatalf("provider calls %d, want 1: two handlings of one instance both charged", n)
 	}
 }

@@ -49,7 +49,7 @@ func (c *Consumer) logOutcome(ctx context.Context, o Outcome, ev Event) {
 		level = slog.LevelWarn // each needs a person or a replay
 	}
 	attrs := []any{"consumer", c.cfg.Name, "event_id", o.EventID, "effect_version", o.EffectVersion,
-		"outcome", string(o.Kind), "delivery", ev.Delivery, "calls", len(o.Effects)}
+		"outcome", string(o.Kind), "delivery", ev.Delivery, "calls", len(o.Effects), "instance", c.cfg.Owner}
 	if ev.JobID != "" {
 		attrs = append(attrs, "job", ev.JobID)
 	}

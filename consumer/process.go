@@ -30,6 +30,10 @@ type delivery struct {
 	// anyVersionSettles: the event is done once any version settled it for real (a live message,
 	// a DLQ replay); a backfill re-processes what older versions completed.
 	anyVersionSettles bool
+	// owner names this handling on the lease it claims: the instance and a sequence number
+	// (leaseOwner). Two handlings of one event in one process (a redelivery while the first still
+	// runs) must not pass for each other's lease.
+	owner string
 }
 
 // Process handles one message end to end (ledger, handler, ack/nak/term, dead-letter) and says what
@@ -45,7 +49,7 @@ func (c *Consumer) Process(ctx context.Context, msg jetstream.Msg) Outcome {
 }
 
 func (c *Consumer) process(ctx context.Context, msg jetstream.Msg) (*delivery, Outcome) {
-	d := &delivery{msg: msg}
+	d := &delivery{msg: msg, owner: c.leaseOwner()}
 	meta, err := msg.Metadata()
 	if err != nil {
 		return d, Outcome{Kind: OutcomeInvalid, Err: fmt.Errorf("%w: not a JetStream delivery: %w", ErrInvalidMessage, err)}
@@ -106,7 +110,7 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 		}
 	}
 	claim := ledger.EffectClaim{Key: key, RequestHash: hash,
-		RequestHashAlg: alg, Owner: c.cfg.Owner, Lease: c.cfg.Lease, JobID: ev.JobID,
+		RequestHashAlg: alg, Owner: d.owner, Lease: c.cfg.Lease, JobID: ev.JobID,
 		AnyVersionSettles: d.anyVersionSettles}
 	for i, r := range rows {
 		if r.EffectVersion == ev.EffectVersion {
@@ -128,7 +132,7 @@ func (c *Consumer) processEvent(ctx context.Context, d *delivery, out Outcome) O
 	if ev.Delivery > c.cfg.MaxDeliver {
 		cause := WithReasonClass("redelivered without a recorded outcome", fmt.Errorf("delivered %d times without a recorded outcome (MaxDeliver %d): the handler may be crashing the process on it",
 			ev.Delivery, c.cfg.MaxDeliver))
-		if _, err := c.cfg.Store.EffectsRelease(ctx, key, c.cfg.Owner, cause.Error()); err != nil {
+		if _, err := c.cfg.Store.EffectsRelease(ctx, key, d.owner, cause.Error()); err != nil {
 			return c.retry(d, out, err)
 		}
 		out.Kind, out.Err = OutcomeDeadLettered, cause
@@ -228,13 +232,13 @@ func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key led
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	fx := &Effects{suppress: d.ev.WriteForbidden, traced: trace.SpanFromContext(ctx).IsRecording(), starting: func(ctx context.Context, n int) error {
-		ok, err := c.cfg.Store.EffectsCallStarted(ctx, key, c.cfg.Owner, n)
+		ok, err := c.cfg.Store.EffectsCallStarted(ctx, key, d.owner, n)
 		if err == nil && !ok {
 			err = fmt.Errorf("%w: the lease on %s is no longer live", ErrLeaseLost, key)
 		}
 		return err
 	}}
-	stopHeartbeat := c.heartbeat(ctx, cancel, key, d.msg)
+	stopHeartbeat := c.heartbeat(ctx, cancel, key, d.owner, d.msg)
 	res, herr := c.runHandler(hctx, d.ev, fx)
 	stopHeartbeat()
 
@@ -258,7 +262,7 @@ func (c *Consumer) handle(ctx context.Context, d *delivery, out Outcome, key led
 	if kr := c.cfg.ResultKeyring; kr != nil {
 		body = kr.SealJSON(body, seal.ResultContext(key.Consumer, key.EventID, key.EffectVersion))
 	}
-	completion := ledger.EffectCompletion{Key: key, Owner: c.cfg.Owner, ResultHash: resultHash, ResultBody: body,
+	completion := ledger.EffectCompletion{Key: key, Owner: d.owner, ResultHash: resultHash, ResultBody: body,
 		EffectCount: made, ExternalRefs: refs, ResultRetention: c.cfg.ResultRetention, EvidenceRetention: c.cfg.EvidenceRetention,
 		WriteForbidden: d.ev.WriteForbidden}
 	out.Kind = OutcomeCompleted
@@ -294,7 +298,7 @@ func (c *Consumer) transient(ctx context.Context, d *delivery, out Outcome, key 
 	if leaseLost {
 		return c.retry(d, out, herr)
 	}
-	released, err := c.cfg.Store.EffectsRelease(ctx, key, c.cfg.Owner, clip.Stored(herr.Error(), maxLastErrorBytes))
+	released, err := c.cfg.Store.EffectsRelease(ctx, key, d.owner, clip.Stored(herr.Error(), maxLastErrorBytes))
 	if err != nil {
 		return c.retry(d, out, errors.Join(herr, err))
 	}
@@ -313,7 +317,7 @@ func (c *Consumer) transient(ctx context.Context, d *delivery, out Outcome, key 
 // and marks it uncertain then. A termed message would leave the row processing with nobody to
 // look at it again, and the replay waiting for it forever.
 func (c *Consumer) markUncertain(ctx context.Context, d *delivery, out Outcome, key ledger.EffectKey, made int, refs []byte, cause error) Outcome {
-	_, err := c.cfg.Store.EffectsMarkUncertain(ctx, ledger.EffectUncertainty{Key: key, Owner: c.cfg.Owner,
+	_, err := c.cfg.Store.EffectsMarkUncertain(ctx, ledger.EffectUncertainty{Key: key, Owner: d.owner,
 		EffectCount: made, ExternalRefs: refs, LastError: clip.Stored(cause.Error(), maxLastErrorBytes)})
 	if err != nil {
 		return c.retry(d, out, fmt.Errorf("event %q version %d: %w; recording it as uncertain failed (%w): the redelivery "+

@@ -24,11 +24,12 @@ type OwnerShare struct {
 	OldestLeaseSeconds float64 `json:"oldestLeaseSeconds" db:"oldest_lease_seconds"`
 }
 
-// One pass over the job's rows through effects_consumer_version_job_idx, grouped by owner. A
+// One pass over the job's rows through effects_consumer_version_job_idx, grouped by instance. A
 // completed row's owner is completed_by (its lease_owner is cleared), any other's lease_owner;
-// received rows have neither and are nobody's share.
+// received rows have neither and are nobody's share. The SDK names each handling's lease
+// "<instance>#<n>" (consumer's leaseOwner): the instance is the owner less its "#<n>".
 const effectsJobOwners = `
-select coalesce(lease_owner, completed_by, '') collate "C" as owner,
+select regexp_replace(coalesce(lease_owner, completed_by, ''), '#[0-9]+$', '') collate "C" as owner,
        count(*) filter (where state in ('completed', 'reconciled')) as completed,
        count(*) filter (where state = 'uncertain') as uncertain,
        count(*) filter (where state = 'processing' and lease_expires_at > now()) as in_progress,

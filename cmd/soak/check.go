@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -71,7 +72,7 @@ func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 		r.s.report.Checks++
 		switch n, state := charges[order], states[event]; {
 		case n > 1:
-			r.s.violation(r.round, "charged-twice", "order %s (event %s) charged %d times; ledger row %q", order, event, n, state)
+			r.s.violation(r.round, "charged-twice", "order %s (event %s) charged %d times; ledger row %q; %s", order, event, n, state, r.chargeEvidence(ctx, order, event))
 		case n == 1:
 		case state == "uncertain" && listed[event]:
 		case state == "completed/business":
@@ -158,4 +159,38 @@ func (r *roundEnv) describeOwner(state string) string {
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	return fmt.Sprintf("pid %d running, state %s, %s, command %q", pid, procState, tracked, strings.ReplaceAll(string(cmdline), "\x00", " "))
+}
+
+// chargeEvidence is what a person needs to tell how an order came to be charged twice: the
+// provider's charges with their times, the ledger row (attempts, who completed it, the charge it
+// recorded), and every log line of the round's consumers about the event.
+func (r *roundEnv) chargeEvidence(ctx context.Context, order, event string) string {
+	var b strings.Builder
+	rows, err := r.records.Query(ctx, fmt.Sprintf(`select charge_id, charged_at from %s_provider.billing_provider_charges where order_id = $1 order by charged_at`, r.schema), order)
+	if err == nil {
+		for rows.Next() {
+			var id string
+			var at time.Time
+			if rows.Scan(&id, &at) == nil {
+				fmt.Fprintf(&b, "\n  provider charge %s at %s", id, at.UTC().Format("15:04:05.000000"))
+			}
+		}
+		rows.Close()
+	}
+	var row string
+	if err := r.pool.QueryRow(ctx, fmt.Sprintf(`select format('state %%s attempts %%s calls_started %%s effect_count %%s completed_by %%s updated_at %%s refs %%s',
+	        state, attempts, calls_started, effect_count, coalesce(completed_by, '-'), updated_at, coalesce(external_refs::text, '-'))
+	   from %s.effects where event_id = $1`, r.schema), event).Scan(&row); err == nil {
+		fmt.Fprintf(&b, "\n  ledger row: %s", row)
+	}
+	logs, _ := filepath.Glob(filepath.Join(r.s.dir, fmt.Sprintf("consumer-%d-*.log", r.round)))
+	for _, path := range logs {
+		data, _ := os.ReadFile(path)
+		for _, line := range strings.Split(string(data), "\n") {
+			if strings.Contains(line, "event_id="+event+" ") {
+				fmt.Fprintf(&b, "\n  %s: %s", filepath.Base(path), line)
+			}
+		}
+	}
+	return b.String()
 }

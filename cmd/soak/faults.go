@@ -26,7 +26,8 @@ func (r *roundEnv) startConsumer(i int) error {
 		return err
 	}
 	cmd := exec.Command(r.s.consumer, "-database-url", r.url, "-records-database-url", r.recordsURL, "-nats-url", r.s.nats.url(), "-stream", "BILLING",
-		"-dlq-subject", "dlq.billing.charge", "-retry-backoff", "100ms", "-handlers", "64", "-lease", consumerLease.String())
+		"-dlq-subject", "dlq.billing.charge", "-retry-backoff", "100ms", "-handlers", "64", "-lease", consumerLease.String(),
+		"-log-level", "info")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()

@@ -30,6 +30,11 @@ const environmentHelp = `Environment variables replayctl reads (a flag always wi
   NO_COLOR                  any value: no colour on a terminal
   REPLAYCTL_CPUPROFILE, REPLAYCTL_TRACE
                             write a CPU profile or an execution trace of the command to this path
+  OTEL_EXPORTER_OTLP_ENDPOINT
+                            send OpenTelemetry traces of execute and shadow there (OTLP,
+                            http/protobuf, or grpc with OTEL_EXPORTER_OTLP_PROTOCOL=grpc); the
+                            other OTEL_* variables as the specification says; OTEL_SDK_DISABLED
+                            or OTEL_TRACES_EXPORTER=none turn them off (docs/tracing.md)
 
 No URL, password or token is ever written to a manifest, the ledger, the audit log or an error.
 docs/runbook.md ("Environment") has the precedence in full.

@@ -59,6 +59,9 @@ type options struct {
 	// lease is how long a claimed event stays this instance's without a heartbeat: after a crash,
 	// its events wait that long before another instance may take them over.
 	lease time.Duration
+	// logLevel is the SDK's log level: warn by default (what needs a person), info for every
+	// message processed.
+	logLevel string
 }
 
 func main() {
@@ -81,6 +84,7 @@ func main() {
 	flag.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://<addr>/metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	flag.DurationVar(&o.failChargesUntil, "fail-charges-until", 0, "simulate a payment provider outage: every charge fails (connection refused) for this long after start, e.g. 20s (0: none)")
 	flag.DurationVar(&o.retryBackoff, "retry-backoff", time.Second, "nak delay after a message's first transient failure, doubled per delivery")
+	flag.StringVar(&o.logLevel, "log-level", "warn", "the SDK's log level on stderr: warn (what needs a person), or info (every message processed, with its outcome)")
 	flag.DurationVar(&o.lease, "lease", 0, "how long a claimed event stays this instance's without a heartbeat; after a crash its events wait this long for another instance (0: the SDK's 2m, heartbeat every quarter of it)")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -157,12 +161,16 @@ func run(o options) error {
 		fmt.Fprintf(os.Stderr, "billing-consumer: simulating a payment provider outage: every charge fails for %s\n", o.failChargesUntil)
 	}
 	orders := billing.SharedOrders(records)
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("-log-level %q: use warn or info", o.logLevel)
+	}
 	c, err := consumer.New(consumer.Config{
 		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: o.dlqSubject,
 		LiveVersion: o.liveVersion, RetryBackoff: o.retryBackoff, Lease: o.lease, ShadowConcurrency: o.concurrency, Concurrency: o.handlers, Metrics: registry,
 		Handler: orders.Record(billing.Handler(provider, time.Now)),
 		Lookup:  billing.Lookup(provider, orders),
-		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	})
 	if err != nil {
 		return err
