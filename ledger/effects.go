@@ -325,7 +325,31 @@ func effectsHolds(ctx context.Context, q Querier, key EffectKey, query string, m
 	_, err := retryLostConnection(ctx, func() error {
 		return q.QueryRow(ctx, query, key.Consumer, key.EventID, key.EffectVersion, match, effectCount).Scan(&holds)
 	})
+	if err == nil && holds {
+		err = effectsDurable(ctx, q, key)
+	}
 	return holds, err
+}
+
+// effectsDurableBarrier rewrites the row as it is: a write, so its commit waits for the
+// synchronous standby like any other (synchronous_commit on).
+const effectsDurableBarrier = `update effects set updated_at = updated_at where ` + leasedRow
+
+// effectsDurable makes sure what a read found is on every synchronous standby before anyone
+// acts on it. A commit whose answer was lost may have been cut while it waited for the standby
+// (a terminated session, a restart): PostgreSQL then keeps it, visible, on the primary alone,
+// and a failover loses it. Read back as done, such a completion let the SDK acknowledge a message
+// whose outcome the promoted standby never had. A write committed now waits for the standby to
+// have the WAL up to its own commit, which comes after the lost one's.
+func effectsDurable(ctx context.Context, q Querier, key EffectKey) error {
+	_, err := retryLostConnection(ctx, func() error {
+		_, err := q.Exec(ctx, effectsDurableBarrier, key.Consumer, key.EventID, key.EffectVersion)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("make sure the recorded outcome of %s is on the synchronous standby: %w", key, err)
+	}
+	return nil
 }
 
 // EffectUncertainty is what is known of a handling whose external outcome is not.

@@ -266,7 +266,7 @@ func (b *bench) replayctl(ctx context.Context, step string, args ...string) (mea
 
 type planOutput struct {
 	JobID    string         `json:"jobId"`
-	Manifest string         `json:"manifest"`
+	Manifest string         `json:"manifestPath"`
 	Stats    manifest.Stats `json:"stats"`
 }
 
