@@ -133,7 +133,7 @@ type Consumer struct {
 	// interruptions counts what Run rode through, by reason (MetricPullInterruptions).
 	interruptions *prometheus.CounterVec
 	fingerprints  *fingerprints
-	// traced: a tracer provider was installed when New ran (tracing.Setup, or the application's
+	// traced: an SDK tracer provider was installed when New ran (tracing.Setup, or the application's
 	// own), so deliveries get spans; without one, a delivery parses no trace header.
 	traced bool
 	tracer trace.Tracer
@@ -176,7 +176,7 @@ func New(cfg Config) (*Consumer, error) {
 	tracer := tracing.TracerOf(cfg.TracerProvider)
 	return &Consumer{cfg: cfg, js: js, log: cfg.Logger, executing: newExecutingCache(), meters: m,
 		interruptions: interruptions,
-		fingerprints:  newFingerprints(cfg, hasher), tracer: tracer, traced: tracing.Recording(tracer)}, nil
+		fingerprints:  newFingerprints(cfg, hasher), tracer: tracer, traced: tracing.Active(cfg.TracerProvider)}, nil
 }
 
 // Config returns the configuration in use, defaults filled in.

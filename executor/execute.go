@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/tracing"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -41,7 +41,7 @@ func execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
-	s := &session{store: store, js: js, opts: &opts, m: m, traced: trace.SpanFromContext(ctx).IsRecording()}
+	s := &session{store: store, js: js, opts: &opts, m: m, traced: tracing.Active(opts.TracerProvider)}
 	opts.stage("locking job %s for execute", m.ID)
 	lock, err := store.ExecuteLockKept(ctx, m.ID)
 	if errors.Is(err, ledger.ErrExecuteRunning) {

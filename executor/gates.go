@@ -42,7 +42,8 @@ type session struct {
 	noRowsAhead bool
 	// budget is the run's call budget, the passing verdict's (budget.go).
 	budget CallBudget
-	// traced: the job's span is recorded, so publish batches and replayed messages get spans.
+	// traced: a tracer provider that exports is installed, so publish batches and replayed
+	// messages get spans (each sampled or not by the provider).
 	traced bool
 }
 

@@ -20,10 +20,10 @@ var noSpan = trace.SpanFromContext(context.Background())
 
 // startJob starts the span of one execute of job m: the parent of its publish batches.
 func startJob(ctx context.Context, tp trace.TracerProvider, m *manifest.Manifest) (context.Context, trace.Span) {
-	tracer := tracing.TracerOf(tp)
-	if !tracing.Recording(tracer) {
+	if !tracing.Active(tp) {
 		return ctx, noSpan
 	}
+	tracer := tracing.TracerOf(tp)
 	attrs := []attribute.KeyValue{}
 	name := "execute"
 	if m != nil {

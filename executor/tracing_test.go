@@ -105,3 +105,35 @@ func TestATracedExecuteGivesEachReplayItsOwnTraceLinkedToTheOriginal(t *testing.
 		t.Fatalf("%d replay traces, want one per message (3)", len(replays))
 	}
 }
+
+// Sampled out, a replay still carries its traceparent (not sampled), so the consumers, parent
+// based, follow execute's decision instead of starting traces of their own.
+func TestASampledOutExecuteStillTellsTheConsumersNotToSample(t *testing.T) {
+	e := exectest.New(t, exectest.Options{})
+	m := e.Shadowed(2, "job-exec-sampled-out")
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.NeverSample()))
+	_, err := execute(e, options(m, func(o *executor.Options) {
+		o.SettleTimeout = 300 * time.Millisecond
+		o.TracerProvider = tp
+	}))
+	if _, ok := errors.AsType[*executor.StopError](err); !ok {
+		t.Fatalf("want a stall without a consumer, got %v", err)
+	}
+	if n := len(rec.Ended()); n != 0 {
+		t.Fatalf("%d spans recorded by a sampler that samples nothing", n)
+	}
+	s, err := e.NATS.JS.Stream(e.Ctx, exectest.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := uint64(1); seq <= 2; seq++ {
+		msg, err := s.GetMsg(e.Ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tp := msg.Header.Get(protocol.HeaderTraceparent); len(tp) != 55 || tp[53:] != "00" {
+			t.Errorf("message %d: traceparent %q, want one whose flags say not sampled", seq, tp)
+		}
+	}
+}

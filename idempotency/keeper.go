@@ -60,7 +60,7 @@ func New(ctx context.Context, cfg Config) (*Keeper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: metrics: %v", ErrBadConfig, err)
 	}
-	k := &Keeper{cfg: cfg, routes: map[string]*route{}, metrics: m, owner: "api:" + rand.Text()[:10], traced: tracing.Recording(tracing.Tracer())}
+	k := &Keeper{cfg: cfg, routes: map[string]*route{}, metrics: m, owner: "api:" + rand.Text()[:10], traced: tracing.Active(nil)}
 	policies := make([]apikey.Policy, 0, len(cfg.Routes))
 	for _, r := range cfg.Routes {
 		replay, evidence, _ := apikey.Derive(r.Retention) // validate checked it

@@ -57,7 +57,7 @@ type requester struct {
 	jobID          string
 	writeForbidden bool
 	timeout        time.Duration
-	// traced: shadow's span is recorded, so each request gets one.
+	// traced: a tracer provider that exports is installed, so each request gets a span.
 	traced bool
 }
 

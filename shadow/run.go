@@ -14,8 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/trace"
 
+	"github.com/replayctl/replayctl/internal/tracing"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
@@ -74,7 +74,7 @@ func run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledg
 		return nil, err
 	}
 	req := &requester{nc: nc, subject: r.Subject, jobID: m.ID, writeForbidden: m.WriteForbidden, timeout: opts.Timeout,
-		traced: trace.SpanFromContext(ctx).IsRecording()}
+		traced: tracing.Active(nil)}
 	sh := &runner{store: store, js: js, m: m, opts: &opts, req: req, totals: &r.Totals,
 		cmp: &comparer{ignore: newPathSet(opts.IgnoreFields)}}
 	if err := sh.sample(ctx, r); err != nil {

@@ -17,10 +17,10 @@ var noSpan = trace.SpanFromContext(context.Background())
 
 // startShadow starts the span of one shadow pass of job m: the parent of its requests.
 func startShadow(ctx context.Context, m *manifest.Manifest) (context.Context, trace.Span) {
-	tracer := tracing.Tracer()
-	if !tracing.Recording(tracer) {
+	if !tracing.Active(nil) {
 		return ctx, noSpan
 	}
+	tracer := tracing.Tracer()
 	name, attrs := "shadow", []attribute.KeyValue{tracing.KeyMode.String("shadow")}
 	if m != nil {
 		name += " " + m.Consumer

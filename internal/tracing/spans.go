@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/replayctl/replayctl/protocol"
@@ -48,11 +49,19 @@ func TracerOf(tp trace.TracerProvider) trace.Tracer {
 // Tracer is TracerOf the global provider.
 func Tracer() trace.Tracer { return TracerOf(nil) }
 
-// Recording reports whether tracer records the spans it starts now. The probe span is never
-// ended, so no exporter ever sees it.
-func Recording(tracer trace.Tracer) bool {
-	_, probe := tracer.Start(context.Background(), "probe")
-	return probe.IsRecording()
+// Active reports whether spans are worth starting: tp (nil: the global provider) is
+// OpenTelemetry's SDK, installed by Setup or by the application. Whether a span is then recorded
+// is its sampler's decision, per trace: an inactive provider costs no span at all, a sampled-out
+// trace a span that records nothing and still carries its traceparent, so the consumers follow.
+func Active(tp trace.TracerProvider) bool {
+	if tp == nil {
+		if Enabled() {
+			return true
+		}
+		tp = otel.GetTracerProvider()
+	}
+	_, sdk := tp.(*sdktrace.TracerProvider)
+	return sdk
 }
 
 // ChildTracer is the tracer of ctx's span's own provider: steps of a delivery or a job go to
