@@ -25,7 +25,7 @@ func (r *roundEnv) startConsumer(i int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(r.s.consumer, "-database-url", r.url, "-records-database-url", r.recordsURL, "-nats-url", r.s.nats.url(), "-stream", "BILLING",
+	cmd := exec.Command(r.s.consumer, "-database-url", r.consumerURL, "-records-database-url", r.recordsURL, "-nats-url", r.consumerNATS, "-stream", "BILLING",
 		"-dlq-subject", "dlq.billing.charge", "-retry-backoff", "100ms", "-handlers", "64", "-lease", consumerLease.String(),
 		"-log-level", "info")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -94,7 +94,8 @@ func (r *roundEnv) startFaults() (stop func()) {
 }
 
 func (r *roundEnv) inject(ctx context.Context, kind string) {
-	pause := func(min, span int) { time.Sleep(time.Duration(min+r.rng.IntN(span)) * time.Millisecond) }
+	between := func(min, span int) time.Duration { return time.Duration(min+r.rng.IntN(span)) * time.Millisecond }
+	pause := func(min, span int) { time.Sleep(between(min, span)) }
 	i := r.rng.IntN(r.s.o.consumers)
 	r.mu.Lock()
 	c, execute := r.consumers[i], r.execute
@@ -136,11 +137,15 @@ func (r *roundEnv) inject(ctx context.Context, kind string) {
 			sig = syscall.SIGINT
 		}
 		_ = execute.Process.Signal(sig)
-	case "nats-kill9-restart":
-		r.s.nats.kill()
-		pause(300, 1200)
-		if err := r.s.nats.start(); err != nil {
-			logf("round %d: restart nats-server: %v", r.round, err)
+	case "nats-kill9-restart", "nats-leader-kill9-restart":
+		node := r.rng.IntN(len(r.s.nats.nodes))
+		if kind == "nats-leader-kill9-restart" {
+			if node = r.s.nats.leaderOf("BILLING"); node < 0 {
+				return
+			}
+		}
+		if err := r.s.nats.killRestart(node, between(300, 1200)); err != nil {
+			logf("round %d: restart nats-server n%d: %v", r.round, node+1, err)
 		}
 	case "ledger-failover":
 		if r.pair == nil || r.pair.replica == nil {
@@ -158,6 +163,8 @@ func (r *roundEnv) inject(ctx context.Context, kind string) {
 			logf("round %d: %v", r.round, err)
 			return
 		}
+	case "ledger-link-reset", "ledger-link-stall", "ledger-link-latency", "ledger-reply-cut", "nats-link-reset", "nats-link-stall":
+		r.injectLink(kind, between)
 	case "ledger-sessions-killed":
 		if _, err := r.pool.Exec(ctx, `select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1`, appName); err != nil {
 			return

@@ -1,7 +1,9 @@
 // Command soak replays DLQs of billing orders round after round while a scheduler driven by a
 // seed injects faults at random moments (kill -9, SIGSTOP and SIGINT of the billing consumers and
-// of execute, kill -9 and restart of nats-server, killed ledger sessions; with -failover, the
-// ledger's primary restarted, or stopped and its replica promoted), then checks each round
+// of execute, kill -9 and restart of nats-server, killed ledger sessions, and through proxies on
+// the consumers' connections resets, stalls, latency and replies cut after the server did the
+// work; with -failover, the ledger's primary restarted, or stopped and its replica promoted),
+// then checks each round
 // against the fake provider's own call log, not the ledger: every order charged exactly once, or
 // never and left uncertain or failed where an operator sees it; no job that cannot finish; no
 // execute that hangs past its settle timeout. Exit 1 when any check failed.
@@ -46,6 +48,8 @@ func main() {
 	flag.IntVar(&o.orders, "orders", 120, "orders per round")
 	flag.IntVar(&o.consumers, "consumers", 2, "billing consumers per round, each its own process")
 	flag.StringVar(&o.failover, "failover", "off", "sync or async: each round's ledger is a private primary with a streaming replica (synchronous or not) promoted at a random moment; off: -database-url")
+	flag.BoolVar(&o.links, "links", true, "put a fault proxy between the consumers and the ledger and one between the consumers and NATS: connections reset, stalled, slowed, and a reply cut after the server did the work")
+	flag.BoolVar(&o.natsCluster, "nats-cluster", false, "run a three-node NATS cluster with R3 streams instead of one server; kill -9 a random node or the BILLING stream's leader")
 	flag.Parse()
 	if o.failover != "off" && o.failover != "sync" && o.failover != "async" {
 		fmt.Fprintf(os.Stderr, "soak: -failover %q: give off, sync or async\n", o.failover)

@@ -55,6 +55,10 @@ type roundEnv struct {
 	// pair is the round's private primary and replica (-failover), nil on -database-url.
 	pair *pgPair
 	menu []string
+	// links are the proxies between the consumers and the ledger and NATS; consumerURL and
+	// consumerNATS reach the servers through them.
+	links                     links
+	consumerURL, consumerNATS string
 }
 
 func (s *soak) round(round int) error {
@@ -63,6 +67,9 @@ func (s *soak) round(round int) error {
 		rng: rand.New(rand.NewPCG(uint64(s.o.seed), uint64(round)))}
 	dbURL := s.o.dbURL
 	r.menu = slices.Clone(faultKinds)
+	if s.o.natsCluster {
+		r.menu = append(r.menu, "nats-leader-kill9-restart")
+	}
 	if s.o.failover != "off" {
 		// A directory of its own under the temp dir: the servers run as the postgres user, who
 		// cannot enter the soak's own (root's, mode 0700).
@@ -97,6 +104,14 @@ func (s *soak) round(round int) error {
 	}
 	defer r.pool.Exec(context.Background(), "drop schema if exists "+r.schema+" cascade")
 	r.url = withParams(dbURL, "search_path="+r.schema, "application_name="+appName)
+	r.consumerURL, r.consumerNATS = r.url, r.s.nats.url()
+	if s.o.links {
+		defer r.stopLinks()
+		if r.consumerURL, r.consumerNATS, err = r.startLinks(dbURL); err != nil {
+			return fmt.Errorf("start the fault proxies: %w", err)
+		}
+		r.menu = append(r.menu, linkFaultKinds...)
+	}
 	if out, err := r.replayctl("migrate"); err != nil {
 		return fmt.Errorf("migrate: %v %s", err, out)
 	}
@@ -160,7 +175,7 @@ func (r *roundEnv) streams(ctx context.Context) error {
 		if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 			return err
 		}
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Replicas: r.s.nats.replicas()}); err != nil {
 			return err
 		}
 	}

@@ -23,6 +23,10 @@ type options struct {
 	dbURL, natsServer string
 	orders, consumers int
 	failover          string
+	// links puts fault proxies between the consumers and the ledger and NATS (linkFaultKinds).
+	links bool
+	// natsCluster runs three nats-servers in a cluster with R3 streams instead of one.
+	natsCluster bool
 }
 
 // soak is one run's shared state: the binaries, the NATS server it kills, the report.
@@ -30,7 +34,7 @@ type soak struct {
 	o                   options
 	dir                 string
 	replayctl, consumer string
-	nats                *natsProcess
+	nats                *natsServers
 	rng                 *rand.Rand
 	// mu guards report: the fault scheduler and a command's timer write to it too.
 	mu     sync.Mutex
@@ -58,11 +62,9 @@ func run(o options) (*Report, error) {
 			return nil, fmt.Errorf("build %s: %v\n%s", pkg, err, out)
 		}
 	}
-	port, err := freePort()
-	if err != nil {
+	if s.nats, err = newNATSServers(o.natsServer, dir, o.natsCluster); err != nil {
 		return nil, err
 	}
-	s.nats = &natsProcess{bin: o.natsServer, port: port, dir: filepath.Join(dir, "js"), log: filepath.Join(dir, "nats-server.log")}
 	if err := s.nats.start(); err != nil {
 		return nil, err
 	}
@@ -110,11 +112,13 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s soak: %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
-// natsProcess is the nats-server the soak runs, kills and restarts on one port and store.
+// natsProcess is a nats-server the soak runs, kills and restarts on one port and store.
 type natsProcess struct {
 	bin, dir, log string
 	port          int
-	cmd           *exec.Cmd
+	// args are the cluster's options, for a node of one.
+	args []string
+	cmd  *exec.Cmd
 }
 
 func (n *natsProcess) url() string { return "nats://127.0.0.1:" + strconv.Itoa(n.port) }
@@ -124,7 +128,7 @@ func (n *natsProcess) start() error {
 	if err != nil {
 		return err
 	}
-	n.cmd = exec.Command(n.bin, "-a", "127.0.0.1", "-p", strconv.Itoa(n.port), "-js", "-sd", n.dir)
+	n.cmd = exec.Command(n.bin, append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(n.port), "-js", "-sd", n.dir}, n.args...)...)
 	n.cmd.Stdout, n.cmd.Stderr = logFile, logFile
 	if err := n.cmd.Start(); err != nil {
 		return fmt.Errorf("start nats-server: %w", err)
