@@ -14,7 +14,7 @@ import (
 )
 
 // noSpan is the span of what is not traced: ending it ends nothing.
-var noSpan = trace.SpanFromContext(context.Background())
+var noSpan = tracing.NoSpan
 
 // startDelivery starts the span of one delivery: a child of the message's traceparent (the
 // producer's, or execute's for a replay), linked to the delivery that dead-lettered it when the

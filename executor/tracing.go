@@ -16,22 +16,14 @@ import (
 )
 
 // noSpan is the span of what is not traced: ending it ends nothing.
-var noSpan = trace.SpanFromContext(context.Background())
+var noSpan = tracing.NoSpan
 
 // startJob starts the span of one execute of job m: the parent of its publish batches.
 func startJob(ctx context.Context, tp trace.TracerProvider, m *manifest.Manifest) (context.Context, trace.Span) {
-	if !tracing.Active(tp) {
-		return ctx, noSpan
+	if m == nil {
+		return tracing.StartRun(ctx, tp, "execute", "", "", 0)
 	}
-	tracer := tracing.TracerOf(tp)
-	attrs := []attribute.KeyValue{}
-	name := "execute"
-	if m != nil {
-		name += " " + m.Consumer
-		attrs = append(attrs, tracing.KeyJobID.String(m.ID), tracing.KeyConsumer.String(m.Consumer),
-			tracing.KeyEffectVersion.Int(m.EffectVersion.To))
-	}
-	return tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	return tracing.StartRun(ctx, tp, "execute", m.ID, m.Consumer, m.EffectVersion.To)
 }
 
 // endJob ends the job's span with how the run ended.

@@ -32,35 +32,21 @@ for port in 4317 4318 16686; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then fail "port $port is taken: Jaeger needs 4317, 4318 and 16686"; fi
 done
 
-nats_server="${NATS_SERVER:-/usr/sbin/nats-server}"
-nats="${NATS_CLI:-$(command -v nats || true)}"
-[ -n "$nats" ] || { [ -x /tmp/bin/nats ] && nats=/tmp/bin/nats; } || true
-if [ -z "$nats" ]; then
-  say "installing natscli v0.5.0 from the Go module proxy"
-  GOBIN="$work/bin" go install github.com/nats-io/natscli/nats@v0.5.0
-  nats="$work/bin/nats"
-fi
+. scripts/world.sh
+find_natscli
 
 say "building replayctl, billing-consumer, Jaeger all-in-one v1.75.0 (tools/jaeger) and the checker"
-go build -o "$work/replayctl" . && go build -o "$work/billing-consumer" ./examples/billing/cmd/billing-consumer
+build_binaries
 go build -o "$work/jaegercheck" ./internal/tracing/jaegercheck
 go build -C tools/jaeger -o "$work/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger
-export PATH="$work:$PATH"
 
 "$work/jaeger" >"$work/jaeger.log" 2>&1 &
 jaeger_pid=$!
 for _ in $(seq 1 100); do curl -sf http://127.0.0.1:16686/api/services >/dev/null && break; sleep 0.2; done
 curl -sf http://127.0.0.1:16686/api/services >/dev/null || fail "Jaeger did not start"
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$nats_server" -a 127.0.0.1 -p "$port" -js -sd "$work/js" >"$work/nats-server.log" 2>&1 &
-pids+=($!)
-export NATS_URL="nats://127.0.0.1:$port"
-for _ in $(seq 1 50); do "$nats" --server "$NATS_URL" server check connection >/dev/null 2>&1 && break; sleep 0.1; done
-
-psql -q "$base_url" -c "create schema $schema" >/dev/null
-case "$base_url" in *\?*) db="$base_url&search_path=$schema" ;; *) db="$base_url?search_path=$schema" ;; esac
-export REPLAYCTL_DATABASE_URL="$db"
+start_nats
+make_schema
 
 # The operator's tracing backend, named as any OpenTelemetry service names it.
 export OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318

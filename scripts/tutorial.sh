@@ -23,28 +23,12 @@ trap cleanup EXIT
 say() { printf 'tutorial: %s\n' "$*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
 
-nats_server="${NATS_SERVER:-/usr/sbin/nats-server}"
-nats="${NATS_CLI:-$(command -v nats || true)}"
-[ -n "$nats" ] || { [ -x /tmp/bin/nats ] && nats=/tmp/bin/nats; } || true
-if [ -z "$nats" ]; then
-  say "installing natscli v0.5.0 from the Go module proxy"
-  GOBIN="$work/bin" go install github.com/nats-io/natscli/nats@v0.5.0
-  nats="$work/bin/nats"
-fi
-
+. scripts/world.sh
+find_natscli
 say "building replayctl and billing-consumer"
-go build -o "$work/replayctl" . && go build -o "$work/billing-consumer" ./examples/billing/cmd/billing-consumer
-export PATH="$work:$PATH"
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$nats_server" -a 127.0.0.1 -p "$port" -js -sd "$work/js" >"$work/nats-server.log" 2>&1 &
-pids+=($!)
-export NATS_URL="nats://127.0.0.1:$port"
-for _ in $(seq 1 50); do "$nats" --server "$NATS_URL" server check connection >/dev/null 2>&1 && break; sleep 0.1; done
-
-psql -q "$base_url" -c "create schema $schema" >/dev/null
-case "$base_url" in *\?*) db="$base_url&search_path=$schema" ;; *) db="$base_url?search_path=$schema" ;; esac
-export REPLAYCTL_DATABASE_URL="$db"
+build_binaries
+start_nats
+make_schema
 export USER="${USER:-tutorial}"
 
 # --- the tutorial's commands, in its order -------------------------------------------------

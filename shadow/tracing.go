@@ -13,21 +13,15 @@ import (
 )
 
 // noSpan is the span of what is not traced: ending it ends nothing.
-var noSpan = trace.SpanFromContext(context.Background())
+var noSpan = tracing.NoSpan
 
 // startShadow starts the span of one shadow pass of job m: the parent of its requests.
 func startShadow(ctx context.Context, m *manifest.Manifest) (context.Context, trace.Span) {
-	if !tracing.Active(nil) {
-		return ctx, noSpan
+	mode := tracing.KeyMode.String("shadow")
+	if m == nil {
+		return tracing.StartRun(ctx, nil, "shadow", "", "", 0, mode)
 	}
-	tracer := tracing.Tracer()
-	name, attrs := "shadow", []attribute.KeyValue{tracing.KeyMode.String("shadow")}
-	if m != nil {
-		name += " " + m.Consumer
-		attrs = append(attrs, tracing.KeyJobID.String(m.ID), tracing.KeyConsumer.String(m.Consumer),
-			tracing.KeyEffectVersion.Int(m.EffectVersion.To))
-	}
-	return tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+	return tracing.StartRun(ctx, nil, "shadow", m.ID, m.Consumer, m.EffectVersion.To, mode)
 }
 
 // endShadow ends the pass's span with its verdict.

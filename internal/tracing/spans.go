@@ -133,3 +133,20 @@ func Fail(span trace.Span, event, class string, attrs ...attribute.KeyValue) {
 	span.AddEvent(event, trace.WithAttributes(append(attrs, attribute.String("replayctl.reason", class))...))
 	span.SetStatus(codes.Error, event+": "+class)
 }
+
+// NoSpan is the span of what is not traced: ending it ends nothing.
+var NoSpan = trace.SpanFromContext(context.Background())
+
+// StartRun starts the span of one run of a job (verb "execute" or "shadow") of consumer: the
+// parent of the run's own spans. tp nil is the global provider; with none active, NoSpan.
+func StartRun(ctx context.Context, tp trace.TracerProvider, verb, jobID, consumer string, version int, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !Active(tp) {
+		return ctx, NoSpan
+	}
+	name := verb
+	if consumer != "" {
+		name += " " + consumer
+		attrs = append(attrs, KeyJobID.String(jobID), KeyConsumer.String(consumer), KeyEffectVersion.Int(version))
+	}
+	return TracerOf(tp).Start(ctx, name, trace.WithAttributes(attrs...))
+}
