@@ -171,12 +171,22 @@ func (r *roundEnv) streams(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A cluster whose node was killed late in the last round may still be electing leaders:
+	// its streams are made again until it answers, for a minute at most.
+	deadline := time.Now().Add(time.Minute)
 	for name, subject := range map[string]string{"BILLING": "billing.>", "DLQ_BILLING": "dlq.billing.>"} {
-		if err := js.DeleteStream(ctx, name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return err
-		}
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Replicas: r.s.nats.replicas()}); err != nil {
-			return err
+		for {
+			err := js.DeleteStream(ctx, name)
+			if err == nil || errors.Is(err, jetstream.ErrStreamNotFound) {
+				_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Replicas: r.s.nats.replicas()})
+			}
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("make stream %s: %w", name, err)
+			}
+			time.Sleep(time.Second)
 		}
 	}
 	for i := range r.s.o.orders {
@@ -184,8 +194,15 @@ func (r *roundEnv) streams(ctx context.Context) error {
 			"amountCents": 500 + r.rng.IntN(20000), "currency": "EUR"})
 		m := dlq.DeadLetter{Subject: "dlq.billing.charge", EventID: eventID(r.round, i), OriginalSubject: "billing.charge.requested",
 			Class: "payment provider unavailable", Attempts: 5, FailedAt: time.Now(), Payload: body}.Msg()
-		if _, err := js.PublishMsg(ctx, m); err != nil {
-			return err
+		for attempt := 1; ; attempt++ {
+			_, err := js.PublishMsg(ctx, m)
+			if err == nil {
+				break
+			}
+			if attempt == 30 {
+				return fmt.Errorf("seed the DLQ: %w", err)
+			}
+			time.Sleep(time.Second)
 		}
 	}
 	return nil
