@@ -2,6 +2,7 @@ package consumer
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -45,8 +46,8 @@ func originalTrace(h map[string][]string) map[string][]string {
 }
 
 // endDelivery describes what the delivery came to and ends its span. The event is named by its
-// ID's hash; the reason by its class (WithReasonClass, or the root cause), never its detail,
-// which may quote an order.
+// ID's hash; the reason by spanReason, never an error's text, which may quote an event or an
+// order.
 func (c *Consumer) endDelivery(span trace.Span, d *delivery, out Outcome) {
 	if !span.IsRecording() {
 		return
@@ -63,10 +64,7 @@ func (c *Consumer) endDelivery(span trace.Span, d *delivery, out Outcome) {
 		attrs = append(attrs, tracing.KeyJobID.String(d.ev.JobID), tracing.KeyMode.String(string(d.ev.Mode)))
 	}
 	span.SetAttributes(attrs...)
-	class := ""
-	if out.Err != nil {
-		class = reasonClass(out.Err)
-	}
+	class := spanReason(out.Err)
 	switch out.Kind {
 	case OutcomeCompleted, OutcomeDuplicate, OutcomeReconciled, OutcomeBusinessFailure:
 		span.SetStatus(codes.Ok, "")
@@ -99,9 +97,31 @@ func endStep(span trace.Span, err error) {
 		return
 	}
 	if err != nil {
-		span.SetStatus(codes.Error, reasonClass(err))
+		span.SetStatus(codes.Error, spanReason(err))
 	}
 	span.End()
+}
+
+// spanReasons are the SDK's errors whose text names a cause and nothing of an event.
+var spanReasons = []error{ErrLeaseLost, ErrOutcomeUnknown, ErrNotExecuted, ErrInvalidMessage, ErrReplayRefused, ErrBadConfig,
+	errHandlerPanicked}
+
+// spanReason is what a span may say of err: the class WithReasonClass gave it (a class carries no
+// event data by contract), else the first of the SDK's own causes in its chain, else nothing. An
+// error's text is not: the SDK's errors quote the event ID, a handler's may quote an order.
+func spanReason(err error) string {
+	if err == nil {
+		return ""
+	}
+	if c, ok := errors.AsType[*reasonClassError](err); ok {
+		return c.class
+	}
+	for _, known := range spanReasons {
+		if errors.Is(err, known) {
+			return known.Error()
+		}
+	}
+	return ""
 }
 
 // startCall starts the span of external call n of kind (say "charge"). Its target is not on
@@ -118,7 +138,7 @@ func (fx *Effects) startCall(ctx context.Context, kind string, n int) (context.C
 // made" or "not executed" when it certainly did not. The caller ends the span.
 func endCall(span trace.Span, what string, err error) {
 	if span.IsRecording() {
-		tracing.Fail(span, what, reasonClass(err))
+		tracing.Fail(span, what, spanReason(err))
 	}
 }
 

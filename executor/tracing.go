@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -40,8 +41,16 @@ func endJob(span trace.Span, r *Result, err error) {
 			span.AddEvent("uncertain", trace.WithAttributes(attribute.Int("replayctl.uncertain", len(r.Uncertain))))
 		}
 	}
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+	// The kind of end, not the error's text, which may name events.
+	switch stop, stopped := errors.AsType[*StopError](err); {
+	case stopped && stop.Stop != nil:
+		span.SetStatus(codes.Error, "stopped: "+string(stop.Stop.Kind))
+	case err != nil:
+		if g, ok := errors.AsType[*GateError](err); ok {
+			span.SetStatus(codes.Error, "refused by the "+g.Gate+" gate")
+		} else {
+			span.SetStatus(codes.Error, "execute failed: see `replayctl status` of the job")
+		}
 	}
 }
 

@@ -38,7 +38,8 @@ func endShadow(span trace.Span, r *Report, err error) {
 		}
 	}
 	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+		// Not the error's text, which may name an event.
+		span.SetStatus(codes.Error, "shadow failed: see the command's error")
 	}
 }
 
