@@ -154,19 +154,19 @@ type watcher struct {
 	drainDeadLettered int64
 }
 
-// readProgress reads the job's target statuses and its ledger rows. Only the publisher and the
+// readProgress reads the job's target statuses and its ledger rows. The publisher and the
 // acknowledgement collector write target statuses during a run (skipped, source failures,
 // published), and both have stored everything they will once they have ended, so from then on
 // the statuses are read once and kept: each poll of the drain counts the ledger rows alone,
 // where it counted every target of the job again too (a third of each poll's database time).
+// The one other writer, a consumer failing the target of a replay it dead-lettered again, shows
+// in the rows' counts (DeadLettered), and the statuses are read again then.
 func (w *watcher) readProgress(ctx context.Context, rec ledger.Job, publishing bool) (Progress, ledger.JobEffectCounts, error) {
 	e, err := w.s.store.EffectsJobCounts(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID)
 	if err != nil {
 		return Progress{}, ledger.JobEffectCounts{}, err
 	}
 	ts := w.drainTargets
-	// A consumer writes one target status too: a replay it dead-lettered fails its target. The
-	// statuses are read again when the ledger counts one more such row.
 	changed := e.DeadLettered != w.drainDeadLettered
 	w.drainDeadLettered = e.DeadLettered
 	if publishing || ts == nil || changed {

@@ -53,16 +53,6 @@ func ReadProgress(ctx context.Context, store *ledger.Store, rec ledger.Job) (Pro
 	return ProgressOfJob(rec, ts, e), e, nil
 }
 
-// ProgressWith is ReadProgress for a caller that already holds rec's target statuses ts: it reads
-// only the replay's ledger rows (execute's drain, whose target statuses no longer change).
-func ProgressWith(ctx context.Context, store *ledger.Store, rec ledger.Job, ts map[string]int64) (Progress, ledger.JobEffectCounts, error) {
-	e, err := store.EffectsJobCounts(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID)
-	if err != nil {
-		return Progress{}, ledger.JobEffectCounts{}, err
-	}
-	return ProgressOfJob(rec, ts, e), e, nil
-}
-
 // ReadCounts reads rec's target statuses and the replay's ledger rows, the two inputs of
 // ProgressOf.
 func ReadCounts(ctx context.Context, store *ledger.Store, rec ledger.Job) (map[string]int64, ledger.JobEffectCounts, error) {
