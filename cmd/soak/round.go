@@ -125,8 +125,18 @@ func (s *soak) round(round int) error {
 		}
 	}
 	time.Sleep(time.Second)
-	out, err := r.replayctl("plan", "--json", "--new-consumer", "--consumer", "billing", "--stream", "DLQ_BILLING", "--reason", reason,
-		"-o", filepath.Join(s.dir, fmt.Sprintf("job-%d.json", round)), "--force")
+	planArgs := []string{"plan", "--json", "--new-consumer", "--consumer", "billing", "--stream", "DLQ_BILLING", "--reason", reason,
+		"-o", filepath.Join(s.dir, fmt.Sprintf("job-%d.json", round)), "--force"}
+	// One round in three interrupts its first plan, and one in three its first shadow, at a
+	// random moment: what an operator does next (run it again) must work.
+	interrupted := r.interruptMaybe("plan-sigint", planArgs...)
+	out, err := r.replayctl(planArgs...)
+	if err != nil && interrupted {
+		// The interrupted plan may have recorded its job: plan refuses the same targets again and
+		// says to finish or cancel it first, which is what an operator does.
+		r.cancelUnfinished()
+		out, err = r.replayctl(planArgs...)
+	}
 	if err != nil {
 		return fmt.Errorf("plan: %v\n%s", err, out)
 	}
@@ -136,6 +146,7 @@ func (s *soak) round(round int) error {
 	if err := json.Unmarshal(out, &plan); err != nil {
 		return fmt.Errorf("plan output: %v\n%s", err, out)
 	}
+	r.interruptMaybe("shadow-sigint", "shadow", "--max-calls-over", "1", plan.JobID)
 	if out, err := r.replayctl("shadow", "--max-calls-over", "1", plan.JobID); err != nil {
 		return fmt.Errorf("shadow: %v\n%s", err, out)
 	}
@@ -325,4 +336,49 @@ func withParams(url string, params ...string) string {
 		sep = "&"
 	}
 	return url + sep + strings.Join(params, "&")
+}
+
+// interruptMaybe runs replayctl args and sends it SIGINT 20 to 600 ms in, in one round of three
+// (kind is the fault's name), and waits for it to stop: its exit is not judged, what comes after
+// it is.
+func (r *roundEnv) interruptMaybe(kind string, args ...string) bool {
+	if r.rng.IntN(3) != 0 {
+		return false
+	}
+	cmd := r.replayctlCmd(args...)
+	if err := cmd.Start(); err != nil {
+		return false
+	}
+	time.Sleep(time.Duration(20+r.rng.IntN(580)) * time.Millisecond)
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(commandTimeout):
+		r.s.violation(r.round, "command-hang", "replayctl %s did not stop within %s of SIGINT", args[0], commandTimeout)
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	r.s.fault(kind)
+	logf("round %d: fault %s", r.round, kind)
+	return true
+}
+
+// cancelUnfinished cancels the billing consumer's jobs that have not finished.
+func (r *roundEnv) cancelUnfinished() {
+	out, _ := r.replayctl("jobs", "--consumer", "billing", "--json")
+	var jobs struct {
+		Items []struct {
+			JobID  string `json:"jobId"`
+			Status string `json:"status"`
+		} `json:"items"`
+	}
+	_ = json.Unmarshal(out, &jobs)
+	for _, j := range jobs.Items {
+		if j.Status != "completed" && j.Status != "cancelled" {
+			_, _ = r.replayctl("cancel", j.JobID, "--reason", "soak: its plan was interrupted; planning again")
+			logf("round %d: cancelled job %s (%s), left by an interrupted plan", r.round, j.JobID, j.Status)
+		}
+	}
 }

@@ -52,7 +52,7 @@ It reads only.`,
   replayctl jobs --consumer billing --status paused
 
   # the last ten, for a script
-  replayctl jobs --limit 10 --json | jq -r '.[] | select(.uncertain > 0) | .id'`,
+  replayctl jobs --limit 10 --jq '.items[] | select(.uncertain > 0) | .jobId'`,
 		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()

@@ -41,7 +41,7 @@ action, reason and details (counts, versions, old and new values).
 --json prints an array of entries (id, at, actor, action, reason, manifestDigest, details).
 An unknown job exits 2. It reads only.`,
 		Example: `  replayctl log job-20261202-0300-3f9c
-  replayctl log job.json --json | jq -r '.[] | select(.action == "job.pause") | .reason'`,
+  replayctl log job.json --jq '.items[] | select(.action == "job.pause") | .reason'`,
 		Args: cmdutil.JobOrManifestArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.JobID = args[0]
