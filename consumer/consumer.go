@@ -106,7 +106,8 @@ type Config struct {
 	// RetryBackoff is the nak delay after a first transient failure, doubled per delivery up to a
 	// minute; default 1s.
 	RetryBackoff time.Duration
-	// Owner names this instance on the leases it takes; default "<hostname>-<pid>-<8 random hex>".
+	// Owner names this instance on the leases it takes, each "<Owner>#<n>" (n counts its handlings);
+	// default "<hostname>-<pid>-<8 random hex>".
 	Owner string
 	// Logger receives IDs, hashes and counts, never payloads; default: discard.
 	Logger *slog.Logger
