@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -172,14 +173,7 @@ func TestADeadLetterCarriesTheFailedDeliverysTraceparent(t *testing.T) {
 	if last == nil || attr(last, "replayctl.outcome") != "dead_lettered" {
 		t.Fatalf("the last delivery span is %v, want the dead-lettering one", last)
 	}
-	dlq, err := e.nats.JS.Stream(e.ctx, "DLQ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead, err := dlq.GetLastMsgForSubject(e.ctx, dlqSubject)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead := e.lastDeadLetter()
 	want := fmt.Sprintf("00-%s-%s-01", last.SpanContext().TraceID(), last.SpanContext().SpanID())
 	if got := dead.Header.Get(protocol.HeaderTraceparent); got != want {
 		t.Fatalf("dead letter traceparent %q, want the dead-lettering delivery's %q", got, want)
@@ -194,15 +188,22 @@ func TestAnUntracedConsumerDeadLettersWithTheProducersTraceparent(t *testing.T) 
 	cons := e.durable(c)
 	e.publish("", `{"n":1}`, map[string]string{protocol.HeaderTraceparent: originalSpan})
 	e.processNext(c, cons, consumer.OutcomeInvalid)
-	dlq, err := e.nats.JS.Stream(e.ctx, "DLQ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead, err := dlq.GetLastMsgForSubject(e.ctx, dlqSubject)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dead := e.lastDeadLetter()
 	if got := dead.Header.Get(protocol.HeaderTraceparent); got != originalSpan {
 		t.Fatalf("dead letter traceparent %q, want the producer's %q", got, originalSpan)
 	}
+}
+
+// lastDeadLetter is the DLQ's newest message.
+func (e *env) lastDeadLetter() *jetstream.RawStreamMsg {
+	e.t.Helper()
+	dlq, err := e.nats.JS.Stream(e.ctx, "DLQ")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	dead, err := dlq.GetLastMsgForSubject(e.ctx, dlqSubject)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return dead
 }

@@ -74,15 +74,8 @@ func TestReplayedMessagesCarryTheProtocolHeaders(t *testing.T) {
 	if stop, ok := errors.AsType[*executor.StopError](err); !ok || stop.Stop.Kind != executor.StopStalled {
 		t.Fatalf("want a stall without a consumer, got %v", err)
 	}
-	s, err := e.NATS.JS.Stream(e.Ctx, exectest.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for seq := uint64(1); seq <= 3; seq++ {
-		msg, err := s.GetMsg(e.Ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
+		msg := e.StreamMessage(seq)
 		id := msg.Header.Get(protocol.HeaderEventID)
 		want := map[string]string{
 			protocol.HeaderReplayJob: m.ID, protocol.HeaderReplayMode: protocol.ModeExecute,

@@ -66,15 +66,8 @@ func TestATracedExecuteGivesEachReplayItsOwnTraceLinkedToTheOriginal(t *testing.
 	if job == nil || batch == nil || batch.Parent().SpanID() != job.SpanContext().SpanID() {
 		t.Fatalf("want a job span with a publish batch under it, got %d spans", len(spans))
 	}
-	s, err := e.NATS.JS.Stream(e.Ctx, exectest.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for seq := uint64(1); seq <= 3; seq++ {
-		msg, err := s.GetMsg(e.Ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
+		msg := e.StreamMessage(seq)
 		id := msg.Header.Get(protocol.HeaderEventID)
 		if got := msg.Header.Get(protocol.HeaderReplayOriginalTraceparent); got != originals[id] {
 			t.Errorf("%s: Replay-Original-Traceparent %q, want the DLQ message's %q", id, got, originals[id])
@@ -123,16 +116,8 @@ func TestASampledOutExecuteStillTellsTheConsumersNotToSample(t *testing.T) {
 	if n := len(rec.Ended()); n != 0 {
 		t.Fatalf("%d spans recorded by a sampler that samples nothing", n)
 	}
-	s, err := e.NATS.JS.Stream(e.Ctx, exectest.Stream)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for seq := uint64(1); seq <= 2; seq++ {
-		msg, err := s.GetMsg(e.Ctx, seq)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tp := msg.Header.Get(protocol.HeaderTraceparent); len(tp) != 55 || tp[53:] != "00" {
+		if tp := e.StreamMessage(seq).Header.Get(protocol.HeaderTraceparent); len(tp) != 55 || tp[53:] != "00" {
 			t.Errorf("message %d: traceparent %q, want one whose flags say not sampled", seq, tp)
 		}
 	}

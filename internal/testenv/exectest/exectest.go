@@ -348,6 +348,20 @@ func (e *Env) QueryInt(sql string, args ...any) int64 {
 	return n
 }
 
+// StreamMessage is the billing stream's message at seq.
+func (e *Env) StreamMessage(seq uint64) *jetstream.RawStreamMsg {
+	e.T.Helper()
+	s, err := e.NATS.JS.Stream(e.Ctx, Stream)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	msg, err := s.GetMsg(e.Ctx, seq)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return msg
+}
+
 // StreamMessages counts the messages in the billing stream: what execute published.
 func (e *Env) StreamMessages() uint64 {
 	e.T.Helper()
