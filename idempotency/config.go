@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -108,6 +109,9 @@ type Config struct {
 	Metrics prometheus.Registerer
 	// Now is the clock of the daily counts; default time.Now.
 	Now func() time.Time
+	// TracerProvider gets a span per request (docs/tracing.md); nil uses OpenTelemetry's global
+	// provider as it is when New runs.
+	TracerProvider trace.TracerProvider
 }
 
 // ErrBadConfig matches every configuration error of New.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/idempotency"
@@ -37,6 +38,7 @@ type apiOptions struct {
 	lease   time.Duration
 	route   func(*idempotency.Route)
 	metrics *prometheus.Registry
+	tracer  trace.TracerProvider
 }
 
 func newAPI(t *testing.T, o apiOptions) *api {
@@ -60,6 +62,7 @@ func newAPI(t *testing.T, o apiOptions) *api {
 	if o.metrics != nil {
 		cfg.Metrics = o.metrics
 	}
+	cfg.TracerProvider = o.tracer
 	k, err := idempotency.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,7 @@ type Keeper struct {
 	closeOnce sync.Once
 	// traced: a tracer provider was installed when New ran, so each request gets a span.
 	traced bool
+	tracer trace.Tracer
 }
 
 // route is a Route with what New derived from it.
@@ -60,7 +62,7 @@ func New(ctx context.Context, cfg Config) (*Keeper, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: metrics: %v", ErrBadConfig, err)
 	}
-	k := &Keeper{cfg: cfg, routes: map[string]*route{}, metrics: m, owner: "api:" + rand.Text()[:10], traced: tracing.Active(nil)}
+	k := &Keeper{cfg: cfg, routes: map[string]*route{}, metrics: m, owner: "api:" + rand.Text()[:10], traced: tracing.Active(cfg.TracerProvider), tracer: tracing.TracerOf(cfg.TracerProvider)}
 	policies := make([]apikey.Policy, 0, len(cfg.Routes))
 	for _, r := range cfg.Routes {
 		replay, evidence, _ := apikey.Derive(r.Retention) // validate checked it
@@ -101,7 +103,7 @@ func (k *Keeper) Handler(method, template string, h http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if k.traced {
-			ctx, span := startRequest(r.Context(), rt)
+			ctx, span := k.startRequest(r.Context(), rt)
 			defer span.End()
 			r = r.WithContext(ctx)
 		}

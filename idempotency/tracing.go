@@ -12,8 +12,8 @@ import (
 
 // startRequest starts the span of one request through the middleware, under the server's own
 // span when the application traces its HTTP server.
-func startRequest(ctx context.Context, rt *route) (context.Context, trace.Span) {
-	return tracing.Tracer().Start(ctx, "idempotency "+rt.name, trace.WithAttributes(tracing.KeyRoute.String(rt.name)))
+func (k *Keeper) startRequest(ctx context.Context, rt *route) (context.Context, trace.Span) {
+	return k.tracer.Start(ctx, "idempotency "+rt.name, trace.WithAttributes(tracing.KeyRoute.String(rt.name)))
 }
 
 // traceKey names the request's key on its span by the short form of its keyed hash: never the
