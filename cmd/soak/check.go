@@ -65,6 +65,9 @@ func (r *roundEnv) checkOnce(ctx context.Context, jobID string) error {
 		return err
 	}
 	listed, failed := r.reconcileListed(), r.failedListed(jobID)
+	if r.api != nil {
+		r.checkAPI(charges)
+	}
 	r.s.report.Orders += r.s.o.orders
 	dumped := false
 	for i := range r.s.o.orders {

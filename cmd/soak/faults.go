@@ -163,6 +163,8 @@ func (r *roundEnv) inject(ctx context.Context, kind string) {
 			logf("round %d: %v", r.round, err)
 			return
 		}
+	case "api-kill9":
+		r.killAPI(between(200, 800))
 	case "ledger-link-reset", "ledger-link-stall", "ledger-link-latency", "ledger-reply-cut", "nats-link-reset", "nats-link-stall":
 		r.injectLink(kind, between)
 	case "ledger-sessions-killed":

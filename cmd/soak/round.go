@@ -59,6 +59,8 @@ type roundEnv struct {
 	// consumerNATS reach the servers through them.
 	links                     links
 	consumerURL, consumerNATS string
+	// api is the round's billing-api and what its clients were told.
+	api *apiState
 }
 
 func (s *soak) round(round int) error {
@@ -66,7 +68,7 @@ func (s *soak) round(round int) error {
 	r := &roundEnv{s: s, round: round, schema: fmt.Sprintf("soak_%d_%d", os.Getpid(), round),
 		rng: rand.New(rand.NewPCG(uint64(s.o.seed), uint64(round)))}
 	dbURL := s.o.dbURL
-	r.menu = slices.Clone(faultKinds)
+	r.menu = append(slices.Clone(faultKinds), "api-kill9")
 	if s.o.natsCluster {
 		r.menu = append(r.menu, "nats-leader-kill9-restart")
 	}
@@ -150,12 +152,24 @@ func (s *soak) round(round int) error {
 	if out, err := r.replayctl("shadow", "--max-calls-over", "1", plan.JobID); err != nil {
 		return fmt.Errorf("shadow: %v\n%s", err, out)
 	}
-	// Faults land while execute runs, up to maxExecutes attempts; then, as an operator after an
-	// incident, the job must finish in a few fault-free runs.
+	// Faults land while execute runs, up to maxExecutes attempts, and while API clients send
+	// their keys again and again; then, as an operator after an incident, the job must finish in
+	// a few fault-free runs, and every key get a final answer.
+	if err := r.startAPI(); err != nil {
+		return err
+	}
+	defer r.stopAPI()
+	faulting, endFaults := context.WithCancel(ctx)
+	calm, endCalm := context.WithTimeout(ctx, 10*time.Minute)
+	defer endCalm()
+	clients := make(chan struct{})
+	go func() { r.runAPIClients(faulting, calm); close(clients) }()
 	stop := r.startFaults()
 	finished := r.executeUntilDone(plan.JobID, maxExecutes)
 	stop()
 	r.healConsumers()
+	r.healAPI()
+	endFaults()
 	if !finished {
 		time.Sleep(time.Second)
 		if finished = r.executeUntilDone(plan.JobID, calmExecutes); !finished {
@@ -166,6 +180,13 @@ func (s *soak) round(round int) error {
 	if finished {
 		logf("round %d: waiting for the job's rows to settle, then checking", round)
 		r.waitSettled(plan.JobID)
+	}
+	// The calm phase's answers: a minute at most for a key still without one.
+	select {
+	case <-clients:
+	case <-time.After(time.Minute):
+		endCalm()
+		<-clients
 	}
 	return r.check(ctx, plan.JobID)
 }

@@ -31,11 +31,11 @@ type options struct {
 
 // soak is one run's shared state: the binaries, the NATS server it kills, the report.
 type soak struct {
-	o                   options
-	dir                 string
-	replayctl, consumer string
-	nats                *natsServers
-	rng                 *rand.Rand
+	o                        options
+	dir                      string
+	replayctl, consumer, api string
+	nats                     *natsServers
+	rng                      *rand.Rand
 	// mu guards report: the fault scheduler and a command's timer write to it too.
 	mu     sync.Mutex
 	report *Report
@@ -56,8 +56,8 @@ func run(o options) (*Report, error) {
 			logf("the processes' logs are kept in %s", dir)
 		}
 	}()
-	s.replayctl, s.consumer = filepath.Join(dir, "replayctl"), filepath.Join(dir, "billing-consumer")
-	for bin, pkg := range map[string]string{s.replayctl: ".", s.consumer: "./examples/billing/cmd/billing-consumer"} {
+	s.replayctl, s.consumer, s.api = filepath.Join(dir, "replayctl"), filepath.Join(dir, "billing-consumer"), filepath.Join(dir, "billing-api")
+	for bin, pkg := range map[string]string{s.replayctl: ".", s.consumer: "./examples/billing/cmd/billing-consumer", s.api: "./examples/billing/cmd/billing-api"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("build %s: %v\n%s", pkg, err, out)
 		}

@@ -37,6 +37,9 @@ import (
 
 type options struct {
 	addr, dbURL, tokensFile, secretFile, keyringFile string
+	// recordsURL keeps the orders and the provider's charges, the fake provider's own log,
+	// apart from the ledger when set (the fault soak fails the ledger over, not the provider).
+	recordsURL string
 	lease, reconcileEvery                            time.Duration
 	// hangAfterCharge stops every request after its charge and before its response is stored:
 	// the moment a crash leaves a record uncertain (the fault tests kill -9 it there).
@@ -48,6 +51,7 @@ func main() {
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HOST:PORT to serve the API on (port 0: any; the address is printed)")
 	flag.StringVar(&o.dbURL, "database-url", firstNonEmpty(os.Getenv("REPLAYCTL_DATABASE_URL"), os.Getenv("DATABASE_URL"),
 		"postgres:///test?host=/var/run/postgresql"), "PostgreSQL URL of the ledger")
+	flag.StringVar(&o.recordsURL, "records-database-url", "", "PostgreSQL URL of the orders and the provider's charges, the fake provider's own log (default: the ledger's)")
 	flag.StringVar(&o.tokensFile, "tokens", "", `bearer tokens file, "TOKEN TENANT PRINCIPAL [revoked]" a line, read again on SIGHUP (default: demo-alice, demo-bob, demo-carol)`)
 	flag.StringVar(&o.secretFile, "key-secret-file", os.Getenv("REPLAYCTL_KEY_SECRET_FILE"), "file with the base64 HMAC secret of the idempotency keys (default: the public demo secret)")
 	flag.StringVar(&o.keyringFile, "keyring", os.Getenv("REPLAYCTL_KEYRING_FILE"), `keyring file sealing stored responses, "ID base64-key" a line, newest last (default: the public demo keyring)`)
@@ -78,7 +82,7 @@ func run(o options) error {
 		return err
 	}
 	defer store.Close()
-	records, err := billing.OpenRecords(ctx, o.dbURL)
+	records, err := billing.OpenRecords(ctx, firstNonEmpty(o.recordsURL, o.dbURL))
 	if err != nil {
 		return err
 	}
