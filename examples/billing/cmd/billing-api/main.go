@@ -39,8 +39,8 @@ type options struct {
 	addr, dbURL, tokensFile, secretFile, keyringFile string
 	// recordsURL keeps the orders and the provider's charges, the fake provider's own log,
 	// apart from the ledger when set (the fault soak fails the ledger over, not the provider).
-	recordsURL string
-	lease, reconcileEvery                            time.Duration
+	recordsURL            string
+	lease, reconcileEvery time.Duration
 	// hangAfterCharge stops every request after its charge and before its response is stored:
 	// the moment a crash leaves a record uncertain (the fault tests kill -9 it there).
 	hangAfterCharge bool
