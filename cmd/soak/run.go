@@ -65,10 +65,11 @@ func run(o options) (*Report, error) {
 	if s.nats, err = newNATSServers(o.natsServer, dir, o.natsCluster); err != nil {
 		return nil, err
 	}
+	// Stopped however the start went: a cluster that never elected a leader still has its nodes.
+	defer s.nats.stop()
 	if err := s.nats.start(); err != nil {
 		return nil, err
 	}
-	defer s.nats.stop()
 	// Ctrl-C ends the run after the round in progress, so its processes, servers and schemas are
 	// cleaned up and the report still printed.
 	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
