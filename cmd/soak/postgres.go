@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"syscall"
-	"time"
+
+	"github.com/replayctl/replayctl/internal/pgserver"
 )
 
 // pgPair is a private PostgreSQL primary with one streaming replica on this machine, for the
@@ -32,26 +28,22 @@ type pgNode struct {
 // newPGPair starts a primary and its replica under dir; sync makes the replica synchronous
 // (synchronous_standby_names and synchronous_commit = on), else it streams asynchronously.
 func newPGPair(dir string, sync bool) (*pgPair, error) {
-	p := &pgPair{dir: dir, sync: sync, bin: pgBinaries()}
+	p := &pgPair{dir: dir, sync: sync, bin: pgserver.Binaries("", "initdb", "pg_ctl", "pg_basebackup")}
 	if p.bin == "" {
-		return nil, fmt.Errorf("no PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) under /usr/lib/postgresql")
+		return nil, fmt.Errorf("no PostgreSQL server binaries (initdb, pg_ctl, pg_basebackup) in %s", pgserver.BinGlob)
 	}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			return nil, fmt.Errorf("running as root, and initdb refuses root: %w", err)
-		}
-		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-		p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	var err error
+	if p.cred, err = pgserver.Owner(); err != nil {
+		return nil, err
+	}
+	if p.cred != nil {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, err
 		}
-		if err := os.Chown(dir, int(uid), int(gid)); err != nil {
+		if err := os.Chown(dir, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
 			return nil, err
 		}
 	}
-	var err error
 	p.primary = &pgNode{name: "primary", data: filepath.Join(dir, "primary")}
 	p.replica = &pgNode{name: "replica1", data: filepath.Join(dir, "replica1")}
 	for _, n := range []*pgNode{p.primary, p.replica} {
@@ -130,26 +122,5 @@ func (p *pgPair) stop() {
 }
 
 func (p *pgPair) run(name string, args ...string) ([]byte, error) {
-	cmd := exec.Command(filepath.Join(p.bin, name), args...)
-	cmd.Dir = p.dir
-	if p.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	// A server pg_ctl started that still held our pipe would keep Run waiting: bounded.
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
-	return out.Bytes(), err
-}
-
-func pgBinaries() string {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	slices.Reverse(dirs)
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "pg_basebackup")); err == nil {
-			return d
-		}
-	}
-	return ""
+	return pgserver.Run(p.bin, p.dir, p.cred, name, args...)
 }

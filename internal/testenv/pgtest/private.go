@@ -1,23 +1,15 @@
 package pgtest
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"syscall"
 	"testing"
-	"time"
-)
 
-// binGlob is where Debian's postgresql packages put the server binaries, one directory per major
-// version; REPLAYCTL_TEST_PG_BIN names another directory.
-const binGlob = "/usr/lib/postgresql/*/bin"
+	"github.com/replayctl/replayctl/internal/pgserver"
+)
 
 // Private is a PostgreSQL server of one test's own: initdb into a temporary directory, trust
 // authentication, a free loopback port and its unix socket in the same directory. A test may stop
@@ -36,19 +28,15 @@ type Private struct {
 // postgres user to run them as.
 func StartPrivate(t testing.TB) *Private {
 	t.Helper()
-	bin := serverBinaries()
+	// REPLAYCTL_TEST_PG_BIN names another directory of binaries than Debian's.
+	bin := pgserver.Binaries(os.Getenv("REPLAYCTL_TEST_PG_BIN"), "initdb", "pg_ctl")
 	if bin == "" {
-		t.Skipf("pgtest: no PostgreSQL server binaries (initdb, pg_ctl) in %s or REPLAYCTL_TEST_PG_BIN: install postgresql to run this test", binGlob)
+		t.Skipf("pgtest: no PostgreSQL server binaries (initdb, pg_ctl) in %s or REPLAYCTL_TEST_PG_BIN: install postgresql to run this test", pgserver.BinGlob)
 	}
 	p := &Private{bin: bin}
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Skipf("pgtest: running as root, and initdb refuses root: no postgres user to run the private server as (%v)", err)
-		}
-		uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-		gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-		p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	var err error
+	if p.cred, err = pgserver.Owner(); err != nil {
+		t.Skipf("pgtest: %v", err)
 	}
 	// Not t.TempDir: its parents are private to this user, and the server may run as another.
 	dir, err := os.MkdirTemp("", "replayctl-pg-")
@@ -71,33 +59,6 @@ func StartPrivate(t testing.TB) *Private {
 	t.Cleanup(func() { p.run("pg_ctl", "-D", p.data, "-m", "immediate", "stop") })
 	p.Start(t)
 	return p
-}
-
-// serverBinaries is the directory of initdb and pg_ctl, the newest Debian version's unless
-// REPLAYCTL_TEST_PG_BIN names one; "" when there is none.
-func serverBinaries() string {
-	dirs, _ := filepath.Glob(binGlob)
-	slices.SortFunc(dirs, func(a, b string) int { return majorVersion(b) - majorVersion(a) })
-	if env := os.Getenv("REPLAYCTL_TEST_PG_BIN"); env != "" {
-		dirs = []string{env}
-	}
-	for _, d := range dirs {
-		if isFile(filepath.Join(d, "initdb")) && isFile(filepath.Join(d, "pg_ctl")) {
-			return d
-		}
-	}
-	return ""
-}
-
-// majorVersion reads 15 from /usr/lib/postgresql/15/bin.
-func majorVersion(binDir string) int {
-	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return n
-}
-
-func isFile(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && !st.IsDir()
 }
 
 // URL reaches the private server's database postgres as the superuser postgres, over TCP, so a
@@ -133,25 +94,7 @@ func (p *Private) log() string {
 
 // run runs one of the server binaries, as the postgres user when the test is root.
 func (p *Private) run(name string, args ...string) ([]byte, error) {
-	cmd := exec.Command(filepath.Join(p.bin, name), args...)
-	cmd.Dir = p.dir
-	if p.cred != nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: p.cred}
-	}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return out.Bytes(), err
-	case <-time.After(2 * time.Minute):
-		_ = cmd.Process.Kill()
-		return out.Bytes(), fmt.Errorf("%s did not finish in 2m", name)
-	}
+	return pgserver.Run(p.bin, p.dir, p.cred, name, args...)
 }
 
 // freePort asks the kernel for a loopback port nobody uses right now.
