@@ -94,6 +94,13 @@ type Completion struct {
 	ReplayWindow, EvidenceWindow time.Duration
 }
 
+// LateCompletion is what a completion that came after its lease lapsed replaced: the state and
+// resolution the record had (uncertain, or reconciled by a look-up or a person).
+type LateCompletion struct {
+	Was           State
+	WasResolution Resolution
+}
+
 // Key names one record.
 type Key struct{ ScopeHash, KeyHash string }
 

@@ -100,6 +100,14 @@ func (c *calls) mayHaveActed() bool {
 	return c.started > c.notExecuted
 }
 
+// startedAny reports whether the request recorded a call start: only then can its lease have
+// lapsed into uncertain rather than been taken by a retry before anything happened.
+func (c *calls) startedAny() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.started > 0
+}
+
 func (c *calls) externalRef() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -26,6 +26,7 @@ type Store interface {
 	APIKeysCallStarted(ctx context.Context, k apikey.Key, owner string) (bool, error)
 	APIKeysHeartbeat(ctx context.Context, k apikey.Key, owner string, lease time.Duration) (bool, error)
 	APIKeysComplete(ctx context.Context, c apikey.Completion) (bool, error)
+	APIKeysCompleteLate(ctx context.Context, c apikey.Completion) (*apikey.LateCompletion, error)
 	APIKeysRelease(ctx context.Context, k apikey.Key, owner string) (bool, error)
 	APIKeysMarkUncertain(ctx context.Context, k apikey.Key, owner, note string) (bool, error)
 	APIKeysMarkLapsedUncertain(ctx context.Context, k apikey.Key) (bool, error)

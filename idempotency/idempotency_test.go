@@ -136,9 +136,11 @@ func TestOldRowsOpenAfterRotationAndNewRowsUseTheNewKey(t *testing.T) {
 
 func TestOneKeyUnderTwoTenantsIsTwoRecordsAndNeverReplaysAcross(t *testing.T) {
 	a := newAPI(t, apiOptions{})
-	alice := a.post("demo-alice", "shared-key", order)
-	carol := a.post("demo-carol", "shared-key", order)
-	bob := a.post("demo-bob", "shared-key", order)
+	// Each caller's own order (the provider charges an order once, whatever the key).
+	orderOf := func(n string) billing.Order { o := order; o.OrderID += "-" + n; return o }
+	alice := a.post("demo-alice", "shared-key", orderOf("alice"))
+	carol := a.post("demo-carol", "shared-key", orderOf("carol"))
+	bob := a.post("demo-bob", "shared-key", orderOf("bob"))
 	for name, got := range map[string]answer{"alice": alice, "carol": carol, "bob": bob} {
 		if got.status != http.StatusCreated || got.header.Get(idempotency.ReplayedHeader) != "" {
 			t.Fatalf("%s: %d replayed=%q: want a first answer of its own", name, got.status, got.header.Get(idempotency.ReplayedHeader))

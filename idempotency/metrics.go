@@ -31,6 +31,7 @@ type metrics struct {
 	requests  *prometheus.CounterVec
 	uncertain *prometheus.CounterVec
 	lookups   *prometheus.CounterVec
+	late      *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,13 +46,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"route"}),
 		lookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "idempotency_api_lookups_total",
-			Help: "Look-ups of expired keys and uncertain records, by route and verdict (happened, not-happened, unknown, error).",
+			Help: "Look-ups of expired keys and uncertain records, by route and verdict (happened, not_happened, unknown, error).",
 		}, []string{"route", "verdict"}),
+		late: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idempotency_api_late_completions_total",
+			Help: "Requests whose handler finished after its lease lapsed and its record became uncertain or was settled, by route and what the record was (uncertain, reconciled_happened, reconciled_not_happened: a look-up's verdict corrected).",
+		}, []string{"route", "was"}),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.uncertain, m.lookups} {
+	for _, c := range []prometheus.Collector{m.requests, m.uncertain, m.lookups, m.late} {
 		if err := reg.Register(c); err != nil {
 			if already, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
 				switch existing := already.ExistingCollector.(type) {
@@ -63,6 +68,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 						m.uncertain = existing
 					case m.lookups:
 						m.lookups = existing
+					case m.late:
+						m.late = existing
 					}
 					continue
 				}

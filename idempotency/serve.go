@@ -260,16 +260,49 @@ func (k *Keeper) run(q *request) {
 		return
 	}
 	keyID, sealed := k.cfg.Keyring.Seal(out.stored(rt.storeHeaders).encode(), sealContext(c.key.ScopeHash, c.key.KeyHash))
-	ok, err := k.cfg.Store.APIKeysComplete(bg, apikey.Completion{ScopeHash: c.key.ScopeHash, KeyHash: c.key.KeyHash,
+	done := apikey.Completion{ScopeHash: c.key.ScopeHash, KeyHash: c.key.KeyHash,
 		Owner: c.owner, Status: status, KeyID: keyID, Sealed: sealed, ExternalRef: c.externalRef(),
-		ReplayWindow: rt.replayWindow, EvidenceWindow: rt.evidence})
-	if err != nil || !ok {
+		ReplayWindow: rt.replayWindow, EvidenceWindow: rt.evidence}
+	ok, err := k.cfg.Store.APIKeysComplete(bg, done)
+	if err == nil && !ok && c.startedAny() {
+		k.completeLate(bg, rt, done)
+	} else if err != nil || !ok {
 		// The effect happened and the caller is told so; the record stays processing until its
 		// lease lapses into uncertain (a call started) or a retry runs it (none did).
 		k.cfg.Logger.Warn("idempotency: the response was not stored", "route", rt.name, "key", apikey.ShortHash(c.key.KeyHash), "owned", ok, "err", err)
 	}
 	k.count(q.r.Context(), rt, answerHandled)
 	out.writeTo(q.w)
+}
+
+// completeLate records the answer of a handler whose lease lapsed while its call ran (the process
+// froze or stalled): another request found the record, made it uncertain, and a look-up or a
+// person may have settled it since. What the call returned is the truth, so it replaces their
+// verdict, loudly. When a retry has claimed the record since, its own call went to the provider
+// under the same operation ID, which the provider answered with this call's result: nothing was
+// done twice, and that retry's completion is the record's.
+func (k *Keeper) completeLate(ctx context.Context, rt *route, done apikey.Completion) {
+	log := k.cfg.Logger.With("route", rt.name, "key", apikey.ShortHash(done.KeyHash), "operationId", apikey.OperationID(done.ScopeHash, done.KeyHash))
+	late, err := k.cfg.Store.APIKeysCompleteLate(ctx, done)
+	switch {
+	case err != nil:
+		log.Warn("idempotency: a late completion was not stored; the record keeps its verdict", "err", err)
+	case late == nil:
+		log.Warn("idempotency: the handler finished after its lease lapsed and a retry had claimed the record; " +
+			"the retry's call carried the same operation ID, so the provider answered it with this call's result")
+	default:
+		was := string(late.Was)
+		if late.WasResolution != "" {
+			was += "_" + string(late.WasResolution)
+		}
+		k.metrics.late.WithLabelValues(rt.name, was).Inc()
+		if late.WasResolution == apikey.ResolutionNotHappened {
+			log.Error("idempotency: a look-up's not_happened verdict was wrong: the request's call finished after its lease lapsed; "+
+				"the record now holds its response (a retry replays it; check the provider if anyone acted on the verdict)", "status", done.Status)
+			return
+		}
+		log.Warn("idempotency: the handler finished after its lease lapsed; its response replaces the record's "+string(late.Was)+" state", "status", done.Status)
+	}
 }
 
 // serveRecovered runs h and reports whether it panicked; http.ErrAbortHandler panics again, as

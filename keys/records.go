@@ -32,8 +32,10 @@ type RecordView struct {
 	ReplayUntil    *time.Time `json:"replayUntil,omitempty"`
 	EvidenceUntil  *time.Time `json:"evidenceUntil,omitempty"`
 	Note           string     `json:"note,omitempty"`
-	CreatedAt      time.Time  `json:"createdAt"`
-	UpdatedAt      time.Time  `json:"updatedAt"`
+	// NextRetry is what the caller's next retry with the same body gets.
+	NextRetry apikey.RetryAnswer `json:"nextRetry"`
+	CreatedAt time.Time          `json:"createdAt"`
+	UpdatedAt time.Time          `json:"updatedAt"`
 }
 
 func viewOf(r apikey.Record) RecordView {
@@ -49,7 +51,7 @@ func viewOf(r apikey.Record) RecordView {
 		RequestHash: r.RequestHash, RequestHashAlg: r.RequestHashAlg, ResponseStatus: r.ResponseStatus,
 		ResponseStored: r.ResponseSealed != nil, ResponseKeyID: r.ResponseKeyID, ExternalRef: r.ExternalRef,
 		CallsStarted: r.CallsStarted, Attempts: r.Attempts, LeaseLive: r.LeaseLive, ReplayUntil: utc(r.ReplayUntil),
-		EvidenceUntil: utc(r.EvidenceUntil), Note: r.Note, CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+		EvidenceUntil: utc(r.EvidenceUntil), Note: r.Note, NextRetry: r.NextRetry(), CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 // Lookup names the records of one key: the raw key (hashed with Secret) or its hash, on one

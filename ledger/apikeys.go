@@ -49,7 +49,7 @@ on conflict (scope_hash, key_hash) do update
  where k.request_hash_alg = excluded.request_hash_alg and k.request_hash = excluded.request_hash
    and (k.state = 'received'
         or (k.state = 'processing' and k.lease_expires_at <= now() and k.calls_started = 0)
-        or (k.state = 'reconciled' and k.resolution = 'not-happened'))`
+        or (k.state = 'reconciled' and k.resolution = 'not_happened'))`
 
 const apiKeysGet = `select ` + apiKeyColumns + ` from api_keys where scope_hash = $1 and key_hash = $2`
 
@@ -148,7 +148,7 @@ update api_keys
        evidence_until = null, resolution = null, note = null, calls_started = 0,
        attempts = attempts + 1, updated_at = now()
  where scope_hash = $1 and key_hash = $2 and updated_at = $7
-   and (state in ('completed', 'expired') or (state = 'reconciled' and resolution = 'not-happened'))
+   and (state in ('completed', 'expired') or (state = 'reconciled' and resolution = 'not_happened'))
    and (replay_until is null or replay_until <= now())`
 
 // APIKeysTakeOver leases a record whose replay window closed to c.Owner, with c's fingerprint,
@@ -181,11 +181,13 @@ update api_keys
 	apiKeysRelease = `
 update api_keys set state = 'received', lease_owner = null, lease_expires_at = null, calls_started = 0, updated_at = now()
  where scope_hash = $1 and key_hash = $2 and state = 'processing' and lease_owner = $3`
+	// An uncertain record keeps its last lease owner (with no lease): only that owner can still
+	// learn how the call ended (APIKeysCompleteLate).
 	apiKeysMarkUncertain = `
-update api_keys set state = 'uncertain', lease_owner = null, lease_expires_at = null, note = nullif($4, ''), updated_at = now()
+update api_keys set state = 'uncertain', lease_expires_at = null, note = nullif($4, ''), updated_at = now()
  where scope_hash = $1 and key_hash = $2 and state = 'processing' and lease_owner = $3`
 	apiKeysMarkLapsedUncertain = `
-update api_keys set state = 'uncertain', lease_owner = null, lease_expires_at = null,
+update api_keys set state = 'uncertain', lease_expires_at = null,
        note = 'the lease lapsed after an external call started', updated_at = now()
  where scope_hash = $1 and key_hash = $2 and state = 'processing' and lease_expires_at <= now() and calls_started > 0`
 	// An expired record whose look-up could not tell goes to a person, with its evidence kept.

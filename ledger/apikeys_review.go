@@ -14,7 +14,7 @@ const apiKeysResolve = `
 update api_keys
    set state = 'reconciled', resolution = $3, external_ref = coalesce(nullif($4, ''), external_ref),
        note = nullif($5, ''), evidence_until = coalesce(evidence_until, now() + $6::bigint * interval '1 millisecond'),
-       replay_until = coalesce(replay_until, now()), lease_owner = null, lease_expires_at = null, updated_at = now()
+       replay_until = coalesce(replay_until, now()), lease_expires_at = null, updated_at = now()
  where scope_hash = $1 and key_hash = $2
    and (state = 'uncertain' or (state = 'processing' and lease_expires_at <= now() and calls_started > 0))`
 
@@ -49,7 +49,7 @@ func (s *Store) APIKeysResolve(ctx context.Context, r apikey.Settlement, audit A
 // apiKeysLapse turns every processing record of the routes whose lease lapsed after a call
 // started into uncertain, in one statement: the owners died or stalled.
 const apiKeysLapse = `
-update api_keys set state = 'uncertain', lease_owner = null, lease_expires_at = null,
+update api_keys set state = 'uncertain', lease_expires_at = null,
        note = 'the lease lapsed after an external call started', updated_at = now()
  where route = any($1) and state = 'processing' and lease_expires_at <= now() and calls_started > 0`
 

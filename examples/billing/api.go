@@ -41,12 +41,23 @@ func APIHandler(p *Provider, now func() time.Time) http.Handler {
 		receipt := ReceiptFor(o, FixedVersion, now())
 		op := idempotency.OperationID(r.Context())
 		chargeID, err := idempotency.Call(r.Context(), EffectCharge, func(ctx context.Context) (string, error) {
+			// op is the provider's idempotency key: a call that outlived its lease and a retry
+			// the look-up let through are one charge at the provider, never two (docs/api.md).
 			ref, err := p.ChargeOperation(ctx, op, o.OrderID, receipt.TotalCents, o.Currency)
-			if errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrConnectRefused) {
+			if _, charged := errors.AsType[*OrderChargedError](err); charged || errors.Is(err, ErrInvalidRequest) || errors.Is(err, ErrConnectRefused) {
 				return "", idempotency.NotExecuted(err)
 			}
 			return ref, err
 		})
+		if charged, ok := errors.AsType[*OrderChargedError](err); ok {
+			// A key is not the order: the same order under a second key (another retry
+			// library, another principal) is answered with the charge that stands, not charged.
+			writeJSON(w, http.StatusConflict, map[string]string{
+				"error":    "this order is already charged under another Idempotency-Key; nothing was charged by this request",
+				"chargeId": charged.ChargeID,
+			})
+			return
+		}
 		switch {
 		case errors.Is(err, ErrInvalidRequest):
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"error": "the payment provider refused the order as invalid"})

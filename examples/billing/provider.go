@@ -26,8 +26,10 @@ type Provider struct {
 	calls   map[string]int64
 	charged map[string]int64
 	charges map[string]int64
-	// operations are the charges made under an operation ID, for ChargesOfOperation without Records.
+	// operations are the charges made under an operation ID, and apiOrders the charge of each
+	// order charged under one, for ChargesOfOperation and the provider's idempotency without Records.
 	operations map[string][]Charge
+	apiOrders  map[string]Charge
 	// Fail, when set, is asked before each call; a non-nil error fails that call before the
 	// provider acts on it (nothing is counted or charged). Use it for ErrInvalidRequest and
 	// ErrConnectRefused.
@@ -43,7 +45,7 @@ type Provider struct {
 
 // NewProvider returns a provider that has received no call.
 func NewProvider() *Provider {
-	return &Provider{calls: map[string]int64{}, charged: map[string]int64{}, charges: map[string]int64{}, operations: map[string][]Charge{}}
+	return &Provider{calls: map[string]int64{}, charged: map[string]int64{}, charges: map[string]int64{}, operations: map[string][]Charge{}, apiOrders: map[string]Charge{}}
 }
 
 // Charge charges totalCents for orderID and returns the charge ID.
@@ -52,15 +54,95 @@ func (p *Provider) Charge(ctx context.Context, orderID string, totalCents int64,
 }
 
 // ChargeOperation is Charge filed under the caller's operationID (an API request's
-// idempotency.OperationID), by which ChargesOfOperation finds it later.
+// idempotency.OperationID), by which ChargesOfOperation finds it later. The provider honours the
+// operation ID as its own idempotency key, as Stripe honours Idempotency-Key: a second call with
+// it makes no charge and answers with the first one's ID, whoever sends it and whenever (a
+// process that froze mid-call and resumed, a retry after a look-up found nothing yet). And it
+// charges an order once whatever the operation: a call for an order another operation charged
+// is refused before anything is charged, with an *OrderChargedError naming that charge.
 func (p *Provider) ChargeOperation(ctx context.Context, operationID, orderID string, totalCents int64, currency string) (string, error) {
+	if operationID == "" {
+		return p.charge(ctx, orderID, totalCents, currency)
+	}
 	// Unique across instances, which share the provider's records. An API charge's ID names no
 	// order: it is the reference the API's ledger keeps, which holds no payload field.
-	id := "ch_" + orderID + "_" + rand.Text()[:8]
-	if operationID != "" {
-		id = "ch_" + rand.Text()[:16]
+	c := Charge{ID: "ch_" + rand.Text()[:16], OrderID: orderID, TotalCents: totalCents, OperationID: operationID}
+	if err := ctx.Err(); err != nil {
+		return "", err
 	}
-	c := Charge{ID: id, OrderID: orderID, TotalCents: totalCents, OperationID: operationID}
+	if err := p.failBefore(EffectCharge, orderID); err != nil {
+		return "", err
+	}
+	first := c
+	if p.Records != nil {
+		var err error
+		if first, err = p.Records.chargeOnce(ctx, c, currency); err != nil {
+			return "", err
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.Records == nil {
+		first = p.firstChargeLocked(c)
+	}
+	if first.OperationID != operationID {
+		return "", &OrderChargedError{OrderID: orderID, ChargeID: first.ID}
+	}
+	if first.ID == c.ID {
+		p.charged[orderID] += totalCents
+		p.charges[orderID]++
+		p.calls[EffectCharge]++
+		if p.Records == nil {
+			p.operations[operationID] = append(p.operations[operationID], c)
+			p.apiOrders[orderID] = c
+		}
+	}
+	if p.FailAfter != nil {
+		if err := p.FailAfter(EffectCharge, orderID); err != nil {
+			return "", err
+		}
+	}
+	return first.ID, nil
+}
+
+// firstChargeLocked is the charge the in-memory provider already made under c's operation or for
+// c's order under another operation; c itself when there is none.
+func (p *Provider) firstChargeLocked(c Charge) Charge {
+	if prior := p.operations[c.OperationID]; len(prior) > 0 {
+		return prior[0]
+	}
+	if prior, ok := p.apiOrders[c.OrderID]; ok {
+		return prior
+	}
+	return c
+}
+
+// OrderChargedError is the provider's refusal of a charge for an order another operation (an API
+// request under another Idempotency-Key) already charged: nothing was charged by this call.
+type OrderChargedError struct {
+	OrderID, ChargeID string
+}
+
+func (e *OrderChargedError) Error() string {
+	return fmt.Sprintf("payment provider: order %s is already charged (%s) under another operation", e.OrderID, e.ChargeID)
+}
+
+// failBefore asks Fail, outside the lock: a Fail that blocks (a test's stalled call) must not stop
+// the provider's other calls and look-ups.
+func (p *Provider) failBefore(kind, orderID string) error {
+	p.mu.Lock()
+	fail := p.Fail
+	p.mu.Unlock()
+	if fail != nil {
+		return fail(kind, orderID)
+	}
+	return nil
+}
+
+// charge is an event's charge: the consumer's ledger, not the provider, keeps it to one per
+// event and effect version.
+func (p *Provider) charge(ctx context.Context, orderID string, totalCents int64, currency string) (string, error) {
+	c := Charge{ID: "ch_" + orderID + "_" + rand.Text()[:8], OrderID: orderID, TotalCents: totalCents}
 	var store func(context.Context) error
 	if p.Records != nil {
 		store = func(ctx context.Context) error { return p.Records.recordCharge(ctx, c, currency) }
@@ -68,9 +150,6 @@ func (p *Provider) ChargeOperation(ctx context.Context, operationID, orderID str
 	return p.call(ctx, EffectCharge, orderID, store, func() string {
 		p.charged[orderID] += totalCents
 		p.charges[orderID]++
-		if operationID != "" {
-			p.operations[operationID] = append(p.operations[operationID], c)
-		}
 		return c.ID
 	})
 }
@@ -91,14 +170,9 @@ func (p *Provider) call(ctx context.Context, kind, orderID string, store func(co
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	p.mu.Lock()
-	if p.Fail != nil {
-		if err := p.Fail(kind, orderID); err != nil {
-			p.mu.Unlock()
-			return "", err
-		}
+	if err := p.failBefore(kind, orderID); err != nil {
+		return "", err
 	}
-	p.mu.Unlock()
 	if store != nil {
 		if err := store(ctx); err != nil {
 			return "", err

@@ -52,7 +52,11 @@ create table if not exists billing_provider_charges (
 );
 create index if not exists billing_provider_charges_order on billing_provider_charges (order_id);
 alter table billing_provider_charges add column if not exists operation_id text;
-create index if not exists billing_provider_charges_operation on billing_provider_charges (operation_id) where operation_id is not null;`
+drop index if exists billing_provider_charges_operation;
+-- The provider's idempotency: one charge per operation ID, and one per order among the charges
+-- made under one (the API's), whatever the operation.
+create unique index if not exists billing_provider_charges_operation_once on billing_provider_charges (operation_id) where operation_id is not null;
+create unique index if not exists billing_provider_charges_api_order_once on billing_provider_charges (order_id) where operation_id is not null;`
 
 const (
 	// ordersInsert writes the rows of concurrent callers at once (batch.go); an event ID is at
@@ -63,6 +67,13 @@ on conflict (event_id) do update set order_id = excluded.order_id`
 	ordersGet     = `select order_id from billing_orders where event_id = $1`
 	chargesInsert = `insert into billing_provider_charges (charge_id, order_id, total_cents, currency, operation_id)
 select * from unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[])`
+	chargeOnce = `insert into billing_provider_charges (charge_id, order_id, total_cents, currency, operation_id)
+values ($1, $2, $3, $4, $5) on conflict do nothing`
+	// chargeFirst is the charge that kept chargeOnce from inserting: the operation's own first,
+	// else the order's under another operation.
+	chargeFirst = `select charge_id, order_id, total_cents, operation_id from billing_provider_charges
+ where operation_id = $1 or (order_id = $2 and operation_id is not null)
+ order by operation_id = $1 desc limit 1`
 	chargesOfOrder     = `select charge_id, order_id, total_cents, coalesce(operation_id, '') from billing_provider_charges where order_id = $1 order by charged_at, charge_id`
 	chargesOfOperation = `select charge_id, order_id, total_cents, coalesce(operation_id, '') from billing_provider_charges where operation_id = $1 order by charged_at, charge_id`
 )
@@ -146,6 +157,25 @@ func (r *Records) insertCharges(ctx context.Context, rows []chargeRow) error {
 	}
 	_, err := r.pool.Exec(ctx, chargesInsert, ids, orders, totals, currencies, operations)
 	return err
+}
+
+// chargeOnce makes c unless its operation or, under another operation, its order was charged
+// before, and returns the charge that stands: c, or the first.
+func (r *Records) chargeOnce(ctx context.Context, c Charge, currency string) (Charge, error) {
+	tag, err := r.pool.Exec(ctx, chargeOnce, c.ID, c.OrderID, c.TotalCents, currency, c.OperationID)
+	if err != nil {
+		return Charge{}, fmt.Errorf("payment provider: charge order %s: %w", c.OrderID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return c, nil
+	}
+	// The conflicting row committed before the insert gave up on it: a new statement sees it.
+	var first Charge
+	err = r.pool.QueryRow(ctx, chargeFirst, c.OperationID, c.OrderID).Scan(&first.ID, &first.OrderID, &first.TotalCents, &first.OperationID)
+	if err != nil {
+		return Charge{}, fmt.Errorf("payment provider: read the first charge of order %s: %w", c.OrderID, err)
+	}
+	return first, nil
 }
 
 // ChargesOf lists the provider's charges of orderID, oldest first.

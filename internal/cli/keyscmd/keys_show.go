@@ -129,6 +129,11 @@ func describeKeyRecord(w io.Writer, r keys.RecordView) {
 	if r.Note != "" {
 		fmt.Fprintf(w, "note           %s\n", clip.Cell(r.Note))
 	}
+	next := r.NextRetry.Answer
+	if r.NextRetry.Status != 0 {
+		next += fmt.Sprintf(" (%d)", r.NextRetry.Status)
+	}
+	fmt.Fprintf(w, "next retry     %s: %s\n", next, r.NextRetry.Detail)
 }
 
 // KeysUncertainOptions are the inputs of replayctl keys uncertain.
