@@ -44,6 +44,9 @@ type options struct {
 	// hangAfterCharge stops every request after its charge and before its response is stored:
 	// the moment a crash leaves a record uncertain (the fault tests kill -9 it there).
 	hangAfterCharge bool
+	// pauseBeforeCharge holds each request this long after its call-started mark, before its
+	// charge reaches the provider: the window a SIGSTOP freezes a process in (the fault tests do).
+	pauseBeforeCharge time.Duration
 }
 
 func main() {
@@ -58,6 +61,7 @@ func main() {
 	flag.DurationVar(&o.lease, "lease", 30*time.Second, "lease of a request's record, renewed while its handler runs")
 	flag.DurationVar(&o.reconcileEvery, "reconcile-every", 30*time.Second, "how often uncertain records are looked up at the provider (0: never)")
 	flag.BoolVar(&o.hangAfterCharge, "hang-after-charge", false, "fault injection: stop each request after its charge, before its response is stored")
+	flag.DurationVar(&o.pauseBeforeCharge, "pause-before-charge", 0, "fault injection: hold each request this long after its call-started mark, before its charge")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "billing-api:", err)
@@ -110,6 +114,13 @@ func run(o options) error {
 		provider.FailAfter = func(kind, _ string) error {
 			fmt.Fprintln(os.Stderr, "billing-api: charged; hanging before the response is stored (-hang-after-charge)")
 			select {}
+		}
+	}
+	if o.pauseBeforeCharge > 0 {
+		provider.Fail = func(string, string) error {
+			fmt.Fprintf(os.Stderr, "billing-api: call started; pausing %s before the charge (-pause-before-charge)\n", o.pauseBeforeCharge)
+			time.Sleep(o.pauseBeforeCharge)
+			return nil
 		}
 	}
 	mux := http.NewServeMux()

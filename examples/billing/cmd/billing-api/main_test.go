@@ -34,7 +34,7 @@ func TestHelperProcessBillingAPI(t *testing.T) {
 	if err := json.Unmarshal([]byte(encoded), &o); err != nil {
 		t.Fatal(err)
 	}
-	if err := run(options{addr: "127.0.0.1:0", dbURL: o.DBURL, lease: o.Lease, reconcileEvery: o.ReconcileEvery, hangAfterCharge: o.Hang}); err != nil {
+	if err := run(options{addr: "127.0.0.1:0", dbURL: o.DBURL, lease: o.Lease, reconcileEvery: o.ReconcileEvery, hangAfterCharge: o.Hang, pauseBeforeCharge: o.PauseBeforeCharge}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -43,6 +43,7 @@ type helperOptions struct {
 	DBURL                 string
 	Lease, ReconcileEvery time.Duration
 	Hang                  bool
+	PauseBeforeCharge     time.Duration
 }
 
 // lockedBuffer is the process's stderr, written by its reader and read by the test.
@@ -184,5 +185,70 @@ func TestAKillAfterTheProviderCallLeavesTheRecordUncertainAndARetryIsNotCharged(
 	<-third.done
 	if !strings.Contains(third.stderr.String(), "billing-api: stopped; the payment provider received 0 calls") {
 		t.Fatalf("last line on SIGINT:\n%s", third.stderr)
+	}
+}
+
+// TestAProcessFrozenMidCallPastTheLookUpIsChargedOnce freezes an API process with SIGSTOP after
+// its call-started mark and before its charge, past its lease; another instance's retry makes the
+// record uncertain and its reconcile worker finds no charge and settles it not_happened. The
+// frozen process resumes and charges: its answer corrects the verdict, and a retry after it, and
+// one let through before it, are never a second charge (the operation ID is the provider's own
+// idempotency key).
+func TestAProcessFrozenMidCallPastTheLookUpIsChargedOnce(t *testing.T) {
+	store, dbURL := pgtest.LedgerWithURL(t)
+	pool := pgtest.Pool(t, store)
+	body, _ := json.Marshal(billing.Order{OrderID: "ord-frozen", Customer: "c", AmountCents: 4200, Currency: "EUR"})
+	charges := func() int {
+		var n int
+		if err := pool.QueryRow(t.Context(), `select count(*) from billing_provider_charges where order_id = 'ord-frozen'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	state := func() (s string) {
+		_ = pool.QueryRow(t.Context(), `select state || coalesce(' ' || resolution, '') from api_keys`).Scan(&s)
+		return s
+	}
+
+	frozen := startAPI(t, helperOptions{DBURL: dbURL, Lease: time.Second, PauseBeforeCharge: 2 * time.Second})
+	answered := make(chan []byte, 1)
+	go func() {
+		resp, got, err := post(t, frozen.url, "k-frozen", body, time.Minute)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Errorf("the frozen request, resumed: %v %s", err, got)
+		}
+		answered <- got
+	}()
+	pgtest.WaitFor(t, 20*time.Second, func() (bool, error) {
+		return strings.Contains(frozen.stderr.String(), "pausing"), nil
+	})
+	if err := frozen.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = frozen.cmd.Process.Signal(syscall.SIGCONT) })
+
+	other := startAPI(t, helperOptions{DBURL: dbURL, Lease: time.Second, ReconcileEvery: 100 * time.Millisecond})
+	time.Sleep(1200 * time.Millisecond) // the frozen process's lease lapses: its heartbeat is frozen too
+	if resp, got, err := post(t, other.url, "k-frozen", body, 10*time.Second); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("retry while frozen: %v %s", err, got)
+	}
+	pgtest.WaitFor(t, 20*time.Second, func() (bool, error) { return state() == "reconciled not_happened", nil })
+	if n := charges(); n != 0 {
+		t.Fatalf("charges before the resume: %d", n)
+	}
+
+	if err := frozen.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	first := <-answered
+	if got := state(); got != "completed" || charges() != 1 {
+		t.Fatalf("after the resumed charge: record %q, charges %d", got, charges())
+	}
+	if !strings.Contains(frozen.stderr.String(), "not_happened verdict was wrong") {
+		t.Fatalf("the operator was not told the verdict was corrected:\n%s", frozen.stderr)
+	}
+	resp, got, err := post(t, other.url, "k-frozen", body, 10*time.Second)
+	if err != nil || resp.StatusCode != http.StatusCreated || !bytes.Equal(got, first) || charges() != 1 {
+		t.Fatalf("retry after the resume: %v %d %s (first %s), charges %d", err, resp.StatusCode, got, first, charges())
 	}
 }
