@@ -102,7 +102,9 @@ func (a *api) frozenCall() (entered <-chan struct{}, thaw func()) {
 
 // lapse ends every lease now, as a frozen process's stopped heartbeat would once the lease ran
 // out; a heartbeat never revives a lapsed lease.
-func (a *api) lapse() { a.exec(`update api_keys set lease_expires_at = now() - interval '1 second' where state = 'processing'`) }
+func (a *api) lapse() {
+	a.exec(`update api_keys set lease_expires_at = now() - interval '1 second' where state = 'processing'`)
+}
 
 func TestACallThatResumesAfterTheLookUpSaidNotHappenedCorrectsTheVerdictAndIsChargedOnce(t *testing.T) {
 	reg := prometheus.NewRegistry()
