@@ -50,7 +50,11 @@ func (s *scanner) selected(msg jetstream.Msg, id, reason string) bool {
 	if sel.where == nil {
 		return true
 	}
-	outcome, err := sel.where.match(msg.Data(), msg.Headers())
+	outcome, err := sel.where.match(s.ctx, msg.Data(), msg.Headers())
+	if s.ctx.Err() != nil {
+		// Interrupted mid-expression: the scan stops at its next message; nothing is counted.
+		return false
+	}
 	switch outcome {
 	case whereMatched:
 		return true

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -181,13 +182,9 @@ func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
 // The first SIGINT or SIGTERM cancels the command's context, so work in progress stops cleanly;
 // a second one kills the process, for an operator whose clean stop is itself stuck.
 func Execute() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
 	f := cmdutil.NewFactory(iostreams.System())
+	ctx, stop := interruptible(f.IOStreams.ErrOut)
+	defer stop()
 	// Traces go to the operator's OpenTelemetry backend when OTEL_* names one (docs/tracing.md);
 	// a tracing setting that cannot be honoured is said, never a reason to refuse the command.
 	flush, err := tracing.Setup(ctx, "replayctl")
@@ -209,7 +206,7 @@ func run(ctx context.Context, f *cmdutil.Factory, root *cobra.Command, args []st
 		code = cmdutil.ExitCode(err)
 		reportError(f, cmd, args, err, code)
 	}
-	if jerr := f.FinishOutput(); jerr != nil {
+	if jerr := f.FinishOutput(ctx); jerr != nil {
 		fmt.Fprintf(f.IOStreams.ErrOut, "replayctl: %s\n", jerr)
 		if code == cmdutil.ExitOK {
 			code = cmdutil.ExitFailure
@@ -274,4 +271,34 @@ func withPrivilegeHint(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w; the role in --database-url needs the grants of its kind: see replayctl ledger grants --help and docs/operations.md", classified)
+}
+
+// interruptible returns a context the first SIGINT or SIGTERM cancels; the second exits at once
+// (exit 1, an interrupt's code in docs/contract.md). The second is caught rather than left to the default action: a process started with
+// SIGINT ignored (a shell's background job, some CI runners) would otherwise ignore it again once
+// the first was handled.
+func interruptible(errOut io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-signals:
+			cancel(fmt.Errorf("interrupted by %s", sig))
+		case <-done:
+			return
+		}
+		select {
+		case sig := <-signals:
+			fmt.Fprintf(errOut, "replayctl: second %s: exiting now, without a clean stop\n", sig)
+			os.Exit(cmdutil.ExitFailure)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		close(done)
+		cancel(nil)
+	}
 }

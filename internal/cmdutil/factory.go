@@ -235,8 +235,9 @@ func (f *Factory) StartOutput() error {
 	return nil
 }
 
-// FinishOutput prints what --jq selected from the captured document, once the verb ended.
-func (f *Factory) FinishOutput() error {
+// FinishOutput prints what --jq selected from the captured document, once the verb ended; ctx
+// (the command's) stops a filter that runs long.
+func (f *Factory) FinishOutput(ctx context.Context) error {
 	if fw := f.fold; fw != nil {
 		f.IOStreams.Out, f.fold = fw.Unwrap(), nil
 		if err := fw.Flush(); err != nil {
@@ -248,7 +249,7 @@ func (f *Factory) FinishOutput() error {
 		return nil
 	}
 	f.IOStreams.Out, f.jqOut = j.out, nil
-	return j.flush()
+	return j.flush(ctx)
 }
 
 // ActorGiven reports whether --actor was given (else the actor comes from the environment).

@@ -2,14 +2,29 @@ package cmdutil
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"runtime/metrics"
 	"strings"
+	"time"
 
 	"github.com/itchyny/gojq"
 )
+
+// The budget of one --jq run: a filter that recurses for ever (def f: f; f) or builds without
+// bound ([limit(1e8; repeat(1))]) is stopped with an error saying so, instead of spinning a core
+// or taking the machine's memory. A filter over a command's output needs milliseconds and
+// kilobytes; these leave room for a million-row listing.
+var (
+	jqTimeBudget   = 30 * time.Second
+	jqMemoryBudget = uint64(1 << 30)
+)
+
+// errJQOverBudget is the cause of a --jq run stopped by its budget.
+var errJQOverBudget = errors.New("over budget")
 
 // JQOutput applies --jq to what a command writes on stdout under --json: it holds the output
 // until the command ends, then runs the filter over each JSON document in it, as gh's --jq does.
@@ -40,8 +55,58 @@ func CompileJQ(expr string) (*gojq.Code, error) {
 
 func (j *JQOutput) Write(p []byte) (int, error) { return j.buf.Write(p) }
 
-// flush runs the filter over the held documents and writes the results.
-func (j *JQOutput) flush() error {
+// flush runs the filter over the held documents and writes the results, under ctx (the
+// command's: Ctrl-C stops it) and the time and memory budget.
+func (j *JQOutput) flush(ctx context.Context) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, jqTimeBudget, fmt.Errorf("%w: ran %s", errJQOverBudget, jqTimeBudget))
+	defer cancel()
+	ctx, stopWatch := watchHeap(ctx, jqMemoryBudget)
+	defer stopWatch()
+	err := j.run(ctx)
+	if err != nil && ctx.Err() != nil {
+		cause := context.Cause(ctx)
+		if errors.Is(cause, errJQOverBudget) {
+			return UsageErrorf("--jq stopped: %v (does the filter recurse or build without end?)", cause)
+		}
+		return fmt.Errorf("--jq stopped: %w", cause)
+	}
+	return err
+}
+
+// watchHeap cancels ctx when the heap grows by more than budget bytes while it runs.
+func watchHeap(parent context.Context, budget uint64) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heap := func() uint64 {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return sample[0].Value.Uint64()
+	}
+	base := heap()
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if h := heap(); h > base+budget {
+					cancel(fmt.Errorf("%w: grew the heap past %d MiB", errJQOverBudget, budget>>20))
+					return
+				}
+			}
+		}
+	}()
+	return ctx, func() { close(done); cancel(nil) }
+}
+
+func (j *JQOutput) run(ctx context.Context) error {
 	dec := json.NewDecoder(&j.buf)
 	dec.UseNumber()
 	for {
@@ -51,7 +116,7 @@ func (j *JQOutput) flush() error {
 		} else if err != nil {
 			return fmt.Errorf("--jq: the command's output is not JSON: %w", err)
 		}
-		iter := j.code.Run(normaliseNumbers(doc))
+		iter := j.code.RunWithContext(ctx, normaliseNumbers(doc))
 		for {
 			v, ok := iter.Next()
 			if !ok {
