@@ -103,7 +103,8 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	// The scan sizes each message's replay as execute will publish it, so the job ID and the
 	// version it carries are fixed first.
 	replay := dlq.Replay{JobID: opts.JobID, EffectVersion: target, WriteForbidden: opts.WriteForbidden, Strip: opts.StripHeaders}
-	if err := checkToSubject(ctx, js, opts.ToSubject); err != nil {
+	toSubjectWarning, err := checkToSubject(ctx, js, opts.ToSubject, info, opts.Consumer)
+	if err != nil {
 		return nil, err
 	}
 	session, err := store.PlanBegin(ctx)
@@ -147,7 +148,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if opts.DryRun {
 		return &Result{Manifest: m, DryRun: true, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts),
 			selectionWarnings(m, counts), failedReplayWarning(m, opts.FailedReplayLimit), hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning),
-			dryRunWarnings(m)), DedupWindow: dedup}, nil
+			nonEmpty(toSubjectWarning), dryRunWarnings(m)), DedupWindow: dedup}, nil
 	}
 	opts.stage("recording job %s with %d targets and writing %s", m.ID, m.Stats.Targets, opts.OutputPath)
 	job := jobFor(m, info.State.LastSeq, stateDigest)
@@ -189,7 +190,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	}
 	res := &Result{Manifest: m, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts), selectionWarnings(m, counts),
 		failedReplayWarning(m, opts.FailedReplayLimit),
-		hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning)),
+		hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning), nonEmpty(toSubjectWarning)),
 		DedupWindow: dedup}
 	if dedup != nil && dedup.Exceeded {
 		res.Warnings = append(res.Warnings, dedup.Warning())

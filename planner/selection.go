@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/replayctl/replayctl/dlq"
@@ -104,19 +105,62 @@ func idList(from string, ids []string, found map[string]bool) *manifest.IDList {
 // published there would be lost (exit code 2).
 var ErrToSubjectNotCaptured = fault.New(fault.Invalid, "no stream captures --to-subject")
 
-// checkToSubject refuses a --to-subject no JetStream stream captures.
-func checkToSubject(ctx context.Context, js jetstream.JetStream, subject string) error {
+// ErrToSubjectIsSource is returned when the stream plan scans captures its --to-subject: every
+// replay would land back in the DLQ, never reach the consumer, and stall execute at its canary
+// (exit code 2).
+var ErrToSubjectIsSource = fault.New(fault.Invalid, "the source stream captures --to-subject")
+
+// checkToSubject refuses a --to-subject the source stream captures or no stream captures, and
+// warns when the stream that captures it has no durable named after the consumer (the SDK's
+// default): the replays may reach nobody who records them.
+func checkToSubject(ctx context.Context, js jetstream.JetStream, subject string, source *jetstream.StreamInfo, consumer string) (warning string, err error) {
 	if subject == "" {
-		return nil
+		return "", nil
 	}
-	if _, err := js.StreamNameBySubject(ctx, subject); err != nil {
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fmt.Errorf("%w: --to-subject %s: no JetStream stream on this server captures it, so the replays would be lost; give a subject the consumer's stream holds (`nats stream ls`)",
-				ErrToSubjectNotCaptured, subject)
+	for _, filter := range source.Config.Subjects {
+		if subjectMatches(filter, subject) {
+			return "", fmt.Errorf("%w: --to-subject %s is captured by stream %s (subjects %q), the stream this plan reads: each replay would land back in it, never reach consumer %s, and stall execute at its canary; give the subject the consumer's own stream captures (`nats stream ls`, `nats consumer info STREAM %s`)",
+				ErrToSubjectIsSource, subject, source.Config.Name, filter, consumer, consumer)
 		}
-		return fmt.Errorf("--to-subject %s: find the stream that captures it: %w", subject, err)
 	}
-	return nil
+	stream, err := js.StreamNameBySubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return "", fmt.Errorf("%w: --to-subject %s: no JetStream stream on this server captures it, so the replays would be lost; give a subject the consumer's stream holds (`nats stream ls`)",
+			ErrToSubjectNotCaptured, subject)
+	}
+	if err != nil {
+		return "", fmt.Errorf("--to-subject %s: find the stream that captures it: %w", subject, err)
+	}
+	if stream == source.Config.Name {
+		return "", fmt.Errorf("%w: --to-subject %s is captured by stream %s, the stream this plan reads; give the subject the consumer's own stream captures",
+			ErrToSubjectIsSource, subject, stream)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := js.Consumer(ctx, stream, consumer); errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Sprintf("--to-subject %s is captured by stream %s, which has no durable consumer named %s: unless a consumer of another name handles it there, the replays reach no handler that records them and execute stalls at its canary (check `nats consumer ls %s`)",
+			subject, stream, consumer, stream), nil
+	} else if err != nil {
+		return fmt.Sprintf("--to-subject %s: could not read durable %s of stream %s (%v); check that it is the consumer's stream", subject, consumer, stream, err), nil
+	}
+	return "", nil
+}
+
+// subjectMatches reports whether a stream's subject filter (with * and > wildcards) captures a
+// literal subject.
+func subjectMatches(filter, subject string) bool {
+	ft, st := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, f := range ft {
+		switch {
+		case f == ">":
+			return len(st) > i
+		case i >= len(st):
+			return false
+		case f != "*" && f != st[i]:
+			return false
+		}
+	}
+	return len(ft) == len(st)
 }
 
 // selectionWarnings tells what the selection could not do as asked: IDs of a file no message

@@ -123,19 +123,23 @@ func TestPlanSelectsExactlyThePickedEventsAndADryRunRecordsNothing(t *testing.T)
 	}
 }
 
-// A --where that does not compile, a --to-subject nothing captures and a protected header to
-// strip are refused with exit 2 before anything is recorded.
+// A --where that does not compile or costs too much, a --to-subject nothing captures or the DLQ
+// itself captures, and a protected header to strip are refused with exit 2 before anything is
+// recorded.
 func TestPlanRefusesABadSelectionWithExit2(t *testing.T) {
 	t.Parallel()
 	w := newExecWorld(t)
 	w.Seed(3)
 	for args, want := range map[string]string{
-		`--where 'payload.amountCents >'`:    "--where: ERROR: <input>:1:",
-		`--where 'payload.amountCents + 1'`:  "must give true or false",
-		`--to-subject nowhere.captures.this`: "no JetStream stream on this server captures it",
-		`--strip-header Event-Id`:            "never stripped",
-		`--strip-header Replay-Job`:          "never stripped",
-		`--ids-from /nonexistent/ids.txt`:    "no such file",
+		`--where 'payload.amountCents >'`:                                    "--where: ERROR: <input>:1:",
+		`--where 'payload.amountCents + 1'`:                                  "must give true or false",
+		`--to-subject nowhere.captures.this`:                                 "no JetStream stream on this server captures it",
+		`--to-subject ` + exectest.DLQSubject:                                "the stream this plan reads",
+		`--to-subject dlq.billing.elsewhere`:                                 "captured by stream DLQ_BILLING",
+		`--where 'payload.items.exists(a, payload.items.exists(b, a == b))'`: "over the limit",
+		`--strip-header Event-Id`:                                            "never stripped",
+		`--strip-header Replay-Job`:                                          "never stripped",
+		`--ids-from /nonexistent/ids.txt`:                                    "no such file",
 	} {
 		stdout, stderr, code := w.replayctl(t, "plan --dry-run --new-consumer --consumer billing --stream DLQ_BILLING --reason "+selectReason+" "+args)
 		if code != cmdutil.ExitUsage || !strings.Contains(stderr, want) {
@@ -150,7 +154,11 @@ func TestPlanRecordsTheRedirectAndTheStrippedHeaders(t *testing.T) {
 	w := newExecWorld(t)
 	w.Seed(3)
 	path := filepath.Join(t.TempDir(), "canary.json")
-	planJSON(t, w, "--to-subject billing.charge.canary --strip-header Trace-Id -o "+path)
+	res, _ := planJSON(t, w, "--to-subject billing.charge.canary --strip-header Trace-Id -o "+path)
+	// No durable named after the consumer reads the stream that captures it: said, not refused.
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "no durable consumer named billing") {
+		t.Errorf("warnings %v: want the missing durable said", res.Warnings)
+	}
 	m, err := manifest.Load(path)
 	if err != nil {
 		t.Fatal(err)
