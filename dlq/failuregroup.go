@@ -1,6 +1,10 @@
 package dlq
 
-import "regexp"
+import (
+	"regexp"
+
+	"github.com/replayctl/replayctl/manifest"
+)
 
 // Masks applied, in order, to a failure reason to make its group: the specific values a reason
 // carries (a UUID, a hex digest, a number, an ID's digits) vary between events that failed the
@@ -23,4 +27,21 @@ func FailureGroup(reason string) string {
 		reason = m.re.ReplaceAllString(reason, m.with)
 	}
 	return reason
+}
+
+// Strata is the histogram a person reads and the shadow sample is stratified by: a DLQ plan's
+// targets by failure group, a backfill's by previous outcome (already few). groupOf maps each raw
+// key of the manifest's histogram (the reason kept on each target) to its stratum.
+func Strata(m *manifest.Manifest) (strata map[string]int64, groupOf map[string]string) {
+	raw := m.Strata()
+	strata, groupOf = make(map[string]int64, len(raw)), make(map[string]string, len(raw))
+	for key, n := range raw {
+		g := key
+		if m.Source.Kind != manifest.SourceBackfill {
+			g = FailureGroup(key)
+		}
+		groupOf[key] = g
+		strata[g] += n
+	}
+	return strata, groupOf
 }

@@ -38,27 +38,34 @@ const shadowTargetColumns = `event_id, stream_seq, failure_reason, coalesce(payl
 // jobTargetsSample ranks each failure reason's targets by sha256(seed || event_id), a stable
 // pseudo-random order, and keeps the first quota of each.
 const jobTargetsSample = `
-with quota as (select * from unnest($3::text[], $4::int[]) as q(failure_reason, n))
+with strata as (select * from unnest($3::text[], $4::text[]) as s(failure_reason, stratum)),
+     quota as (select * from unnest($5::text[], $6::int[]) as q(stratum, n))
 select ` + shadowTargetColumns + `
-  from (select t.*, row_number() over (partition by t.failure_reason
+  from (select t.*, s.stratum, row_number() over (partition by s.stratum
                                        order by sha256(convert_to($2::text || t.event_id, 'UTF8')), t.event_id) as rn
           from job_targets t
+          join strata s using (failure_reason)
          where t.job_id = $1) ranked
-  join quota using (failure_reason)
+  join quota using (stratum)
  where ranked.rn <= quota.n
- order by failure_reason collate "C", event_id collate "C"`
+ order by stratum collate "C", event_id collate "C"`
 
-// JobTargetsSample returns the shadow sample of jobID: for each failure reason in quotas, the
-// quota targets with the smallest sha256(seed || event_id), sorted by failure reason then event
-// ID. The same seed and quotas always yield the same targets.
-func (s *Store) JobTargetsSample(ctx context.Context, jobID, seed string, quotas map[string]int) ([]ShadowTarget, error) {
-	reasons := make([]string, 0, len(quotas))
+// JobTargetsSample returns the shadow sample of jobID: for each stratum in quotas (a failure
+// group; stratumOf maps each target's failure reason to it), the quota targets with the smallest
+// sha256(seed || event_id), sorted by stratum then event ID. The same seed, strata and quotas
+// always yield the same targets.
+func (s *Store) JobTargetsSample(ctx context.Context, jobID, seed string, quotas map[string]int, stratumOf map[string]string) ([]ShadowTarget, error) {
+	reasons, strata := make([]string, 0, len(stratumOf)), make([]string, 0, len(stratumOf))
+	for reason, stratum := range stratumOf {
+		reasons, strata = append(reasons, reason), append(strata, stratum)
+	}
+	names := make([]string, 0, len(quotas))
 	counts := make([]int32, 0, len(quotas))
-	for reason, n := range quotas {
-		reasons = append(reasons, reason)
+	for stratum, n := range quotas {
+		names = append(names, stratum)
 		counts = append(counts, int32(n))
 	}
-	rows, err := s.pool.Query(ctx, jobTargetsSample, jobID, seed, reasons, counts)
+	rows, err := s.pool.Query(ctx, jobTargetsSample, jobID, seed, reasons, strata, names, counts)
 	if err != nil {
 		return nil, fmt.Errorf("choose the shadow sample of job %s: %w", jobID, err)
 	}

@@ -40,7 +40,8 @@ func TestJobTargetsSampleTakesTheSmallestHashesPerReason(t *testing.T) {
 	const seed = "0123456789abcdef"
 	quotas := map[string]int{"timeout": 3, "http 503": 2, "bad schema": 50}
 
-	got, err := store.JobTargetsSample(t.Context(), "job-s", seed, quotas)
+	identity := map[string]string{"timeout": "timeout", "http 503": "http 503", "bad schema": "bad schema"}
+	got, err := store.JobTargetsSample(t.Context(), "job-s", seed, quotas, identity)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func TestJobTargetsSampleTakesTheSmallestHashesPerReason(t *testing.T) {
 	if len(ids) != 3+2+10 {
 		t.Fatalf("%d sampled, want the quotas capped at each reason's 10 targets", len(ids))
 	}
-	other, err := store.JobTargetsSample(t.Context(), "job-s", "fedcba9876543210", quotas)
+	other, err := store.JobTargetsSample(t.Context(), "job-s", "fedcba9876543210", quotas, identity)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,8 @@ type Totals struct {
 type Sample struct {
 	Seed string `json:"seed"`
 	Size int    `json:"size"`
-	// PerReason is how many targets of each failure reason were sampled.
+	// PerReason is how many targets of each stratum were sampled: a DLQ's failure groups
+	// (dlq.FailureGroup, as inspect counts them), a backfill's previous outcomes.
 	PerReason map[string]int `json:"perReason"`
 	// Items are sorted by failure reason, then event ID.
 	Items []SampleItem `json:"items"`

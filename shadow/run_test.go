@@ -206,7 +206,7 @@ func TestShadowSampleIsStableAndCoversEveryReason(t *testing.T) {
 	if !slices.Equal(sampleOf(first), sampleOf(second)) {
 		t.Fatalf("two runs sampled %v and %v", sampleOf(first), sampleOf(second))
 	}
-	want := map[string]int{"timeout": 1, "http 503": 1, "bad schema": 1}
+	want := map[string]int{"timeout": 1, "http <n>": 1, "bad schema": 1}
 	if !maps.Equal(first.Sample.PerReason, want) {
 		t.Fatalf("per reason %v, want one of each of the three reasons", first.Sample.PerReason)
 	}
@@ -580,4 +580,26 @@ func hasReason(v shadow.Verdict, part string) bool {
 		}
 	}
 	return false
+}
+
+// Reasons that carry numbers and hosts are one failure group to the sample, as to inspect: 40
+// targets over 40 raw reasons are one stratum, and the raw reason stays on each item.
+func TestShadowSampleIsStratifiedByFailureGroupNotRawReason(t *testing.T) {
+	f := newFixture(t)
+	for i := range 40 {
+		f.dlq(fmt.Sprintf("g%02d", i), fmt.Sprintf("provider timeout after %ds on host pay-%d", 10+i, i), charge{AmountCents: 1000 + i})
+	}
+	f.dlq("g99", "bad schema", charge{AmountCents: 5})
+	m := f.plan()
+	f.serve(behaviour{})
+	r := f.mustRun(f.options(m, func(o *shadow.Options) { o.Sample = 10 }))
+	want := map[string]int{"provider timeout after <n>s on host pay-<n>": 9, "bad schema": 1}
+	if !maps.Equal(r.Sample.PerReason, want) {
+		t.Fatalf("sample per stratum %v, want %v", r.Sample.PerReason, want)
+	}
+	for _, it := range r.Sample.Items {
+		if strings.Contains(it.FailureReason, "<n>") {
+			t.Fatalf("item %s carries its group %q, want its own reason", it.EventID, it.FailureReason)
+		}
+	}
 }

@@ -22,7 +22,7 @@ func seedOf(digest string) string {
 	return hex[:min(16, len(hex))]
 }
 
-// quotas splits a sample of size over the failure reasons in proportion to their target counts,
+// quotas splits a sample of size over the strata (failure groups) in proportion to their target counts,
 // by largest remainder, with a floor of one: a reason whose share is below one sample gets one,
 // and the others split what is left, until every remaining share is at least one. When size is
 // below the number of reasons, the most frequent reasons get one each. Ties go to the reason that
@@ -103,9 +103,12 @@ type sampled struct {
 // sample request answered it marks the full pass aborted.
 func (sh *runner) sample(ctx context.Context, r *Report) error {
 	m, opts := sh.m, sh.opts
-	perReason := quotas(m.Strata(), opts.Sample)
-	opts.stage("choosing the sample: %d targets over %d failure reasons, seed %s", sum(perReason), len(perReason), r.Seed)
-	targets, err := sh.store.JobTargetsSample(ctx, m.ID, r.Seed, perReason)
+	// Stratified by failure group, as inspect counts: reasons that carry numbers, hosts or IDs
+	// are one stratum, not one each.
+	strata, groupOf := dlq.Strata(m)
+	perGroup := quotas(strata, opts.Sample)
+	opts.stage("choosing the sample: %d targets over %d failure groups, seed %s", sum(perGroup), len(perGroup), r.Seed)
+	targets, err := sh.store.JobTargetsSample(ctx, m.ID, r.Seed, perGroup, groupOf)
 	if err != nil {
 		return err
 	}
@@ -119,7 +122,7 @@ func (sh *runner) sample(ctx context.Context, r *Report) error {
 	sh.sampled, sh.counted = make(map[string]*targetResult, len(items)), make(map[string]bool, len(items))
 	now := opts.Now()
 	for _, s := range items {
-		r.Sample.PerReason[s.target.FailureReason]++
+		r.Sample.PerReason[cmp.Or(groupOf[s.target.FailureReason], s.target.FailureReason)]++
 		r.Sample.Items = append(r.Sample.Items, sh.cmp.describe(s, m))
 		res := sh.cmp.judge(s.target, s.missing, s.first, s.original, now)
 		if res.outcome.Comparison == comparisonFailed && s.from.failed() {

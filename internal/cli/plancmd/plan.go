@@ -241,6 +241,8 @@ func PrintPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 		// Only the largest reasons are printed, in stats as in the manifest and in order beside
 		// them with what was left out; the manifest keeps every reason.
 		reasons := cmdutil.TopReasons(m.Stats.FailureReasons, cmdutil.ShownReasons)
+		strata, _ := dlq.Strata(m)
+		groups := cmdutil.TopReasons(strata, cmdutil.ShownReasons)
 		stats := m.Stats
 		stats.FailureReasons = make(map[string]int64, len(reasons.Top))
 		for _, r := range reasons.Top {
@@ -255,6 +257,7 @@ func PrintPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 			WriteForbidden        bool                     `json:"writeForbidden"`
 			Stats                 manifest.Stats           `json:"stats"`
 			FailureReasonSummary  cmdutil.ReasonTop        `json:"failureReasonSummary"`
+			FailureGroupSummary   cmdutil.ReasonTop        `json:"failureGroupSummary"`
 			ExpectedExternalCalls int64                    `json:"expectedExternalCalls"`
 			ExternalCallsEstimate manifest.CallsEstimate   `json:"externalCallsEstimate"`
 			EvidenceLookup        *manifest.EvidenceLookup `json:"evidenceLookup,omitempty"`
@@ -264,7 +267,7 @@ func PrintPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 			DryRun                bool                     `json:"dryRun"`
 			Warnings              []string                 `json:"warnings"`
 		}{m.ID, manifestPath(res, path), m.Digest, m.Consumer, m.EffectVersion, m.WriteForbidden, stats,
-			reasons, m.ExpectedExternalCalls, m.ExternalCallsEstimate, m.EvidenceLookup, res.DedupWindow,
+			reasons, groups, m.ExpectedExternalCalls, m.ExternalCallsEstimate, m.EvidenceLookup, res.DedupWindow,
 			m.Source.Selection, m.Source.ToSubject, res.DryRun, warnings})
 	}
 	if err := showcmd.PrintSummary(io.Out, io.IsStdoutTTY(), m); err != nil {

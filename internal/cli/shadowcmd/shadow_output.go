@@ -56,7 +56,7 @@ func PrintShadowReport(ios *iostreams.IOStreams, reportPath, htmlPath string, r 
 	}
 
 	s := r.Sample
-	fmt.Fprintf(out, "\nsample: %d events, seed %s, over %d failure reasons\n", s.Size, s.Seed, len(s.PerReason))
+	fmt.Fprintf(out, "\nsample: %d events, seed %s, over %d failure groups\n", s.Size, s.Seed, len(s.PerReason))
 	if len(r.Fields) > 0 {
 		fields := cmdutil.NewTable(out, tty)
 		fields.Header("FIELD", "CHANGED", "NOISE", "IGNORED")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
@@ -237,7 +238,10 @@ func statsRows(st *manifest.Stats) [][]string {
 // strataSection is the targets' histogram: a DLQ's failure reasons, a backfill's previous
 // outcomes (what the shadow sample is stratified by).
 func strataSection(m *manifest.Manifest) summarySection {
-	s := summarySection{title: "Failure reasons of the targets", header: []string{"REASON", "TARGETS"}, rows: cmdutil.ReasonRows(m.Strata())}
+	// Grouped as inspect groups them: reasons that carry numbers, hosts or IDs are one row; the
+	// manifest keeps each target's own reason.
+	strata, _ := dlq.Strata(m)
+	s := summarySection{title: "Failure groups of the targets", header: []string{"FAILURE GROUP", "TARGETS"}, rows: cmdutil.ReasonRows(strata)}
 	if m.SourceKind() == manifest.SourceBackfill {
 		s.title, s.header = "Previous outcomes of the targets", []string{"OUTCOME", "TARGETS"}
 	}
