@@ -75,14 +75,18 @@ func ProgressOf(targets int64, ts map[string]int64, e ledger.JobEffectCounts, se
 		ExternalCalls: e.SettledCalls + e.InFlightCalls}
 	if settled {
 		p.Completed, p.Failed, p.Uncertain = ts[ledger.TargetCompleted], ts[ledger.TargetFailed], ts[ledger.TargetUncertain]
-		p.SourceFailed = max(0, p.Failed-e.BusinessFailed)
+		// A target the consumer dead-lettered again is failed too, but it was published and
+		// delivered: only what is left is a failure at the source.
+		p.SourceFailed = max(0, p.Failed-e.BusinessFailed-e.DeadLettered)
 		p.Published = ts[ledger.TargetPublished] + p.Completed + p.Uncertain + p.Failed - p.SourceFailed
 	} else {
-		p.SourceFailed = ts[ledger.TargetFailed]
-		p.Completed, p.Failed, p.Uncertain = e.Completed, e.BusinessFailed+p.SourceFailed, e.Uncertain
+		// job_targets' failed holds the source failures and the targets the consumer
+		// dead-lettered again (consumer.failReplayTarget); the ledger's rows tell them apart.
+		p.SourceFailed = max(0, ts[ledger.TargetFailed]-e.DeadLettered)
+		p.Completed, p.Failed, p.Uncertain = e.Completed, e.BusinessFailed+ts[ledger.TargetFailed], e.Uncertain
 		// Acknowledged publishes are recorded in batches, and the consumer may write an outcome
 		// first: a target with a row under the job was published, recorded yet or not.
-		p.Published = max(ts[ledger.TargetPublished], e.Settled()+e.Processing+e.Retrying)
+		p.Published = max(ts[ledger.TargetPublished], e.Settled()+e.Processing+e.Retrying+e.DeadLettered)
 	}
 	p.Remaining = max(0, targets-p.Skipped-p.Completed-p.Failed-p.Uncertain)
 	return p

@@ -26,3 +26,23 @@ func TestPublishedIsNeverBelowTheTargetsWithALedgerRow(t *testing.T) {
 		t.Errorf("published %d, want the 90 recorded", p.Published)
 	}
 }
+
+// Targets the consumer dead-lettered again were published and delivered: they are failed, never
+// "failed at the source", before and after the job settles (issue 39 item 8: execute printed
+// "published (all runs) 0" and "not published: 10" for ten messages delivered five times each).
+func TestTargetsDeadLetteredAgainArePublishedFailuresNotSourceFailures(t *testing.T) {
+	e := ledger.JobEffectCounts{DeadLettered: 10}
+	for _, settled := range []bool{false, true} {
+		ts := map[string]int64{ledger.TargetFailed: 10}
+		p := job.ProgressOf(10, ts, e, settled)
+		if p.Published != 10 || p.Failed != 10 || p.SourceFailed != 0 || p.Remaining != 0 {
+			t.Errorf("settled %t: published %d, failed %d, source failed %d, remaining %d; want 10, 10, 0, 0",
+				settled, p.Published, p.Failed, p.SourceFailed, p.Remaining)
+		}
+	}
+	// One source failure beside them stays one.
+	ts := map[string]int64{ledger.TargetFailed: 11}
+	if p := job.ProgressOf(11, ts, e, true); p.SourceFailed != 1 || p.Published != 10 {
+		t.Errorf("with a source failure: source failed %d, published %d; want 1 and 10", p.SourceFailed, p.Published)
+	}
+}

@@ -63,8 +63,9 @@ func noTargets(m *manifest.Manifest) error {
 	}
 	add(s.ExcludedInOtherJob, "%d of %d events are targets of jobs that have not finished (%s): finish or cancel them first (`replayctl status JOB`)",
 		s.ExcludedInOtherJob, events, otherJobsText(m))
+	// Kept out before the ledger join, so not among the candidates: counted over both.
 	add(s.FailedAfterReplay, "%d of %d events failed again after replays by replayctl (failedAfterReplay): fix the cause, or pass --include-failed-replays",
-		s.FailedAfterReplay, events)
+		s.FailedAfterReplay, events+s.FailedAfterReplay)
 	add(s.NotSelected+s.WhereNotJSON+s.WhereErrors, "%d of %d messages were left out by the selection (--ids-from, --exclude-ids-from, --failure-group, --where): widen it",
 		s.NotSelected+s.WhereNotJSON+s.WhereErrors, messages)
 	add(s.ExcludedUncertain, "%d of %d events are uncertain: settle them with `replayctl reconcile`", s.ExcludedUncertain, events)

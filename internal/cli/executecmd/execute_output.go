@@ -53,7 +53,7 @@ func PrintExecuteResult(ios *iostreams.IOStreams, r *executor.Result) error {
 	}
 	switch {
 	case r.Stop != nil && r.Stop.Completed:
-		fmt.Fprintf(out, "\nguard %s passed: %s\n", clip.Line(string(r.Stop.Kind)), clip.Line(r.Stop.Message))
+		fmt.Fprintf(out, "\nguard %s: its threshold was crossed, after every target settled: %s\n", clip.Line(string(r.Stop.Kind)), clip.Line(r.Stop.Message))
 	case r.Stop != nil:
 		fmt.Fprintf(out, "\nstopped (%s): %s\n", clip.Line(string(r.Stop.Kind)), clip.Line(r.Stop.Message))
 	}
