@@ -3,7 +3,6 @@ package idempotency
 import (
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/replayctl/replayctl/apikey"
 )
@@ -15,7 +14,7 @@ const KeyHeader = "Idempotency-Key"
 const ReplayedHeader = "Idempotent-Replayed"
 
 // maxKeyLength bounds a key: the draft's keys are UUIDs or similar, and a longer one is a mistake.
-const maxKeyLength = 255
+const maxKeyLength = apikey.MaxKeyLength
 
 var errBadKey = errors.New("bad key")
 
@@ -29,17 +28,9 @@ func requestKey(h http.Header) (key string, present bool, err error) {
 	if len(values) > 1 {
 		return "", true, errBadKey
 	}
-	key = strings.TrimSpace(values[0])
-	if len(key) >= 2 && key[0] == '"' && key[len(key)-1] == '"' {
-		key = key[1 : len(key)-1]
-	}
-	if key == "" || len(key) > maxKeyLength {
+	key, err = apikey.ParseKey(values[0])
+	if err != nil {
 		return "", true, errBadKey
-	}
-	for _, r := range key {
-		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
-			return "", true, errBadKey
-		}
 	}
 	return key, true, nil
 }

@@ -7,10 +7,13 @@ package keys
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/fault"
+	"github.com/replayctl/replayctl/internal/suggest"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -66,6 +69,9 @@ func Policies(ctx context.Context, store Store, kind apikey.PolicyKind, name str
 	if err != nil {
 		return nil, err
 	}
+	if name != "" && len(ps) == 0 {
+		return nil, unknownName(ctx, store, kind, name)
+	}
 	out := make([]PolicyView, 0, len(ps))
 	for _, p := range ps {
 		out = append(out, PolicyView{Kind: p.Kind, Name: p.Name, ReplayWindowSeconds: secondsOf(p.ReplayWindow),
@@ -74,4 +80,45 @@ func Policies(ctx context.Context, store Store, kind apikey.PolicyKind, name str
 			Irreversible: p.Irreversible, ExpiredIsNew: p.ExpiredIsNew, RegisteredBy: p.RegisteredBy, RegisteredAt: p.RegisteredAt.UTC()})
 	}
 	return out, nil
+}
+
+// ErrUnknownRoute means no route or consumer of the name registered a retention policy: a typo,
+// or a service that never started its middleware or SDK against this ledger.
+var ErrUnknownRoute = fault.New(fault.Invalid, "unknown route")
+
+// unknownName says which names did register, and the nearest to name.
+func unknownName(ctx context.Context, store Store, kind apikey.PolicyKind, name string) error {
+	all, err := store.RetentionPoliciesList(ctx, kind, "")
+	if err != nil {
+		return err
+	}
+	var names []string
+	for _, p := range all {
+		names = append(names, p.Name)
+	}
+	what := "route or consumer"
+	if kind == apikey.PolicyRoute {
+		what = "route"
+	}
+	known := "none registered a policy yet (a service registers its routes when its middleware starts)"
+	if len(names) > 0 {
+		known = "registered: " + strings.Join(names[:min(20, len(names))], ", ")
+	}
+	guess := ""
+	if g := suggest.Phrase(suggest.Closest(name, names)); g != "" {
+		guess = g + " "
+	}
+	return fmt.Errorf("%w: no %s %q in the ledger; %s(%s)", ErrUnknownRoute, what, name, guess, known)
+}
+
+// checkRoute refuses a route no service registered, with the ones that did.
+func checkRoute(ctx context.Context, store Store, route string) error {
+	if route == "" {
+		return nil
+	}
+	ps, err := store.RetentionPoliciesList(ctx, apikey.PolicyRoute, route)
+	if err != nil || len(ps) > 0 {
+		return err
+	}
+	return unknownName(ctx, store, apikey.PolicyRoute, route)
 }

@@ -22,6 +22,9 @@ func Prune(ctx context.Context, store Store, req PruneRequest) (*ledger.APIKeysP
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
+	if err := checkRoute(ctx, store, req.Options.Route); err != nil {
+		return nil, err
+	}
 	o := req.Options
 	if o.DryRun || req.Confirm == nil {
 		return store.APIKeysPrune(ctx, o)

@@ -70,13 +70,20 @@ func (l Lookup) keyHash() (string, error) {
 	case l.KeyHash != "" && l.RawKey != "":
 		return "", fmt.Errorf("%w: name the key once: --key or --key-hash", ErrBadRequest)
 	case l.KeyHash != "":
+		if err := apikey.ValidKeyHash(l.KeyHash); err != nil {
+			return "", fmt.Errorf("%w: --key-hash %q: %v", ErrBadRequest, l.KeyHash, err)
+		}
 		return l.KeyHash, nil
 	case l.RawKey == "":
 		return "", fmt.Errorf("%w: name the key: --key K (hashed with the service's secret) or --key-hash H (from a log line or `keys uncertain`)", ErrBadRequest)
 	case len(l.Secret) == 0:
 		return "", fmt.Errorf("%w: --key needs the service's key secret to hash it: --key-secret-file FILE or REPLAYCTL_KEY_SECRET_FILE (or pass --key-hash)", ErrBadRequest)
 	}
-	return apikey.HashKey(l.Secret, l.RawKey), nil
+	key, err := apikey.ParseKey(l.RawKey)
+	if err != nil {
+		return "", fmt.Errorf("%w: --key: %v (the middleware refuses such a key with 400, so no record holds it)", ErrBadRequest, err)
+	}
+	return apikey.HashKey(l.Secret, key), nil
 }
 
 // Show returns the records of the key l names, on every scope (tenant and principal) it was used
@@ -97,6 +104,11 @@ func find(ctx context.Context, store Store, l Lookup) ([]apikey.Record, error) {
 	keyHash, err := l.keyHash()
 	if err != nil {
 		return nil, err
+	}
+	if l.ScopeHash != "" {
+		if err := apikey.ValidScopeHash(l.ScopeHash); err != nil {
+			return nil, fmt.Errorf("%w: --scope-hash %q: %v", ErrBadRequest, l.ScopeHash, err)
+		}
 	}
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err

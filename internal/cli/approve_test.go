@@ -28,6 +28,10 @@ func TestExecuteWaitsForASecondActorsApprovalOfThisDigestAndVerdict(t *testing.T
 		t.Fatal(err)
 	}
 	t.Cleanup(stopShadow)
+	// A policy under a misspelt name would guard nothing: refused as plan refuses the name.
+	if _, stderr, code := w.replayctl(t, "policy set --consumer biling --approvals 1"); code != cmdutil.ExitUsage || !strings.Contains(stderr, "did you mean billing?") {
+		t.Fatalf("policy set of a typo: exit %d %s", code, stderr)
+	}
 	if _, stderr, code := w.replayctl(t, "policy set --consumer billing --approvals 1"); code != cmdutil.ExitOK {
 		t.Fatalf("policy set: exit %d %s", code, stderr)
 	}

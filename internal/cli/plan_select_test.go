@@ -98,7 +98,8 @@ func TestPlanSelectsExactlyThePickedEventsAndADryRunRecordsNothing(t *testing.T)
 
 	// --ids-from: three IDs and one no message carries; --exclude-ids-from takes one of them out.
 	ids := filepath.Join(t.TempDir(), "ids.txt")
-	os.WriteFile(ids, []byte("# from INC-77\nevt-00003\nevt-00007\n\nevt-00011\nevt-99999\n"), 0o600)
+	// Saved by a Windows editor: a byte order mark before the first ID is no part of it.
+	os.WriteFile(ids, []byte("\uFEFFevt-00003\n# from INC-77\nevt-00007\n\nevt-00011\nevt-99999\n"), 0o600)
 	excl := filepath.Join(t.TempDir(), "excl.txt")
 	os.WriteFile(excl, []byte("evt-00007\n"), 0o600)
 	path = filepath.Join(t.TempDir(), "ids.json")
@@ -130,7 +131,12 @@ func TestPlanRefusesABadSelectionWithExit2(t *testing.T) {
 	t.Parallel()
 	w := newExecWorld(t)
 	w.Seed(3)
+	long := filepath.Join(t.TempDir(), "long.txt")
+	os.WriteFile(long, []byte("evt-00001\n"+strings.Repeat("x", 1<<20+1)+"\n"), 0o600)
 	for args, want := range map[string]string{
+		`--ids-from ` + t.TempDir():                                          "is a directory",
+		`--ids-from ` + long:                                                 "line 2 is longer than",
+		`--ids-from - --exclude-ids-from -`:                                  "both read stdin",
 		`--where 'payload.amountCents >'`:                                    "--where: ERROR: <input>:1:",
 		`--where 'payload.amountCents + 1'`:                                  "must give true or false",
 		`--to-subject nowhere.captures.this`:                                 "no JetStream stream on this server captures it",

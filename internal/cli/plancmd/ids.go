@@ -2,6 +2,7 @@ package plancmd
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,23 +27,41 @@ func readIDs(ios *iostreams.IOStreams, flag, path string) ([]string, error) {
 			return nil, cmdutil.UsageErrorf("--%s %s: %v", flag, path, err)
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, cmdutil.UsageErrorf("--%s %s: is a directory; give a file of event IDs, one a line (or - for stdin)", flag, path)
+		}
 		r = f
 	}
 	ids := []string{}
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	sc.Buffer(make([]byte, 64*1024), maxIDLine)
+	lines := 0
 	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
+		lines++
+		text := sc.Text()
+		if lines == 1 {
+			// A file saved by a Windows editor starts with a byte order mark: it is no part of the
+			// first ID.
+			text = strings.TrimPrefix(text, "\uFEFF")
+		}
+		line := strings.TrimSpace(text)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
 		ids = append(ids, line)
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, cmdutil.UsageErrorf("--%s %s: line %d is longer than %d bytes; give one event ID a line (is this a binary file or a JSON document?)",
+				flag, path, lines+1, maxIDLine)
+		}
 		return nil, fmt.Errorf("--%s %s: %w", flag, path, err)
 	}
 	return ids, nil
 }
+
+// maxIDLine bounds a line of an ID file: an event ID is at most a few hundred bytes.
+const maxIDLine = 1 << 20
 
 // manifestPath is where the plan wrote its manifest; a dry run wrote none.
 func manifestPath(res *planner.Result, path string) string {

@@ -219,6 +219,9 @@ func PrepareRequest(opts *PlanOptions) (planner.Options, error) {
 			return req, err
 		}
 	}
+	if opts.IDsFrom == "-" && opts.ExcludeIDsFrom == "-" {
+		return req, cmdutil.UsageErrorf("--ids-from - and --exclude-ids-from - both read stdin, which holds one list: give one of them a file")
+	}
 	if req.IDs, err = readIDs(opts.IO, "ids-from", opts.IDsFrom); err != nil {
 		return req, err
 	}

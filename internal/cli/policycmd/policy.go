@@ -4,6 +4,7 @@ package policycmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -27,6 +28,8 @@ type PolicyOptions struct {
 	// WhenCallsOver and ValidFor are the flags as typed; -1 and "" when not given.
 	WhenCallsOver int64
 	ValidFor      string
+	// NewConsumer sets a policy for a consumer the ledger has not heard of yet.
+	NewConsumer bool
 }
 
 // NewCmdPolicy returns the policy command with its set and show verbs.
@@ -66,6 +69,7 @@ expect at most K external calls; --valid-for sets how long an approval counts (d
 	fl.BoolVar(&opts.Policy.UnlessWriteForbidden, "unless-write-forbidden", false, "no approval needed for a write-forbidden job")
 	fl.Int64Var(&opts.WhenCallsOver, "when-calls-over", -1, "ask for approvals only when a job expects more external calls than this")
 	fl.StringVar(&opts.ValidFor, "valid-for", "24h", "how long an approval counts")
+	fl.BoolVar(&opts.NewConsumer, "new-consumer", false, "the consumer has no history in the ledger yet (else a name the ledger does not know is refused as a typo)")
 	_ = cmd.MarkFlagRequired("consumer")
 	_ = cmd.MarkFlagRequired("approvals")
 	return cmd
@@ -94,6 +98,15 @@ func setRun(ctx context.Context, opts *PolicyOptions) error {
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err
+	}
+	// A policy under a misspelt name guards nothing: plan would refuse the name, so does this.
+	if !opts.NewConsumer {
+		if err := store.CheckConsumer(ctx, p.Consumer); err != nil {
+			if errors.Is(err, ledger.ErrUnknownConsumer) {
+				return fmt.Errorf("%w; pass --new-consumer for a consumer that has not run yet", err)
+			}
+			return err
+		}
 	}
 	saved, err := store.ApprovalPoliciesSet(ctx, p, ledger.AuditEntry{Actor: p.SetBy, Action: "policy.set", Details: map[string]any{
 		"consumer": p.Consumer, "approvals": p.Approvals, "unlessWriteForbidden": p.UnlessWriteForbidden,
