@@ -23,11 +23,19 @@ var ErrNoTargets = fault.New(fault.Invalid, "plan has no targets")
 var ErrStreamUnsupported = fault.New(fault.Invalid, "stream cannot be scanned")
 
 // OptionsError lists every problem of a plan request at once, so the operator fixes them in one go.
-type OptionsError struct{ Problems []string }
+type OptionsError struct {
+	Problems []string
+	// Verb is the command refused: plan, or inspect, which takes plan's options.
+	Verb string
+}
 
 // Error lists the problems, one per line.
 func (e *OptionsError) Error() string {
-	return "plan refused:\n  " + strings.Join(e.Problems, "\n  ")
+	verb := e.Verb
+	if verb == "" {
+		verb = "plan"
+	}
+	return verb + " refused:\n  " + strings.Join(e.Problems, "\n  ")
 }
 
 // Is makes an OptionsError match ErrBadOptions.

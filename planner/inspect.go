@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,7 +138,7 @@ func Inspect(ctx context.Context, js jetstream.JetStream, store *ledger.Store, o
 		Ledger: InspectLedger{WouldBeTargets: st.Targets, AlreadyCompleted: st.AlreadyCompleted + st.CompletedUnderOlderVersion,
 			Uncertain: st.ExcludedUncertain, InFlight: st.ExcludedInFlight, InOtherJob: st.ExcludedInOtherJob, EvidenceExpired: st.EvidenceExpired,
 			FailedAfterReplay: st.FailedAfterReplay, Conflicts: st.DuplicateInSource + st.LedgerPayloadMismatch},
-		InOtherJobs: otherJobs(m), Warnings: res.Warnings}
+		InOtherJobs: otherJobs(m), Warnings: inspectWarnings(m, res.Warnings)}
 	for i, b := range ageBuckets {
 		r.Ages = append(r.Ages, Count{Value: b.name, Messages: h.ages[i]})
 	}
@@ -203,4 +204,31 @@ func otherJobsText(m *manifest.Manifest) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// inspectWarnings are plan's warnings as inspect can back them: inspect prints no manifest, so a
+// pointer into one names the stream sequences instead; and a stream whose messages carry no
+// original subject is said not to look like a DLQ.
+func inspectWarnings(m *manifest.Manifest, planWarnings []string) []string {
+	seqs := m.Excluded.MissingEventIDSeqs
+	listed := make([]string, 0, 5)
+	for _, s := range seqs[:min(5, len(seqs))] {
+		listed = append(listed, strconv.FormatUint(s, 10))
+	}
+	where := fmt.Sprintf("stream sequences %s", strings.Join(listed, ", "))
+	if len(seqs) > len(listed) {
+		where += fmt.Sprintf(" and %d more", len(seqs)-len(listed))
+	}
+	where += fmt.Sprintf(" (`nats stream get %s SEQ` shows one)", m.Source.Stream)
+	out := make([]string, 0, len(planWarnings)+1)
+	st := m.Stats
+	if st.Scanned > 0 && st.MissingOriginalSubject+st.MissingEventID+st.InvalidEventID == st.Scanned {
+		out = append(out, fmt.Sprintf("stream %s does not look like a DLQ: none of its %d messages carries both an %s and an %s header; "+
+			"is it a source stream (plan --backfill re-processes those), or does its producer name the headers otherwise (--header-event-id, --header-original-subject)?",
+			m.Source.Stream, st.Scanned, m.Source.Headers.EventID, m.Source.Headers.OriginalSubject))
+	}
+	for _, w := range planWarnings {
+		out = append(out, strings.Replace(w, "see excluded.missingEventIdSeqs", where, 1))
+	}
+	return out
 }

@@ -148,7 +148,7 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if opts.DryRun {
 		return &Result{Manifest: m, DryRun: true, Warnings: slices.Concat(retentionWarnings(&opts, info), warnings(m, counts),
 			selectionWarnings(m, counts), failedReplayWarning(m, opts.FailedReplayLimit), hashers.warnings(opts.Consumer), nonEmpty(evidenceWarning),
-			nonEmpty(toSubjectWarning), dryRunWarnings(m)), DedupWindow: dedup}, nil
+			nonEmpty(toSubjectWarning), dryRunWarnings(m, opts.histograms != nil)), DedupWindow: dedup}, nil
 	}
 	opts.stage("recording job %s with %d targets and writing %s", m.ID, m.Stats.Targets, opts.OutputPath)
 	job := jobFor(m, info.State.LastSeq, stateDigest)

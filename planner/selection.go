@@ -46,6 +46,10 @@ func (o *Options) normaliseSelection(add func(string, ...any)) {
 		}
 		o.where = w
 	}
+	if g := dlq.FailureGroup(o.FailureGroup); g != o.FailureGroup {
+		add("--failure-group %q is a failure reason, not a group: it belongs to group %q (as inspect prints it); pass --failure-group %q",
+			o.FailureGroup, g, g)
+	}
 	if o.Backfill && (o.FailureGroup != "") {
 		add("--failure-group reads a DLQ message's failure reason; a backfill's messages never failed")
 	}
@@ -187,9 +191,13 @@ func selectionWarnings(m *manifest.Manifest, c scanCounts) []string {
 	return w
 }
 
-// dryRunWarnings says what a dry run left out that the real plan does.
-func dryRunWarnings(m *manifest.Manifest) []string {
-	w := []string{fmt.Sprintf("dry run: nothing was recorded (no manifest file, no job %s, no audit entry); the real plan may differ if the DLQ or the ledger changes before it", m.ID)}
+// dryRunWarnings says what a dry run left out that the real plan does; inspect, which never
+// records anything, is not told it recorded nothing.
+func dryRunWarnings(m *manifest.Manifest, inspecting bool) []string {
+	var w []string
+	if !inspecting {
+		w = append(w, fmt.Sprintf("dry run: nothing was recorded (no manifest file, no job %s, no audit entry); the real plan may differ if the DLQ or the ledger changes before it", m.ID))
+	}
 	if m.Stats.EvidenceExpired > 0 {
 		w = append(w, fmt.Sprintf("dry run: the consumer's look-up was not asked about the %d events whose evidence expired (its answers are written to the ledger); the real plan asks it", m.Stats.EvidenceExpired))
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -60,5 +61,32 @@ func TestInspectGroupsTheDLQAndRecordsNothing(t *testing.T) {
 		if utf8.RuneCountInString(line) > 80 {
 			t.Errorf("a %d-column line on a terminal:\n%s", utf8.RuneCountInString(line), line)
 		}
+	}
+}
+
+// inspect speaks for itself: its refusals are inspect's, it never says it "recorded nothing" as a
+// dry run would, a message without an Event-Id is named by its stream sequence (inspect prints
+// no manifest to look in), a stream of messages without the DLQ headers is said not to be a DLQ,
+// and a raw reason given as a group is answered with its group.
+func TestInspectSpeaksForItselfAndAboutAStreamThatIsNoDLQ(t *testing.T) {
+	t.Parallel()
+	w := newExecWorld(t)
+	for i := range 3 {
+		msg := nats.NewMsg(exectest.DLQSubject)
+		msg.Data = []byte(`{}`)
+		msg.Header.Set("Dlq-Reason", fmt.Sprintf("provider timeout after %ds", 30+i))
+		if _, err := w.NATS.JS.PublishMsg(w.Ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stderr, code := w.replayctl(t, "inspect --new-consumer --consumer billing --stream DLQ_BILLING")
+	if code != cmdutil.ExitOK || strings.Contains(stderr, "nothing was recorded") || strings.Contains(stderr, "excluded.missingEventIdSeqs") ||
+		!strings.Contains(stderr, "stream sequences 1, 2, 3") || !strings.Contains(stderr, "does not look like a DLQ") {
+		t.Fatalf("inspect of a stream without DLQ headers: exit %d\n%s", code, stderr)
+	}
+	_, stderr, code = w.replayctl(t, "inspect --new-consumer --consumer billing --stream DLQ_BILLING --failure-group 'provider timeout after 30s'")
+	if code != cmdutil.ExitUsage || !strings.HasPrefix(stderr, "replayctl: inspect refused:") || !strings.Contains(stderr, `its group is "provider timeout after <n>s"`) &&
+		!strings.Contains(stderr, `belongs to group "provider timeout after <n>s"`) {
+		t.Fatalf("inspect --failure-group with a raw reason: exit %d\n%s", code, stderr)
 	}
 }

@@ -161,3 +161,13 @@ func (r *plainRenderer) Logger(*ll.Logger) {}
 func SecondsText(s float64) string {
 	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
 }
+
+// PrintWarning writes "warning: msg" on stderr, on one line for a log or a pipe and folded at
+// the terminal's width between words on a terminal, as stdout's text is.
+func PrintWarning(ios *iostreams.IOStreams, msg string) {
+	line := "warning: " + clip.Line(msg)
+	if ios.IsStderrTTY() {
+		line = iostreams.Fold(line, iostreams.Width(ios.ErrOut))
+	}
+	fmt.Fprintln(ios.ErrOut, line)
+}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/cli/draincmd"
-	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/job"
@@ -144,7 +143,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 	req.Progress = bar.Update
 	req.Stage = bar.stage
 	req.Notice = bar.Notice
-	req.Warn = func(w string) { fmt.Fprintf(opts.IO.ErrOut, "warning: %s\n", clip.Line(w)) }
+	req.Warn = func(w string) { cmdutil.PrintWarning(opts.IO, w) }
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err

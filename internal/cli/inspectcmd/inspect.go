@@ -4,6 +4,7 @@ package inspectcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -58,6 +59,9 @@ func inspectRun(ctx context.Context, opts *plancmd.PlanOptions) error {
 	}
 	req.Reason, req.DryRun = inspectReason, true
 	r, err := plancmd.RunPlanner(ctx, opts, req, planner.Inspect)
+	if oe, ok := errors.AsType[*planner.OptionsError](err); ok {
+		oe.Verb = "inspect"
+	}
 	if err != nil {
 		return err
 	}
@@ -99,7 +103,7 @@ func printInspection(ios *iostreams.IOStreams, r *planner.InspectReport) error {
 		fmt.Fprintf(out, "\nunfinished jobs holding some of them: %s\n", clip.Line(fmt.Sprint(r.InOtherJobs)))
 	}
 	for _, w := range r.Warnings {
-		fmt.Fprintf(ios.ErrOut, "warning: %s\n", clip.Line(w))
+		cmdutil.PrintWarning(ios, w)
 	}
 	if len(r.FailureGroups) > 0 {
 		fmt.Fprintf(ios.ErrOut, "next: replayctl plan --dry-run --consumer %s --stream %s --failure-group %q --reason ...\n",

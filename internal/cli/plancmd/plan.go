@@ -13,7 +13,6 @@ import (
 
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/internal/cli/showcmd"
-	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
@@ -279,14 +278,14 @@ func PrintPlanResult(io *iostreams.IOStreams, asJSON bool, path string, res *pla
 	if res.DryRun {
 		fmt.Fprintf(io.Out, "\nDRY RUN: job %s would have %d targets; nothing was recorded and no manifest was written\n", m.ID, m.Stats.Targets)
 		for _, w := range warnings {
-			fmt.Fprintf(io.ErrOut, "warning: %s\n", clip.Line(w))
+			cmdutil.PrintWarning(io, w)
 		}
 		fmt.Fprintln(io.ErrOut, "next: run the same plan without --dry-run, with -o FILE, to record the job")
 		return nil
 	}
 	fmt.Fprintf(io.Out, "\nplanned job %s: %d targets, manifest %s (%s)\n", m.ID, m.Stats.Targets, path, m.Digest)
 	for _, w := range warnings {
-		fmt.Fprintf(io.ErrOut, "warning: %s\n", clip.Line(w))
+		cmdutil.PrintWarning(io, w)
 	}
 	fmt.Fprintf(io.ErrOut, "next: review with `replayctl show %s` and `replayctl validate --ledger %s`\n", path, path)
 	return nil
