@@ -7,7 +7,7 @@ type RetryAnswer struct {
 	Answer string `json:"answer"`
 	// Status is the HTTP status the retry is answered with; 0 when it depends on the handler
 	// (runs) or on the look-up (looked_up).
-	Status int `json:"status,omitempty"`
+	Status int `json:"responseStatus,omitempty"`
 	// Detail says why, in a sentence.
 	Detail string `json:"detail"`
 }
