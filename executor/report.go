@@ -106,7 +106,7 @@ type Stop struct {
 	By string `json:"by,omitempty"`
 	// Completed says a guard's threshold was passed on the job's last targets: the job completed
 	// (it cannot be resumed), and the run still exits as a guard stop.
-	Completed bool `json:"completed,omitempty"`
+	Completed bool `json:"jobCompleted,omitempty"`
 	// Canary says the guard stopped the run during its canary, before the rest was published.
 	Canary bool `json:"canary,omitempty"`
 }
