@@ -106,9 +106,14 @@ func TestKeysVerbsShowPolicyStatsAndAKeyWithoutItsBody(t *testing.T) {
 	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--key-secret-file") {
 		t.Fatalf("show without the secret: %d %s", code, errOut)
 	}
-	_, errOut, code = w.replayctl(t, "keys show --key-hash hmac-sha256:0000")
+	_, errOut, code = w.replayctl(t, "keys show --key-hash hmac-sha256:"+strings.Repeat("0", 64))
 	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "no such API record") {
 		t.Fatalf("show of an unknown key: %d %s", code, errOut)
+	}
+	// A hash no record can have is the operator's typo, said as such: not "no such record".
+	_, errOut, code = w.replayctl(t, "keys show --key-hash hmac-sha256:0000")
+	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "64 lowercase hex digits") {
+		t.Fatalf("show of a malformed hash: %d %s", code, errOut)
 	}
 }
 
