@@ -100,6 +100,11 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 			}
 		}
 	}
+	if job.Final(rec.Status) {
+		// The executor writes its last run state ("stopped") after the job's final status: a
+		// report read between the two would end a watch on a line that does not say how it ended.
+		r.Counts.State, r.Counts.Reason = string(rec.Status), ""
+	}
 	if err := fillBudget(ctx, store, rec, r); err != nil {
 		return nil, err
 	}
