@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/itchyny/gojq"
+
+	"github.com/replayctl/replayctl/internal/every"
 )
 
 // The budget of one --jq run: a filter that recurses for ever (def f: f; f) or builds without
@@ -85,25 +87,14 @@ func watchHeap(parent context.Context, budget uint64) (context.Context, func()) 
 		return sample[0].Value.Uint64()
 	}
 	base := heap()
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if h := heap(); h > base+budget {
-					cancel(fmt.Errorf("%w: grew the heap past %d MiB", errJQOverBudget, budget>>20))
-					return
-				}
-			}
+	stop := every.Interval(ctx, 20*time.Millisecond, func() bool {
+		if heap() > base+budget {
+			cancel(fmt.Errorf("%w: grew the heap past %d MiB", errJQOverBudget, budget>>20))
+			return false
 		}
-	}()
-	return ctx, func() { close(done); cancel(nil) }
+		return true
+	})
+	return ctx, func() { stop(); cancel(nil) }
 }
 
 func (j *JQOutput) run(ctx context.Context) error {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/idempotency"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
@@ -111,6 +113,16 @@ func startAPI(t *testing.T, o helperOptions) *apiProcess {
 	return p
 }
 
+// chargesOf counts the provider's charges of order, from its own log.
+func chargesOf(t *testing.T, pool *pgxpool.Pool, order string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(t.Context(), `select count(*) from billing_provider_charges where order_id = $1`, order).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func post(t *testing.T, url, key string, body []byte, timeout time.Duration) (*http.Response, []byte, error) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
@@ -133,13 +145,7 @@ func TestAKillAfterTheProviderCallLeavesTheRecordUncertainAndARetryIsNotCharged(
 	store, dbURL := pgtest.LedgerWithURL(t)
 	pool := pgtest.Pool(t, store)
 	body, _ := json.Marshal(billing.Order{OrderID: "ord-kill", Customer: "c", AmountCents: 4200, Currency: "EUR"})
-	charges := func() int {
-		var n int
-		if err := pool.QueryRow(t.Context(), `select count(*) from billing_provider_charges where order_id = 'ord-kill'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	charges := func() int { return chargesOf(t, pool, "ord-kill") }
 
 	first := startAPI(t, helperOptions{DBURL: dbURL, Lease: time.Second, Hang: true})
 	go func() { _, _, _ = post(t, first.url, "k-kill", body, time.Minute) }()
@@ -198,13 +204,7 @@ func TestAProcessFrozenMidCallPastTheLookUpIsChargedOnce(t *testing.T) {
 	store, dbURL := pgtest.LedgerWithURL(t)
 	pool := pgtest.Pool(t, store)
 	body, _ := json.Marshal(billing.Order{OrderID: "ord-frozen", Customer: "c", AmountCents: 4200, Currency: "EUR"})
-	charges := func() int {
-		var n int
-		if err := pool.QueryRow(t.Context(), `select count(*) from billing_provider_charges where order_id = 'ord-frozen'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	charges := func() int { return chargesOf(t, pool, "ord-frozen") }
 	state := func() (s string) {
 		_ = pool.QueryRow(t.Context(), `select state || coalesce(' ' || resolution, '') from api_keys`).Scan(&s)
 		return s
