@@ -148,7 +148,7 @@ func (s *scanner) Next() bool {
 		if err != nil {
 			s.stop()
 			if ctxErr := s.ctx.Err(); ctxErr != nil {
-				s.err = fmt.Errorf("scan stopped after stream sequence %d: %w", s.counts.LastSeq, ctxErr)
+				s.err = fmt.Errorf("scan stopped after stream sequence %d: %w (%v)", s.counts.LastSeq, ctxErr, context.Cause(s.ctx))
 			} else if errors.Is(err, nats.ErrTimeout) {
 				s.err = fmt.Errorf("scan stalled: no message for %s at stream sequence %d with %d still pending; check the NATS server and run plan again",
 					scanStallTimeout, s.counts.LastSeq, s.remaining)
