@@ -70,6 +70,12 @@ func TestPruneAndPolicyRefuseAnUnknownRouteWithTheKnownOnes(t *testing.T) {
 	if !errors.Is(err, keys.ErrUnknownRoute) || !strings.Contains(err.Error(), "registered: POST /v1/charges") {
 		t.Errorf("policy --route nope: %v", err)
 	}
+	if _, err := keys.Stats(t.Context(), store, time.Now().Add(-time.Hour), time.Now(), "nope"); !errors.Is(err, keys.ErrUnknownRoute) {
+		t.Errorf("stats --route nope: %v", err)
+	}
+	if _, err := keys.Uncertain(t.Context(), store, "nope", 10); !errors.Is(err, keys.ErrUnknownRoute) {
+		t.Errorf("uncertain --route nope: %v", err)
+	}
 	if _, err := keys.Prune(t.Context(), store, keys.PruneRequest{Options: ledger.APIKeysPruneOptions{Route: route, DryRun: true}}); err != nil {
 		t.Errorf("prune of a registered route: %v", err)
 	}

@@ -138,6 +138,9 @@ func Uncertain(ctx context.Context, store Store, route string, limit int) ([]Rec
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
+	if err := checkRoute(ctx, store, route); err != nil {
+		return nil, err
+	}
 	recs, err := store.APIKeysUncertain(ctx, route, limit)
 	if err != nil {
 		return nil, err

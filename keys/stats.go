@@ -54,6 +54,9 @@ func Stats(ctx context.Context, store Store, since, now time.Time, route string)
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
+	if err := checkRoute(ctx, store, route); err != nil {
+		return nil, err
+	}
 	since = since.UTC().Truncate(24 * time.Hour)
 	counts, err := store.APIKeyDailySince(ctx, since, route)
 	if err != nil {
