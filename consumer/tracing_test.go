@@ -44,7 +44,7 @@ func spanNamed(t *testing.T, spans []sdktrace.ReadOnlySpan, name string) sdktrac
 func attr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, a := range s.Attributes() {
 		if string(a.Key) == key {
-			return a.Value.Emit()
+			return a.Value.String()
 		}
 	}
 	return ""
@@ -57,12 +57,12 @@ func noRawValues(t *testing.T, spans []sdktrace.ReadOnlySpan, raw ...string) {
 	for _, s := range spans {
 		values := []string{s.Name(), s.Status().Description}
 		for _, a := range s.Attributes() {
-			values = append(values, a.Value.Emit())
+			values = append(values, a.Value.String())
 		}
 		for _, ev := range s.Events() {
 			values = append(values, ev.Name)
 			for _, a := range ev.Attributes {
-				values = append(values, a.Value.Emit())
+				values = append(values, a.Value.String())
 			}
 		}
 		for _, v := range values {

@@ -2,13 +2,14 @@ package executor
 
 import (
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"math"
 	"os"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/jobtype"

@@ -12,11 +12,12 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/fingerprint"

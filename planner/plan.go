@@ -36,10 +36,6 @@ type Result struct {
 	DryRun bool
 }
 
-// highCompletedRatio is the share of already-completed candidates above which plan warns: such a
-// DLQ mostly holds events that succeeded later, and replaying them repeats their effects.
-const highCompletedRatio = 0.5
-
 // Plan scans the DLQ, classifies every event against the ledger, writes the sealed manifest to
 // opts.OutputPath and records the job (status planned) with its targets and an audit entry. Either
 // all of that happens or, apart from a manifest file removed again on failure, none of it.

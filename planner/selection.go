@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/manifest"

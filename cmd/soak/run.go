@@ -152,5 +152,3 @@ func (n *natsProcess) kill() {
 		_ = n.cmd.Wait()
 	}
 }
-
-func (n *natsProcess) stop() { n.kill() }

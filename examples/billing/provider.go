@@ -205,13 +205,6 @@ func (p *Provider) Calls(kind string) int64 {
 	return n
 }
 
-// Charged returns the total charged for orderID, in cents: twice the order's total means a double charge.
-func (p *Provider) Charged(orderID string) int64 {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.charged[orderID]
-}
-
 // Charges returns how many times orderID was charged: more than once is a duplicate external effect.
 func (p *Provider) Charges(orderID string) int64 {
 	p.mu.Lock()

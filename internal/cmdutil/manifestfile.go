@@ -58,14 +58,6 @@ func LoadManifest(path string) (*manifest.Manifest, error) {
 	return nil, e
 }
 
-// ManifestArg accepts exactly one positional argument, the manifest file.
-func ManifestArg(cmd *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return UsageErrorf("%s takes exactly one argument, the manifest file (job.json); got %d", cmd.Name(), len(args))
-	}
-	return nil
-}
-
 // NoArgs refuses positional arguments as a usage error. On a command with verbs under it (replayctl,
 // ledger, reconcile) an argument is a mistyped verb: the error names the nearest ones.
 func NoArgs(cmd *cobra.Command, args []string) error {

@@ -46,9 +46,6 @@ func TracerOf(tp trace.TracerProvider) trace.Tracer {
 	return tp.Tracer(instrumentation)
 }
 
-// Tracer is TracerOf the global provider.
-func Tracer() trace.Tracer { return TracerOf(nil) }
-
 // Active reports whether spans are worth starting: tp (nil: the global provider) is
 // OpenTelemetry's SDK, installed by Setup or by the application. Whether a span is then recorded
 // is its sampler's decision, per trace: an inactive provider costs no span at all, a sampled-out
