@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Line returns s with every character a terminal would act on written as a Go escape: control
 // characters (ESC, so no OSC title or colour sequence reaches the screen; CR; newline and tab, so
-// one value stays one line or one cell), the C1 controls, bidirectional overrides, and bytes that
-// are not UTF-8 ("\xff"). Other text, non-ASCII included, is left as it is. Every string that
+// one value stays one line or one cell), the C1 controls, bidirectional overrides, invisible
+// format characters (zero-width space, soft hyphen), and bytes that are not UTF-8 ("\xff"). Other text, non-ASCII included, is left as it is. Every string that
 // comes from the ledger, a manifest or a producer is printed through it.
 func Line(s string) string { return escape(s, false) }
 
@@ -51,8 +52,10 @@ func needsEscape(r rune, keepLayout bool) bool {
 		return false
 	case r < 0x20 || 0x7f <= r && r <= 0x9f, r == utf8.RuneError:
 		return true
-	// Bidirectional embeddings, overrides and isolates reorder what follows on the screen.
-	case isBidi(r):
+	// Bidirectional embeddings, overrides and isolates reorder what follows on the screen;
+	// invisible format characters (a zero-width space, a soft hyphen) make one name look like
+	// another.
+	case isBidi(r), unicode.Is(unicode.Cf, r):
 		return true
 	}
 	return false

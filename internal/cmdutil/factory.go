@@ -18,6 +18,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/pflag"
 
+	"github.com/replayctl/replayctl/actor"
+	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/internal/natsconn"
 	"github.com/replayctl/replayctl/internal/natsurl"
@@ -101,7 +103,13 @@ func NewFactory(ios *iostreams.IOStreams) *Factory {
 		}
 		return firstNonEmpty(f.flags.nats.URL, os.Getenv("NATS_URL"), DefaultNATSURL)
 	}
-	f.Actor = func() string { return firstNonEmpty(f.flags.actor, os.Getenv("USER"), osUser()) }
+	f.Actor = func() string {
+		raw := f.rawActor()
+		if name, err := actor.Normalize(raw); err == nil {
+			return name
+		}
+		return raw // StartOutput refused it before any verb ran
+	}
 	f.JSON = func() bool { return f.flags.json || f.flags.jq != "" }
 	f.Ledger = f.openLedger
 	f.JetStream = f.connectJetStream
@@ -214,6 +222,14 @@ func (f *Factory) BindGlobalFlags(pf *pflag.FlagSet) {
 // FinishOutput, --json makes the streams machine output, --progress-interval sets the cadence of
 // progress lines.
 func (f *Factory) StartOutput() error {
+	// One spelling per person in the audit log: a lookalike name is refused before anything runs.
+	if _, err := actor.Normalize(f.rawActor()); err != nil {
+		from := "--actor"
+		if f.flags.actor == "" {
+			from = "the actor taken from $USER (or the OS user); pass --actor"
+		}
+		return UsageErrorf("%s %q: %v", from, clip.Line(f.rawActor()), err)
+	}
 	if f.flags.jq != "" {
 		code, err := CompileJQ(f.flags.jq)
 		if err != nil {
@@ -251,6 +267,9 @@ func (f *Factory) FinishOutput(ctx context.Context) error {
 	f.IOStreams.Out, f.jqOut = j.out, nil
 	return j.flush(ctx)
 }
+
+// rawActor is the actor as given: --actor, else $USER, else the OS user.
+func (f *Factory) rawActor() string { return firstNonEmpty(f.flags.actor, os.Getenv("USER"), osUser()) }
 
 // ActorGiven reports whether --actor was given (else the actor comes from the environment).
 func (f *Factory) ActorGiven() bool { return f.flags.actor != "" }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/actor"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
@@ -78,7 +79,7 @@ func printLog(ios *iostreams.IOStreams, entries []jobhistory.LogEntry) error {
 	header := []string{"WHEN", "WHO", "ACTION", "REASON", "DETAILS"}
 	rows := make([][]string, len(entries))
 	for i, e := range entries {
-		rows[i] = []string{e.At.Format(time.RFC3339), e.Actor, e.Action, clip.Line(e.Reason), clip.Line(detailsText(e.Details))}
+		rows[i] = []string{e.At.Format(time.RFC3339), actor.Display(e.Actor), e.Action, clip.Line(e.Reason), clip.Line(detailsText(e.Details))}
 	}
 	tty := ios.IsStdoutTTY()
 	if tty {

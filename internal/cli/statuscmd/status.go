@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/actor"
 	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/cli/executecmd"
@@ -178,10 +179,10 @@ func ApprovalsText(a *approval.State) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of %d required (%s)", len(a.Approvals), a.Required, a.Why)
 	for _, r := range a.Approvals {
-		fmt.Fprintf(&b, "; approved by %s until %s: %s", r.Actor, r.ExpiresAt.UTC().Format(time.RFC3339), r.Note)
+		fmt.Fprintf(&b, "; approved by %s until %s: %s", actor.Display(r.Actor), r.ExpiresAt.UTC().Format(time.RFC3339), r.Note)
 	}
 	for _, r := range a.Rejections {
-		fmt.Fprintf(&b, "; REJECTED by %s: %s", r.Actor, r.Note)
+		fmt.Fprintf(&b, "; REJECTED by %s: %s", actor.Display(r.Actor), r.Note)
 	}
 	if a.Voided > 0 {
 		fmt.Fprintf(&b, "; %d earlier decision(s) void", a.Voided)
