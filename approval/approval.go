@@ -66,7 +66,10 @@ type Job struct {
 	// VerdictID is its latest passing shadow verdict (0: none).
 	VerdictID      int64
 	WriteForbidden bool
-	ExpectedCalls  int64
+	// ExpectedCalls is what a calls threshold is judged on: execute passes the larger of the
+	// plan's estimate and the budget it will enforce (shadow's measure with --max-calls-over);
+	// elsewhere it is the plan's estimate.
+	ExpectedCalls int64
 }
 
 // State is where a job stands against its consumer's policy.
@@ -91,25 +94,26 @@ func Required(p *Policy, j Job) (int, string) {
 	case p.UnlessWriteForbidden && j.WriteForbidden:
 		return 0, "the job is write-forbidden, and the policy waives approvals for it"
 	case p.WhenCallsOver != nil && j.ExpectedCalls <= *p.WhenCallsOver:
-		return 0, fmt.Sprintf("the job expects %d external calls, not over the policy's %d", j.ExpectedCalls, *p.WhenCallsOver)
+		return 0, fmt.Sprintf("the job may make %d external calls, not over the policy's %d", j.ExpectedCalls, *p.WhenCallsOver)
 	}
 	why := fmt.Sprintf("the policy of consumer %s asks for %d", p.Consumer, p.Approvals)
 	if p.WhenCallsOver != nil {
-		why += fmt.Sprintf(" when a job expects over %d external calls (this one %d)", *p.WhenCallsOver, j.ExpectedCalls)
+		why += fmt.Sprintf(" when a job may make over %d external calls (this one %d)", *p.WhenCallsOver, j.ExpectedCalls)
 	}
 	return p.Approvals, why
 }
 
-// Judge says whether j has what p asks, counting from recs (j's decisions, oldest first) the
-// ones that still count at now: for j's digest and verdict, not expired, not the planner's, one
-// per actor (the latest).
+// Judge says whether j has what p asks, counting from recs (j's decisions, oldest first) each
+// actor's latest decision on j's digest, the planner's aside. An approval counts only for j's
+// current verdict and until it expires; a rejection stands until its author approves after it,
+// whatever verdict came since: shadowing again voids approvals, never rejections.
 func Judge(p *Policy, j Job, recs []Record, now time.Time) State {
 	st := State{Approvals: []Record{}, Rejections: []Record{}}
 	st.Required, st.Why = Required(p, j)
 	latest := map[string]Record{}
 	var order []string
 	for _, r := range recs {
-		if r.ManifestDigest != j.ManifestDigest || r.VerdictID != j.VerdictID || !now.Before(r.ExpiresAt) || r.Actor == j.Planner {
+		if r.ManifestDigest != j.ManifestDigest || r.Actor == j.Planner {
 			st.Voided++
 			continue
 		}
@@ -122,9 +126,12 @@ func Judge(p *Policy, j Job, recs []Record, now time.Time) State {
 	}
 	for _, actor := range order {
 		r := latest[actor]
-		if r.Decision == Rejected {
+		switch {
+		case r.Decision == Rejected:
 			st.Rejections = append(st.Rejections, r)
-		} else {
+		case r.VerdictID != j.VerdictID || !now.Before(r.ExpiresAt):
+			st.Voided++
+		default:
 			st.Approvals = append(st.Approvals, r)
 		}
 	}

@@ -28,6 +28,8 @@ func TestAnApprovalCountsOnlyForItsDigestAndVerdictFromAnotherActorUntilItExpire
 		{"a re-plan", []approval.Record{rec("bob", approval.Approved, "sha256:b", 7, time.Hour), rec("carol", approval.Approved, "sha256:a", 7, time.Hour)}, 1, false},
 		{"expired", []approval.Record{rec("bob", approval.Approved, "sha256:a", 7, 25*time.Hour), rec("carol", approval.Approved, "sha256:a", 7, time.Hour)}, 1, false},
 		{"a rejection stands", []approval.Record{rec("bob", approval.Approved, "sha256:a", 7, time.Hour), rec("carol", approval.Approved, "sha256:a", 7, time.Hour), rec("dave", approval.Rejected, "sha256:a", 7, time.Hour)}, 2, false},
+		{"a rejection survives a new verdict", []approval.Record{rec("bob", approval.Approved, "sha256:a", 7, time.Hour), rec("carol", approval.Approved, "sha256:a", 7, time.Hour), rec("dave", approval.Rejected, "sha256:a", 6, 3*time.Hour)}, 2, false},
+		{"a rejection does not expire", []approval.Record{rec("bob", approval.Approved, "sha256:a", 7, time.Hour), rec("carol", approval.Approved, "sha256:a", 7, time.Hour), rec("dave", approval.Rejected, "sha256:a", 7, 30*time.Hour)}, 2, false},
 		{"a rejection withdrawn by its actor's approval", []approval.Record{rec("bob", approval.Approved, "sha256:a", 7, time.Hour), rec("carol", approval.Rejected, "sha256:a", 7, 2*time.Hour), rec("carol", approval.Approved, "sha256:a", 7, time.Hour)}, 2, true},
 	}
 	for _, c := range cases {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -112,5 +113,30 @@ func TestALookalikeActorNameIsRefusedBeforeAnythingRuns(t *testing.T) {
 		if code != cmdutil.ExitUsage || !strings.Contains(stderr, "--actor") {
 			t.Errorf("--actor %q: exit %d %s", name, code, stderr)
 		}
+	}
+}
+
+// --when-calls-over is judged on what execute may spend (the budget: shadow's measure with
+// --max-calls-over), not on the plan's guess, and judged again with the run's own flag
+// (issue 41): at the plan's own figure as the threshold, the default 10 % over asks for an
+// approval; --max-calls-over 0 keeps the budget at the threshold and the job runs without one.
+func TestTheCallsThresholdIsJudgedOnTheBudgetExecuteEnforces(t *testing.T) {
+	t.Parallel()
+	w, m := newShadowedWorld(t, 5, "job-approve-budget")
+	stopShadow, err := w.NewConsumer(nil, nil).ServeShadow(w.Ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stopShadow)
+	threshold := fmt.Sprint(m.ExpectedExternalCalls)
+	if _, stderr, code := w.replayctl(t, "policy set --consumer billing --approvals 1 --when-calls-over "+threshold); code != cmdutil.ExitOK {
+		t.Fatalf("policy set: exit %d %s", code, stderr)
+	}
+	_, stderr, code := w.replayctl(t, "execute --yes "+m.ID)
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "needs 1 approval") || !strings.Contains(stderr, "may make over "+threshold) {
+		t.Fatalf("execute with a budget over the threshold: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := w.replayctl(t, "execute --yes --max-calls-over 0 "+m.ID); code != cmdutil.ExitOK {
+		t.Fatalf("execute with the budget at the threshold: exit %d\n%s", code, stderr)
 	}
 }
