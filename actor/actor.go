@@ -16,8 +16,8 @@ import (
 // ErrInvalid matches every refusal of Normalize.
 var ErrInvalid = errors.New("invalid actor name")
 
-// MaxLength bounds a name, in runes.
-const MaxLength = 128
+// MaxLength bounds a name, in runes (manifest.MaxActorRunes, which is checked first, is the same).
+const MaxLength = 200
 
 // Normalize returns name as it is recorded: trimmed and in Unicode NFC, so "é" typed as one
 // character or as e and a combining accent is one name. It refuses an empty name, one with a

@@ -30,7 +30,7 @@ func TestNormalizeRefusesLookalikesAndKeepsOneSpellingPerName(t *testing.T) {
 		"al\u202eecila":          "invisible",   // right-to-left override
 		"bob\x1b[31m":            "control",
 		"ali\u00adce":            "invisible", // soft hyphen
-		strings.Repeat("a", 129): "at most",
+		strings.Repeat("a", 201): "at most",
 	} {
 		_, err := Normalize(in)
 		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), why) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/replayctl/replayctl/actor"
 )
 
 // MaxReasonRunes and MaxTicketRunes bound an operator's --reason and --ticket: they are stored on
@@ -36,18 +38,22 @@ func ValidateText(s string, maxRunes int) error {
 }
 
 // ValidateActor refuses an operator name that cannot be recorded and shown as typed: empty, over
-// MaxActorRunes characters, not UTF-8, or with any control character, newline and tab included (a
-// name is one line of status, and an escape sequence in it would rewrite the terminal of whoever
-// reads it).
-func ValidateActor(actor string) error {
-	if strings.TrimSpace(actor) == "" {
+// MaxActorRunes characters, not UTF-8, with any control character (newline and tab included: a
+// name is one line of status, and an escape sequence would rewrite the terminal of whoever reads
+// it), or one that could pass for another name (package actor: invisible and bidirectional
+// characters, letters of mixed scripts). The name recorded is actor.Normalize's.
+func ValidateActor(name string) error {
+	if strings.TrimSpace(name) == "" {
 		return fmt.Errorf("is empty; give the operator's name")
 	}
-	if err := ValidateText(actor, MaxActorRunes); err != nil {
+	if err := ValidateText(name, MaxActorRunes); err != nil {
 		return err
 	}
-	if i := strings.IndexAny(actor, "\n\t"); i >= 0 {
-		return fmt.Errorf("contains the control character %U at byte %d; retype it as plain text", rune(actor[i]), i)
+	if i := strings.IndexAny(name, "\n\t"); i >= 0 {
+		return fmt.Errorf("contains the control character %U at byte %d; retype it as plain text", rune(name[i]), i)
+	}
+	if _, err := actor.Normalize(name); err != nil {
+		return err
 	}
 	return nil
 }

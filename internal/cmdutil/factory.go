@@ -19,7 +19,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/replayctl/replayctl/actor"
-	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/internal/natsconn"
 	"github.com/replayctl/replayctl/internal/natsurl"
@@ -108,7 +107,7 @@ func NewFactory(ios *iostreams.IOStreams) *Factory {
 		if name, err := actor.Normalize(raw); err == nil {
 			return name
 		}
-		return raw // StartOutput refused it before any verb ran
+		return raw // the root command refuses it before any verb runs (manifest.ValidateActor)
 	}
 	f.JSON = func() bool { return f.flags.json || f.flags.jq != "" }
 	f.Ledger = f.openLedger
@@ -222,14 +221,6 @@ func (f *Factory) BindGlobalFlags(pf *pflag.FlagSet) {
 // FinishOutput, --json makes the streams machine output, --progress-interval sets the cadence of
 // progress lines.
 func (f *Factory) StartOutput() error {
-	// One spelling per person in the audit log: a lookalike name is refused before anything runs.
-	if _, err := actor.Normalize(f.rawActor()); err != nil {
-		from := "--actor"
-		if f.flags.actor == "" {
-			from = "the actor taken from $USER (or the OS user); pass --actor"
-		}
-		return UsageErrorf("%s %q: %v", from, clip.Line(f.rawActor()), err)
-	}
 	if f.flags.jq != "" {
 		code, err := CompileJQ(f.flags.jq)
 		if err != nil {
