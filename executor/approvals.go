@@ -55,3 +55,19 @@ func voidedNote(n int) string {
 	}
 	return fmt.Sprintf("; %d earlier decision(s) no longer count (another digest or verdict, expired, or the planner's own)", n)
 }
+
+// checkAudit refuses a job whose audit entries do not hold their hash chain: an approval, a
+// verdict or a plan entry changed, deleted or inserted around replayctl, so the record the gates
+// above read cannot be trusted. It reads the job's entries and their predecessors, nothing more.
+func (s *session) checkAudit(ctx context.Context) error {
+	n, breaks, err := s.store.AuditVerify(ctx, s.m.ID)
+	if err != nil {
+		return err
+	}
+	if len(breaks) == 0 {
+		return nil
+	}
+	b := breaks[0]
+	return s.refuse(ctx, GateAudit, "the audit log of job %s does not hold at entry #%d (%s): %s; %d of its %d entries are affected. Find who wrote the ledger by hand (`replayctl log --verify %s`), then plan the job again",
+		s.m.ID, b.ID, b.Action, b.Why, len(breaks), n, s.m.ID)
+}

@@ -33,6 +33,7 @@ const (
 	GateShadow       = "passing-shadow-verdict"
 	GateVersion      = "version-bumped"
 	GateApproval     = "approved"
+	GateAudit        = "audit-chain-holds"
 	GateConsumer     = "one-job-per-consumer"
 	GateDrift        = "plan-not-stale"
 	GateConfirmation = "confirmation"

@@ -89,6 +89,9 @@ func (s *session) checkGates(ctx context.Context) (Preflight, error) {
 	if err != nil {
 		return Preflight{}, err
 	}
+	if err := s.checkAudit(ctx); err != nil {
+		return Preflight{}, err
+	}
 	if err := s.checkVersion(ctx); err != nil {
 		return Preflight{}, err
 	}

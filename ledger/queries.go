@@ -199,13 +199,13 @@ type AuditEntry struct {
 	Details map[string]any
 }
 
-// A zero At becomes now(); nil Details become {}.
-const auditInsert = `
-insert into audit (at, actor, job_id, manifest_digest, action, details)
-values (coalesce($1::timestamptz, now()), $2, $3, $4, $5, coalesce($6::jsonb, '{}'::jsonb))`
+// A zero At becomes now(); nil Details become {}. audit_append (migration 0029) links the entry
+// into its consumer's hash chain under the chain's lock and records the database role.
+const auditInsert = `select audit_append($1::timestamptz, $2, $3, $4, $5, $6::jsonb, '')`
 
 // AuditInsert appends e through q, so an action and its audit entry can commit together. ID is
-// assigned by the database; empty JobID and ManifestDigest are stored as NULL.
+// assigned by the database; empty JobID and ManifestDigest are stored as NULL. The entry joins
+// the hash chain of its consumer (the job's, or details' "consumer").
 func AuditInsert(ctx context.Context, q Querier, e AuditEntry) error {
 	var details any
 	if e.Details != nil {

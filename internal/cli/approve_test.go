@@ -140,3 +140,27 @@ func TestTheCallsThresholdIsJudgedOnTheBudgetExecuteEnforces(t *testing.T) {
 		t.Fatalf("execute with the budget at the threshold: exit %d\n%s", code, stderr)
 	}
 }
+
+// An audit entry written around replayctl breaks the job's hash chain: `log --verify` names the
+// entry (exit 3) and execute refuses the job (exit 3, gate audit-chain-holds) (issue 41).
+func TestATamperedAuditLogIsFoundByLogVerifyAndRefusedByExecute(t *testing.T) {
+	t.Parallel()
+	w, m := newShadowedWorld(t, 3, "job-audit-chain")
+	stdout, stderr, code := w.replayctl(t, "log --verify "+m.ID)
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "verified") {
+		t.Fatalf("log --verify of an untouched log: exit %d\n%s%s", code, stdout, stderr)
+	}
+	// Somebody with write access to the ledger makes the plan look like someone else's.
+	if _, err := w.DB.Exec(w.Ctx, `update audit set actor = 'mallory' where job_id = $1 and action = 'plan'`, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code = w.replayctl(t, "log --verify --json "+m.ID)
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stdout, `"action": "plan"`) || !strings.Contains(stderr, "a field was changed") {
+		t.Fatalf("log --verify of an edited entry: exit %d\n%s%s", code, stdout, stderr)
+	}
+	validateJSON(t, "audit-verification.schema.json", stdout)
+	_, stderr, code = w.replayctl(t, "execute --yes "+m.ID)
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "audit log of job "+m.ID+" does not hold") {
+		t.Fatalf("execute of a job with a tampered log: exit %d\n%s", code, stderr)
+	}
+}

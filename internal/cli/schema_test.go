@@ -66,7 +66,7 @@ func TestTheOutputSchemasRefuseARenamedOrRetypedField(t *testing.T) {
 // and cancel share JobControl; show gives the manifest itself, or ManifestExport with -o).
 var schemaOf = map[string]string{
 	"Plan": "plan", "Validation": "validate", "Manifest": "manifest", "ManifestExport": "show-export",
-	"ShadowReport": "shadow", "Execute": "execute", "Status": "status", "JobList": "jobs", "AuditLog": "log",
+	"ShadowReport": "shadow", "Execute": "execute", "Status": "status", "JobList": "jobs", "AuditLog": "log", "AuditVerification": "audit-verification",
 	"Pace": "pace", "JobControl": "control", "Drain": "drain", "Reconcile": "reconcile",
 	"ReconcileResolution": "reconcile-resolve", "LedgerStats": "ledger-stats", "LedgerPrune": "ledger-prune",
 	"LedgerGrants": "ledger-grants", "Migration": "migrate", "KeyPolicies": "keys-policy", "KeyStats": "keys-stats",

@@ -1,0 +1,70 @@
+package ledger_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// The audit log shows tampering: an entry edited, one deleted, one inserted around replayctl each
+// break the chain at that place, and an untouched log verifies (issue 41).
+func TestTheAuditChainNamesTheFirstTamperedEntry(t *testing.T) {
+	store := pgtest.Ledger(t)
+	ctx := t.Context()
+	for i, action := range []string{"plan", "shadow.verdict", "approve", "execute.start", "execute.end"} {
+		if err := ledger.AuditInsert(ctx, store.Pool(), ledger.AuditEntry{Actor: "alice", JobID: "job-a", Action: action,
+			Details: map[string]any{"consumer": "billing", "n": i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ledger.AuditInsert(ctx, store.Pool(), ledger.AuditEntry{Actor: "bob", Action: "policy.set", Details: map[string]any{"consumer": "orders"}}); err != nil {
+		t.Fatal(err)
+	}
+	verify := func() []ledger.AuditBreak {
+		t.Helper()
+		n, breaks, err := store.AuditVerify(ctx, "")
+		if err != nil || n != 6 && n != 5 {
+			t.Fatalf("verify: %d checked, %v", n, err)
+		}
+		return breaks
+	}
+	if b := verify(); len(b) != 0 {
+		t.Fatalf("an untouched log: %+v", b)
+	}
+	ids := func() []int64 {
+		rows, _ := store.Pool().Query(ctx, `select id from audit where job_id = 'job-a' order by id`)
+		defer rows.Close()
+		var out []int64
+		for rows.Next() {
+			var id int64
+			_ = rows.Scan(&id)
+			out = append(out, id)
+		}
+		return out
+	}()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := store.Pool().Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	exec(`update audit set actor = 'mallory' where id = $1`, ids[1])
+	if b := verify(); len(b) != 1 || b[0].ID != ids[1] || !strings.Contains(b[0].Why, "changed") {
+		t.Fatalf("an edited actor: %+v", b)
+	}
+	exec(`update audit set actor = 'alice' where id = $1`, ids[1])
+
+	exec(`delete from audit where id = $1`, ids[2])
+	if b := verify(); len(b) != 1 || b[0].ID != ids[3] || !strings.Contains(b[0].Why, "deleted") {
+		t.Fatalf("a deleted entry: %+v", b)
+	}
+
+	exec(`insert into audit (actor, job_id, action, details) values ('mallory', 'job-a', 'approve', '{"consumer": "billing"}')`)
+	n, breaks, err := store.AuditVerify(ctx, "job-a")
+	if err != nil || n != 5 || len(breaks) != 2 || !strings.Contains(breaks[1].Why, "written around replayctl") {
+		t.Fatalf("an entry inserted by hand: %d checked, %+v, %v", n, breaks, err)
+	}
+}
