@@ -24,6 +24,15 @@ type AuditVerification struct {
 // each entry's hash over its fields and its link to the entry before it in its consumer's chain.
 // A broken chain is returned with an error matching ErrAuditBroken that names the first break.
 func VerifyAudit(ctx context.Context, store *ledger.Store, jobID string) (*AuditVerification, error) {
+	if err := store.CheckSchema(ctx); err != nil {
+		return nil, err
+	}
+	if jobID != "" {
+		// An unknown job has no entries: "0 verified" would read as a clean log (exit 2 instead).
+		if _, err := store.JobsGet(ctx, jobID); err != nil {
+			return nil, err
+		}
+	}
 	n, breaks, err := store.AuditVerify(ctx, jobID)
 	if err != nil {
 		return nil, err

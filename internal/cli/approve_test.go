@@ -150,6 +150,10 @@ func TestATamperedAuditLogIsFoundByLogVerifyAndRefusedByExecute(t *testing.T) {
 	if code != cmdutil.ExitOK || !strings.Contains(stdout, "verified") {
 		t.Fatalf("log --verify of an untouched log: exit %d\n%s%s", code, stdout, stderr)
 	}
+	// A job the ledger does not have is not "0 entries verified".
+	if _, stderr, code := w.replayctl(t, "log --verify job-nope"); code != cmdutil.ExitUsage || !strings.Contains(stderr, "job not found") {
+		t.Fatalf("log --verify of an unknown job: exit %d\n%s", code, stderr)
+	}
 	// Somebody with write access to the ledger makes the plan look like someone else's.
 	if _, err := w.DB.Exec(w.Ctx, `update audit set actor = 'mallory' where job_id = $1 and action = 'plan'`, m.ID); err != nil {
 		t.Fatal(err)
