@@ -274,9 +274,9 @@ func withPrivilegeHint(err error) error {
 }
 
 // interruptible returns a context the first SIGINT or SIGTERM cancels; the second exits at once
-// (exit 1, an interrupt's code in docs/contract.md). The second is caught rather than left to the default action: a process started with
-// SIGINT ignored (a shell's background job, some CI runners) would otherwise ignore it again once
-// the first was handled.
+// (exit 1, an interrupt's code in docs/contract.md). The second is caught rather than left to
+// the default action: a process started with SIGINT ignored (a shell's background job, some CI
+// runners) would otherwise ignore it again once the first was handled.
 func interruptible(errOut io.Writer) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	signals := make(chan os.Signal, 2)
