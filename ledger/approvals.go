@@ -65,16 +65,25 @@ func (s *Store) ApprovalPoliciesGet(ctx context.Context, consumer string) (*appr
 const approvalsInsert = `
 insert into approvals (job_id, manifest_digest, verdict_id, actor, decision, note, expires_at)
 values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
-returning id, at, expires_at`
+returning id, at, expires_at, approval_row_hash(id, job_id, manifest_digest, verdict_id, actor, decision, note, at, expires_at)`
 
 // ApprovalsRecord stores a decision on a job, valid for validFor, with the audit entry the caller
 // worded, in one transaction; it returns r with its ID and times.
 func (s *Store) ApprovalsRecord(ctx context.Context, r approval.Record, validForSeconds float64, audit AuditEntry) (approval.Record, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var rowHash string
 		if err := tx.QueryRow(ctx, approvalsInsert, r.JobID, r.ManifestDigest, r.VerdictID, r.Actor, string(r.Decision), r.Note,
-			validForSeconds).Scan(&r.ID, &r.At, &r.ExpiresAt); err != nil {
+			validForSeconds).Scan(&r.ID, &r.At, &r.ExpiresAt, &rowHash); err != nil {
 			return fmt.Errorf("record %s %s of job %s: %w", r.Actor, r.Decision, r.JobID, translate(err))
 		}
+		// The audit entry names the row and the hash of its fields: a row without such an entry
+		// in the job's chain was written around replayctl (ApprovalsUnaudited).
+		details := make(map[string]any, len(audit.Details)+2)
+		for k, v := range audit.Details {
+			details[k] = v
+		}
+		details["approvalId"], details["approvalHash"] = r.ID, rowHash
+		audit.Details = details
 		return AuditInsert(ctx, tx, audit)
 	})
 	return r, err
@@ -101,4 +110,37 @@ func (s *Store) ApprovalsForJob(ctx context.Context, jobID string) ([]approval.R
 		return nil, fmt.Errorf("read the approvals of job %s: %w", jobID, translate(err))
 	}
 	return recs, nil
+}
+
+// approvalsUnaudited lists jobID's approval rows that no audit entry of the job names with the
+// hash of the row as it is now: inserted or edited around replayctl.
+const approvalsUnaudited = `
+select a.id, a.actor, a.decision
+  from approvals a
+ where a.job_id = $1
+   and not exists (select 1 from audit e
+                    where e.job_id = $1 and e.details->>'approvalId' = a.id::text
+                      and e.details->>'approvalHash' = approval_row_hash(a.id, a.job_id, a.manifest_digest, a.verdict_id,
+                                                                         a.actor, a.decision, a.note, a.at, a.expires_at))
+ order by a.id`
+
+// ApprovalsUnaudited returns, as breaks of the audit chain, jobID's approval rows that no audit
+// entry backs (inserted by hand) or whose fields changed since theirs was written.
+func (s *Store) ApprovalsUnaudited(ctx context.Context, jobID string) ([]AuditBreak, error) {
+	rows, err := s.pool.Query(ctx, approvalsUnaudited, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("check the approvals of job %s against the audit log: %w", jobID, translate(err))
+	}
+	var out []AuditBreak
+	var id int64
+	var actor, decision string
+	_, err = pgx.ForEachRow(rows, []any{&id, &actor, &decision}, func() error {
+		out = append(out, AuditBreak{ID: id, JobID: jobID, Action: "approval #" + fmt.Sprint(id),
+			Why: fmt.Sprintf("the %s decision by %s is not the one the audit log recorded: inserted or changed in the ledger by hand", decision, actor)})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("check the approvals of job %s against the audit log: %w", jobID, translate(err))
+	}
+	return out, nil
 }

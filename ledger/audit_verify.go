@@ -41,7 +41,8 @@ select a.id, coalesce(a.chain, ''), coalesce(a.job_id, ''), a.action,
  order by a.id`
 
 // AuditVerify returns the entries of jobID (every entry when jobID is empty) whose chain does not
-// hold, oldest first, and how many entries it checked.
+// hold, oldest first, and how many entries it checked; for a job, also its approval rows that no
+// entry of the chain backs as they are (ApprovalsUnaudited).
 func (s *Store) AuditVerify(ctx context.Context, jobID string) (checked int64, breaks []AuditBreak, err error) {
 	rows, err := s.pool.Query(ctx, auditVerify, jobID)
 	if err != nil {
@@ -59,6 +60,14 @@ func (s *Store) AuditVerify(ctx context.Context, jobID string) (checked int64, b
 	})
 	if err != nil {
 		return 0, nil, fmt.Errorf("verify the audit chain: %w", err)
+	}
+	if jobID != "" {
+		// The job's approvals are what execute counts: each must be the one its entry recorded.
+		unaudited, err := s.ApprovalsUnaudited(ctx, jobID)
+		if err != nil {
+			return 0, nil, err
+		}
+		breaks = append(breaks, unaudited...)
 	}
 	return checked, breaks, nil
 }

@@ -168,3 +168,24 @@ func TestATamperedAuditLogIsFoundByLogVerifyAndRefusedByExecute(t *testing.T) {
 		t.Fatalf("execute of a job with a tampered log: exit %d\n%s", code, stderr)
 	}
 }
+
+// An approval row written into the ledger by hand is not counted: it has no audit entry of the
+// job's chain naming it as it is, so execute refuses the job and log --verify names the row.
+func TestAnApprovalInsertedByHandIsRefusedAtExecute(t *testing.T) {
+	t.Parallel()
+	w, m := newShadowedWorld(t, 3, "job-approve-forged")
+	if _, stderr, code := w.replayctl(t, "policy set --consumer billing --approvals 1"); code != cmdutil.ExitOK {
+		t.Fatalf("policy set: exit %d %s", code, stderr)
+	}
+	if _, err := w.DB.Exec(w.Ctx, `insert into approvals (job_id, manifest_digest, verdict_id, actor, decision, note, expires_at)
+select $1, $2, (select max(id) from shadow_verdicts where job_id = $1), 'bob', 'approved', 'looks fine', now() + interval '1 day'`, m.ID, m.Digest); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := w.replayctl(t, "execute --yes "+m.ID)
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "does not hold") || !strings.Contains(stderr, "approved decision by bob") {
+		t.Fatalf("execute with a forged approval: exit %d\n%s", code, stderr)
+	}
+	if stdout, _, code := w.replayctl(t, "log --verify "+m.ID); code != cmdutil.ExitGateRefused || !strings.Contains(stdout, "inserted or changed in the ledger by hand") {
+		t.Fatalf("log --verify with a forged approval: exit %d\n%s", code, stdout)
+	}
+}
