@@ -223,7 +223,7 @@ type CallsEstimate struct {
 	KnownTargets int64 `json:"knownTargets"`
 	KnownCalls   int64 `json:"knownCalls"`
 	// EstimatedTargets have no completed effect; each is charged MeanPerEffect, the mean effect_count
-	// over the consumer's latest SampleSize completed effects (at most 10,000; 1 when there are none).
+	// over the consumer's latest SampleSize completed effects (at most 20,000; 1 when there are none).
 	EstimatedTargets int64   `json:"estimatedTargets"`
 	MeanPerEffect    float64 `json:"meanPerEffect"`
 	SampleSize       int64   `json:"sampleSize"`
