@@ -1,6 +1,8 @@
 package ledger_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +68,46 @@ func TestTheAuditChainNamesTheFirstTamperedEntry(t *testing.T) {
 	n, breaks, err := store.AuditVerify(ctx, "job-a")
 	if err != nil || n != 5 || len(breaks) != 2 || !strings.Contains(breaks[1].Why, "written around replayctl") {
 		t.Fatalf("an entry inserted by hand: %d checked, %+v, %v", n, breaks, err)
+	}
+}
+
+// Every audit entry the ledger writes goes through audit_append, so it joins its chain: a
+// statement inserting into audit directly would write entries log --verify reports as written
+// around replayctl, and execute would refuse their jobs.
+func TestNoLedgerStatementInsertsIntoAuditAroundTheChain(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := strings.Index(strings.ToLower(string(src)), "insert into audit "); i >= 0 {
+			t.Errorf("%s:%d inserts into audit directly; call audit_append (AuditInsert) so the entry joins its chain",
+				f, strings.Count(string(src[:i]), "\n")+1)
+		}
+	}
+}
+
+// Reconcile's and the expired-evidence look-up's entries, written in bulk statements, join the
+// chain like the others.
+func TestBulkAuditEntriesJoinTheChain(t *testing.T) {
+	store := pgtest.Ledger(t)
+	if _, err := store.Pool().Exec(t.Context(), `
+insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg, final_state, evidence_until)
+values ('billing', 'evt-1', 1, 'expired', 'sha256:aa', 'canonical-json-v1', 'completed', now() - interval '1 day')`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := store.EffectsReopenExpired(t.Context(), "billing", "evt-1", []int{1}, "look-up: no charge", "alice"); err != nil || n != 1 {
+		t.Fatalf("reopen: %d %v", n, err)
+	}
+	n, breaks, err := store.AuditVerify(t.Context(), "")
+	if err != nil || n != 1 || len(breaks) != 0 {
+		t.Fatalf("the reopen's entry: %d checked, %+v, %v", n, breaks, err)
 	}
 }

@@ -61,12 +61,10 @@ with settled as (
            replay_until = excluded.replay_until, evidence_until = excluded.evidence_until, updated_at = now()
      where e.state = 'expired'
     returning e.event_id)
-insert into audit (actor, job_id, action, details)
-select $13, $8, '` + AuditEvidenceExpired + `',
+select audit_append(null, $13, $8, null, '` + AuditEvidenceExpired + `',
        jsonb_build_object('consumer', $1::text, 'eventId', $2::text, 'effectVersion', $3::int,
-                          'verdict', $11::text, 'state', $4::text, 'detail', $12::text)
-  from settled
-returning 1`
+                          'verdict', $11::text, 'state', $4::text, 'detail', $12::text), $1::text)
+  from settled`
 
 // EffectsApplyExpiredVerdict records v on its row: reconciled for happened (the handler is not
 // run), uncertain with review_state manual_review for anything else (never run automatically).
@@ -128,12 +126,10 @@ with reopened as (
            review_note = $4, reviewed_at = now(), reviewed_by = $5, updated_at = now()
      where consumer = $1 and event_id = $2 and effect_version = any($3::int[]) and state = 'expired'
     returning effect_version, job_id)
-insert into audit (actor, job_id, action, details)
-select $5, job_id, '` + AuditEvidenceExpired + `',
+select audit_append(null, $5, job_id, null, '` + AuditEvidenceExpired + `',
        jsonb_build_object('consumer', $1::text, 'eventId', $2::text, 'effectVersion', effect_version,
-                          'verdict', 'not_happened', 'state', 'received', 'detail', $4::text)
-  from reopened
-returning 1`
+                          'verdict', 'not_happened', 'state', 'received', 'detail', $4::text), $1::text)
+  from reopened`
 
 // EffectsReopenExpired turns the tombstones of eventID under versions back into received rows,
 // after the look-up said the event's effect did not happen: the event is then claimed and

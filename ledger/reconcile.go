@@ -303,9 +303,9 @@ targets as (
  returning t.job_id, t.event_id
 ),
 audited as (
-    -- Executed though never read: PostgreSQL runs every data-modifying CTE.
-    insert into audit (actor, job_id, action, details)
-    select $9, c.job_id,
+    -- Through audit_append, so each entry joins the consumer's hash chain; the main query counts
+    -- these rows, which makes PostgreSQL run the CTE (a plain SELECT in WITH runs only if read).
+    select audit_append(null, $9, c.job_id, null,
            case when c.resolved then 'reconcile.resolved'
                 when c.state = 'reconciled' then 'reconcile.reconciled' else 'reconcile.manual_review' end,
            jsonb_build_object('run', $10::text, 'consumer', $1::text, 'eventId', c.event_id,
@@ -314,13 +314,13 @@ audited as (
                               'to', case when c.state = 'reconciled' then 'reconciled'
                                          when c.state = 'received' then 'received (eligible for a new plan)'
                                          else 'uncertain/manual_review' end,
-                              'externalRefs', c.refs, 'detail', c.review_note)
+                              'externalRefs', c.refs, 'detail', c.review_note), $1::text) as entry_id
       from changed c
- returning 1
 )
 select c.event_id, c.effect_version, c.state, coalesce(c.job_id, ''),
        exists (select 1 from targets t where t.job_id = c.job_id and t.event_id = c.event_id)
   from changed c
+ where (select count(*) from audited) >= 0
  order by c.event_id collate "C", c.effect_version`
 
 // EffectsReconcileApply applies b's verdicts in one statement and returns the rows it changed;
