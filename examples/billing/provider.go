@@ -67,42 +67,32 @@ func (p *Provider) ChargeOperation(ctx context.Context, operationID, orderID str
 	// Unique across instances, which share the provider's records. An API charge's ID names no
 	// order: it is the reference the API's ledger keeps, which holds no payload field.
 	c := Charge{ID: "ch_" + rand.Text()[:16], OrderID: orderID, TotalCents: totalCents, OperationID: operationID}
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	if err := p.failBefore(EffectCharge, orderID); err != nil {
-		return "", err
-	}
 	first := c
+	var store func(context.Context) error
 	if p.Records != nil {
-		var err error
-		if first, err = p.Records.chargeOnce(ctx, c, currency); err != nil {
-			return "", err
+		store = func(ctx context.Context) (err error) {
+			first, err = p.Records.chargeOnce(ctx, c, currency)
+			return err
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.Records == nil {
-		first = p.firstChargeLocked(c)
-	}
-	if first.OperationID != operationID {
-		return "", &OrderChargedError{OrderID: orderID, ChargeID: first.ID}
-	}
-	if first.ID == c.ID {
+	return p.call(ctx, EffectCharge, orderID, store, func() (string, bool, error) {
+		if p.Records == nil {
+			first = p.firstChargeLocked(c)
+		}
+		if first.OperationID != operationID {
+			return "", false, &OrderChargedError{OrderID: orderID, ChargeID: first.ID}
+		}
+		if first.ID != c.ID {
+			return first.ID, false, nil // the operation's first charge, answered again
+		}
 		p.charged[orderID] += totalCents
 		p.charges[orderID]++
-		p.calls[EffectCharge]++
 		if p.Records == nil {
 			p.operations[operationID] = append(p.operations[operationID], c)
 			p.apiOrders[orderID] = c
 		}
-	}
-	if p.FailAfter != nil {
-		if err := p.FailAfter(EffectCharge, orderID); err != nil {
-			return "", err
-		}
-	}
-	return first.ID, nil
+		return c.ID, true, nil
+	})
 }
 
 // firstChargeLocked is the charge the in-memory provider already made under c's operation or for
@@ -147,26 +137,28 @@ func (p *Provider) charge(ctx context.Context, orderID string, totalCents int64,
 	if p.Records != nil {
 		store = func(ctx context.Context) error { return p.Records.recordCharge(ctx, c, currency) }
 	}
-	return p.call(ctx, EffectCharge, orderID, store, func() string {
+	return p.call(ctx, EffectCharge, orderID, store, func() (string, bool, error) {
 		p.charged[orderID] += totalCents
 		p.charges[orderID]++
-		return c.ID
+		return c.ID, true, nil
 	})
 }
 
 // SendReceipt mails customer the receipt of orderID and returns the message ID.
 func (p *Provider) SendReceipt(ctx context.Context, customer, orderID string) (string, error) {
-	return p.call(ctx, EffectReceipt, orderID, nil, func() string {
-		return fmt.Sprintf("msg_%s_%d", orderID, p.calls[EffectReceipt]+1)
+	return p.call(ctx, EffectReceipt, orderID, nil, func() (string, bool, error) {
+		return fmt.Sprintf("msg_%s_%d", orderID, p.calls[EffectReceipt]+1), true, nil
 	})
 }
 
 // call makes one call: Fail may refuse it, store (if any) keeps it in the shared records, took
-// counts it and returns its reference, then FailAfter may fail its answer. store runs outside
+// records it and returns its reference, whether it took effect now (a call the provider answers
+// from an earlier one is not counted) or the provider's refusal, then FailAfter may fail its
+// answer. store runs outside
 // the lock: held across a database commit, the lock let one charge at a time through for every
 // handler of the process, which capped the whole consumer at the commit rate of one connection
 // (docs/benchmarks-history.md, "What held the consumer back").
-func (p *Provider) call(ctx context.Context, kind, orderID string, store func(context.Context) error, took func() string) (string, error) {
+func (p *Provider) call(ctx context.Context, kind, orderID string, store func(context.Context) error, took func() (string, bool, error)) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -180,8 +172,13 @@ func (p *Provider) call(ctx context.Context, kind, orderID string, store func(co
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ref := took()
-	p.calls[kind]++
+	ref, counted, err := took()
+	if err != nil {
+		return "", err
+	}
+	if counted {
+		p.calls[kind]++
+	}
 	if p.FailAfter != nil {
 		if err := p.FailAfter(kind, orderID); err != nil {
 			return "", err
