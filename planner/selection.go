@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/dlq"
@@ -152,21 +153,8 @@ func checkToSubject(ctx context.Context, js jetstream.JetStream, subject string,
 }
 
 // subjectMatches reports whether a stream's subject filter (with * and > wildcards) captures a
-// literal subject.
-func subjectMatches(filter, subject string) bool {
-	ft, st := strings.Split(filter, "."), strings.Split(subject, ".")
-	for i, f := range ft {
-		switch {
-		case f == ">":
-			return len(st) > i
-		case i >= len(st):
-			return false
-		case f != "*" && f != st[i]:
-			return false
-		}
-	}
-	return len(ft) == len(st)
-}
+// literal subject, as the server decides it.
+func subjectMatches(filter, subject string) bool { return server.SubjectMatchesFilter(subject, filter) }
 
 // selectionWarnings tells what the selection could not do as asked: IDs of a file no message
 // carried, bodies --where could not read, messages it could not evaluate on.
