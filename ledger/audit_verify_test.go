@@ -1,8 +1,6 @@
 package ledger_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -75,21 +73,10 @@ func TestTheAuditChainNamesTheFirstTamperedEntry(t *testing.T) {
 // statement inserting into audit directly would write entries log --verify reports as written
 // around replayctl, and execute would refuse their jobs.
 func TestNoLedgerStatementInsertsIntoAuditAroundTheChain(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i := strings.Index(strings.ToLower(string(src)), "insert into audit "); i >= 0 {
+	for f, src := range ledgerSources(t) {
+		if i := strings.Index(strings.ToLower(src), "insert into audit "); i >= 0 {
 			t.Errorf("%s:%d inserts into audit directly; call audit_append (AuditInsert) so the entry joins its chain",
-				f, strings.Count(string(src[:i]), "\n")+1)
+				f, strings.Count(src[:i], "\n")+1)
 		}
 	}
 }

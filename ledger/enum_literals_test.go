@@ -70,21 +70,10 @@ select pg_get_constraintdef(oid) from pg_constraint
 // resolution with 'not-happened' after migration 0025 renamed the value.
 func TestEveryEnumLiteralTheLedgerComparesIsAValueItsCheckConstraintAllows(t *testing.T) {
 	values := enumValues(t)
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	checked := 0
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for file, src := range ledgerSources(t) {
 		for column, allowed := range values {
-			for _, lit := range comparedLiterals(string(src), column) {
+			for _, lit := range comparedLiterals(src, column) {
 				checked++
 				if slices.Contains(allowed, lit.value) || enumLiteralExceptions[column][lit.value] != "" {
 					continue
@@ -114,6 +103,27 @@ func TestTheAPIRecordsEnumsMatchTheirCheckConstraints(t *testing.T) {
 			t.Errorf("apikey resolution %q is not allowed by api_keys' check constraint %v", r, values["resolution"])
 		}
 	}
+}
+
+// ledgerSources returns the package's non-test Go sources by file name: where its SQL is.
+func ledgerSources(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[file] = string(src)
+	}
+	return out
 }
 
 type comparedLiteral struct {
