@@ -52,6 +52,12 @@ func (f *fingerprints) register(ctx context.Context) error {
 func (f *fingerprints) incoming(ctx context.Context, rows []ledger.EffectRow, payload []byte) ([]string, error) {
 	out := make([]string, len(rows))
 	for i, r := range rows {
+		if r.RequestHashAlg == fingerprint.AlgorithmNone {
+			// An imported row without a fingerprint: the event ID alone decides, so every payload
+			// is the stored request.
+			out[i] = r.RequestHash
+			continue
+		}
 		h, err := f.hasher(ctx, r.RequestHashAlg)
 		switch {
 		case errors.Is(err, fingerprint.ErrUnknownAlgorithm):

@@ -125,8 +125,10 @@ const settledForReal = `(e.state in ('completed', 'reconciled') and not e.write_
 const planIncomingHash = `p.fingerprints[array_position($3::text[], e.request_hash_alg)]`
 
 // planRowMismatch: row e's hash differs from the payload recomputed under its algorithm. A row
-// whose algorithm cannot be computed is a mismatch: its hash is never skipped.
-const planRowMismatch = `e.request_hash is distinct from ` + planIncomingHash
+// whose algorithm cannot be computed is a mismatch: its hash is never skipped. A row imported
+// without a fingerprint (algorithm none, fingerprint.AlgorithmNone) matches every payload: the
+// event ID alone decides, as the system it came from did.
+const planRowMismatch = `(e.request_hash_alg <> 'none' and e.request_hash is distinct from ` + planIncomingHash + `)`
 
 // planEventsClassify joins the consumer's ledger rows and the unfinished jobs' targets once and
 // classifies every event ID for a replay to version $2 from a source of kind $5; the order of the

@@ -58,6 +58,9 @@ type Options struct {
 	DryRun bool
 	// where is Where compiled by Normalise.
 	where *whereFilter
+	// historyStart, set by Plan, is when the consumer's ledger history starts (its SDK's first
+	// registration or the oldest imported row); zero when unknown.
+	historyStart time.Time
 	// histograms, set by Inspect, collects the scan's counts by group, subject, age and attempts.
 	histograms *scanHistograms
 	// EvidenceWindow is the consumer's evidence retention (consumer.Config.EvidenceRetention): an

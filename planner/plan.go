@@ -93,6 +93,11 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	if err != nil {
 		return nil, err
 	}
+	if start, ok, err := store.ConsumerHistoryStart(ctx, opts.Consumer); err != nil {
+		return nil, err
+	} else if ok {
+		opts.historyStart = start
+	}
 	if opts.JobID == "" {
 		opts.JobID = newJobID(opts.Now)
 	}
@@ -482,6 +487,12 @@ func warnings(m *manifest.Manifest, counts scanCounts) []string {
 	case s.AlreadyCompleted > 0:
 		w = append(w, fmt.Sprintf("%d of the %d candidates already completed (%s) and were kept out: a DLQ replay never repeats what is done; `replayctl drain JOB` removes a finished job's messages from the DLQ",
 			s.AlreadyCompleted, s.Candidates, completedBySentence(s.AlreadyCompletedBy)))
+	}
+	if n := counts.BeforeHistory; n > 0 {
+		w = append(w, fmt.Sprintf("%d DLQ messages (the oldest stored %s) are older than consumer %s's ledger history: "+
+			"events handled before replayctl recorded the consumer have no ledger row and plan as targets; "+
+			"import the old system's processed events with `replayctl ledger import --consumer %s FILE` and plan again",
+			n, counts.OldestBeforeHistory.UTC().Format(time.RFC3339), m.Consumer, m.Consumer))
 	}
 	if n := s.ExcludedInOtherJob; n > 0 {
 		w = append(w, fmt.Sprintf("%d events are targets of jobs that have not finished (%s) and were kept out; finish or cancel those jobs first (see excluded.inOtherJob)", n, otherJobsText(m)))

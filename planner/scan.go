@@ -53,6 +53,10 @@ type scanCounts struct {
 	// ReplayFailures counts, per event ID, the DLQ messages that are dead-lettered replays of
 	// this tool (they carry Replay-Job): the loop guard's input.
 	ReplayFailures map[string]int
+	// BeforeHistory counts the usable DLQ messages stored before the consumer's ledger history
+	// starts; OldestBeforeHistory is the oldest of them.
+	BeforeHistory       int64
+	OldestBeforeHistory time.Time
 	// Found are the IDs of --ids-from and --exclude-ids-from that a message in the boundary carried.
 	Found map[string]bool
 }
@@ -60,21 +64,22 @@ type scanCounts struct {
 // scanner walks the DLQ stream with an ordered consumer and turns each usable message into a row
 // for COPY (through scanPipe), so the scan never holds more than a bounded number of messages.
 type scanner struct {
-	ctx      context.Context
-	iter     jetstream.MessagesContext
-	unwatch  func() bool
-	headers  manifest.Headers
-	backfill bool
-	replay   dlq.Replay
-	hashers  planHashers
-	failure  *regexp.Regexp
-	sel      scanSelection
-	hist     *scanHistograms
-	until    *time.Time
-	lastSeq  uint64
-	total    int64
-	progress func(scanned, total int64)
-	counts   scanCounts
+	historyStart time.Time
+	ctx          context.Context
+	iter         jetstream.MessagesContext
+	unwatch      func() bool
+	headers      manifest.Headers
+	backfill     bool
+	replay       dlq.Replay
+	hashers      planHashers
+	failure      *regexp.Regexp
+	sel          scanSelection
+	hist         *scanHistograms
+	until        *time.Time
+	lastSeq      uint64
+	total        int64
+	progress     func(scanned, total int64)
+	counts       scanCounts
 	// repeats sees every usable message's event ID, so the collapse need only look at the few
 	// that may repeat.
 	repeats *repeatFilter
@@ -120,18 +125,19 @@ func startScan(ctx context.Context, js jetstream.JetStream, opts *Options, info 
 		iter: iter,
 		// Next cannot take both a context and a stall timeout; stopping the iterator on
 		// cancellation makes Ctrl-C end the scan at once.
-		unwatch:   context.AfterFunc(ctx, iter.Stop),
-		headers:   opts.Headers,
-		backfill:  opts.Backfill,
-		replay:    replay,
-		counts:    scanCounts{MaxPayload: js.Conn().MaxPayload()},
-		hashers:   hashers,
-		until:     opts.Until,
-		lastSeq:   info.State.LastSeq,
-		total:     int64(ci.NumPending),
-		progress:  opts.Progress,
-		remaining: ci.NumPending,
-		repeats:   newRepeatFilter(ci.NumPending),
+		unwatch:      context.AfterFunc(ctx, iter.Stop),
+		headers:      opts.Headers,
+		backfill:     opts.Backfill,
+		replay:       replay,
+		counts:       scanCounts{MaxPayload: js.Conn().MaxPayload()},
+		hashers:      hashers,
+		until:        opts.Until,
+		historyStart: opts.historyStart,
+		lastSeq:      info.State.LastSeq,
+		total:        int64(ci.NumPending),
+		progress:     opts.Progress,
+		remaining:    ci.NumPending,
+		repeats:      newRepeatFilter(ci.NumPending),
 	}
 	if opts.FailureMatch != "" {
 		s.failure = regexp.MustCompile(opts.FailureMatch)
@@ -192,6 +198,12 @@ func (s *scanner) accept(msg jetstream.Msg, seq uint64, storedAt time.Time) bool
 	}
 	if s.backfill {
 		return s.acceptOriginal(msg, seq, storedAt)
+	}
+	if !s.historyStart.IsZero() && storedAt.Before(s.historyStart) {
+		c.BeforeHistory++
+		if c.OldestBeforeHistory.IsZero() || storedAt.Before(c.OldestBeforeHistory) {
+			c.OldestBeforeHistory = storedAt
+		}
 	}
 	d := dlq.Parse(msg.Headers(), s.headers)
 	switch {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +118,7 @@ func TestLedgerVerbsRefuseBadFlagsWithExit2BeforeConnecting(t *testing.T) {
 		{"ledger stats --consumer billing --window 1y", `--window "1y": want a positive length of time in weeks (1w), days (2d)`},
 		{"ledger stats --consumer billing --window -1h", `--window "-1h"`},
 		{"ledger stats --consumer billing --window 400d", "--window 400d: at most 366d"},
-		{"ledger bogus", `unknown command "bogus" for replayctl ledger; use grants or prune or stats`},
+		{"ledger bogus", `unknown command "bogus" for replayctl ledger; use grants or import or prune or stats`},
 		{"ledger stast", `unknown command "stast" for replayctl ledger; did you mean stats?`},
 		{"reconcile reslove", `unknown command "reslove" for replayctl reconcile; did you mean resolve?`},
 	} {
@@ -398,5 +399,41 @@ func TestLedgerHelpTeachesWithoutConnecting(t *testing.T) {
 				t.Errorf("%s lacks %q", args, want)
 			}
 		}
+	}
+}
+
+func TestLedgerImportFromOutside(t *testing.T) {
+	w := newLedgerWorld(t)
+	dir := t.TempDir()
+	bad := dir + "/bad.jsonl"
+	good := dir + "/good.jsonl"
+	if err := os.WriteFile(bad, []byte("{\"eventId\":\"a\",\"processedAt\":\"2026-01-01\"}\n{\"eventId\":\"b\",\"processedAt\":\"yesterday\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, []byte("{\"eventId\":\"a\",\"processedAt\":\"2026-01-01\"}\n{\"eventId\":\"b\",\"processedAt\":\"2026-01-02T10:00:00Z\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runCommand(t, false, "ledger import --consumer billing "+bad+" "+w.flags)
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "line 2, field processedAt:") || !strings.Contains(stderr, "nothing was written") {
+		t.Fatalf("a bad line: exit %d, stderr %q; want 2 naming line 2's processedAt and nothing written", code, stderr)
+	}
+	if _, stderr, code := runCommand(t, false, "ledger import "+good+" "+w.flags); code != cmdutil.ExitUsage || !strings.Contains(stderr, "--consumer") {
+		t.Errorf("no --consumer: exit %d, stderr %q; want 2 asking for it", code, stderr)
+	}
+	stdout, stderr, code := runCommand(t, false, "ledger import --consumer billing --json "+good+" "+w.flags)
+	if code != cmdutil.ExitOK {
+		t.Fatalf("import: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var r struct {
+		Imported        int64  `json:"imported"`
+		AlreadyInLedger int64  `json:"alreadyInLedger"`
+		FileDigest      string `json:"fileDigest"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil || r.Imported != 2 || !strings.HasPrefix(r.FileDigest, "sha256:") {
+		t.Fatalf("--json %s (%v); want 2 imported and the file's digest", stdout, err)
+	}
+	stdout, _, code = runCommand(t, false, "ledger import --consumer billing "+good+" "+w.flags)
+	if code != cmdutil.ExitOK || !strings.Contains(stdout, "already there      2") {
+		t.Errorf("a second run: exit %d\n%s\nwant both already there", code, stdout)
 	}
 }

@@ -69,7 +69,7 @@ var schemaOf = map[string]string{
 	"ShadowReport": "shadow", "Execute": "execute", "Status": "status", "JobList": "jobs", "AuditLog": "log", "AuditVerification": "audit-verification",
 	"Pace": "pace", "JobControl": "control", "Drain": "drain", "Reconcile": "reconcile",
 	"ReconcileResolution": "reconcile-resolve", "LedgerStats": "ledger-stats", "LedgerPrune": "ledger-prune",
-	"LedgerGrants": "ledger-grants", "Migration": "migrate", "KeyPolicies": "keys-policy", "KeyStats": "keys-stats",
+	"LedgerGrants": "ledger-grants", "LedgerImport": "ledger-import", "Migration": "migrate", "KeyPolicies": "keys-policy", "KeyStats": "keys-stats",
 	"KeyRecords": "keys-records", "KeyResolution": "keys-resolve", "KeyPrune": "keys-prune", "Demo": "demo",
 	"Approval": "approve", "ApprovalPolicies": "policy", "Inspection": "inspect",
 	"Error": "error",
