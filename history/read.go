@@ -110,7 +110,6 @@ func newCSVLines(r io.Reader) (*csvLines, error) {
 	return c, nil
 }
 
-
 func (c *csvLines) next() (int64, Record, error) {
 	fields, err := c.r.Read()
 	line, _ := c.r.FieldPos(0)
