@@ -8,6 +8,10 @@ package approval
 import (
 	"fmt"
 	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/replayctl/replayctl/sshsig"
 )
 
 // DefaultValidFor is how long an approval counts when the policy does not say.
@@ -23,9 +27,22 @@ type Policy struct {
 	// WhenCallsOver, when set, asks for approvals only when the job expects more external calls.
 	WhenCallsOver *int64 `json:"whenCallsOver"`
 	// ValidFor is how long an approval counts after it was given.
-	ValidForSeconds float64   `json:"validForSeconds"`
-	SetBy           string    `json:"setBy"`
-	SetAt           time.Time `json:"setAt"`
+	ValidForSeconds float64 `json:"validForSeconds"`
+	// AllowedSigners is the consumer's approvers in OpenSSH's allowed_signers format; with it only
+	// approvals whose SSH signature verifies for a listed principal count.
+	AllowedSigners string `json:"allowedSigners,omitempty"`
+	// RequireSignedPlan refuses a job whose planner did not sign its manifest (plan --sign-key).
+	RequireSignedPlan bool      `json:"requireSignedPlan"`
+	SetBy             string    `json:"setBy"`
+	SetAt             time.Time `json:"setAt"`
+}
+
+// Signers parses the policy's allowed signers; nil without a list.
+func (p *Policy) Signers() (sshsig.AllowedSigners, error) {
+	if p == nil || p.AllowedSigners == "" {
+		return nil, nil
+	}
+	return sshsig.ParseAllowedSigners([]byte(p.AllowedSigners))
 }
 
 // ValidFor is the policy's approval lifetime.
@@ -56,6 +73,10 @@ type Record struct {
 	Note           string    `json:"note"`
 	At             time.Time `json:"at"`
 	ExpiresAt      time.Time `json:"expiresAt"`
+	// Signature is the SSHSIG signature over Statement(record), armoured; empty when unsigned.
+	Signature string `json:"-"`
+	// SignerKey is the SHA256 fingerprint of the key that signed it, as the signature says.
+	SignerKey string `json:"signerKey,omitempty"`
 }
 
 // Job is what Judge needs of a job.
@@ -63,6 +84,9 @@ type Job struct {
 	ID, ManifestDigest string
 	// Planner is who planned it: never an approver of it.
 	Planner string
+	// PlanSignature is the planner's SSHSIG signature over ManifestStatement(ID, ManifestDigest),
+	// when plan ran with --sign-key: then "not the planner" compares keys, not names.
+	PlanSignature string
 	// VerdictID is its latest passing shadow verdict (0: none).
 	VerdictID      int64
 	WriteForbidden bool
@@ -82,6 +106,11 @@ type State struct {
 	Rejections []Record `json:"rejections"`
 	// Voided counts decisions that no longer count: for another digest or verdict, or expired.
 	Voided int `json:"voided"`
+	// Verified says the policy names its approvers by key (allowed signers), so every decision
+	// counted was signed by a listed key other than the planner's; false means names are taken
+	// as typed. Unverified counts the approvals left out for a missing or bad signature.
+	Verified   bool `json:"verified"`
+	Unverified int  `json:"unverified"`
 	// Satisfied says execute may run the job.
 	Satisfied bool `json:"satisfied"`
 }
@@ -107,13 +136,29 @@ func Required(p *Policy, j Job) (int, string) {
 // actor's latest decision on j's digest, the planner's aside. An approval counts only for j's
 // current verdict and until it expires; a rejection stands until its author approves after it,
 // whatever verdict came since: shadowing again voids approvals, never rejections.
+//
+// With allowed signers in p, an approval counts only when its signature verifies over its
+// statement for a key the list names (at the time it was given) under the principal recorded as
+// its actor, and that key and principal are not the planner's; a rejection stands signed or not
+// (it can only stop a replay). p's list is read now: a key removed from it voids its approvals.
 func Judge(p *Policy, j Job, recs []Record, now time.Time) State {
 	st := State{Approvals: []Record{}, Rejections: []Record{}}
 	st.Required, st.Why = Required(p, j)
+	signers, err := p.Signers()
+	if err != nil {
+		st.Why += fmt.Sprintf("; its allowed signers cannot be read (%v), so no approval counts: set them again with replayctl policy set", err)
+	}
+	checked := p != nil && p.AllowedSigners != ""
+	st.Verified = checked && err == nil
+	planner := plannerIdentity(signers, j)
+	if checked && p.RequireSignedPlan && planner.key == "" {
+		st.Why += "; the policy requires a signed plan and this job's manifest is not signed by a listed key: plan it again with --sign-key"
+		st.Verified = false
+	}
 	latest := map[string]Record{}
 	var order []string
 	for _, r := range recs {
-		if r.ManifestDigest != j.ManifestDigest || r.Actor == j.Planner {
+		if r.ManifestDigest != j.ManifestDigest || r.Actor == j.Planner || (planner.name != "" && r.Actor == planner.name) {
 			st.Voided++
 			continue
 		}
@@ -131,10 +176,49 @@ func Judge(p *Policy, j Job, recs []Record, now time.Time) State {
 			st.Rejections = append(st.Rejections, r)
 		case r.VerdictID != j.VerdictID || !now.Before(r.ExpiresAt):
 			st.Voided++
+		case checked && (!st.Verified || !signedBy(signers, r, planner.key)):
+			st.Unverified++
 		default:
 			st.Approvals = append(st.Approvals, r)
 		}
 	}
-	st.Satisfied = len(st.Rejections) == 0 && len(st.Approvals) >= st.Required
+	if !checked && st.Required > 0 {
+		st.Why += "; approvers are named, not verified: give the policy --allowed-signers to count only signed approvals"
+	}
+	st.Satisfied = len(st.Rejections) == 0 && len(st.Approvals) >= st.Required && (!checked || st.Verified || st.Required == 0)
 	return st
+}
+
+type identity struct{ key, name string }
+
+// plannerIdentity is the key that signed j's manifest and the principal the signers give it;
+// empty without a signature that verifies.
+func plannerIdentity(signers sshsig.AllowedSigners, j Job) identity {
+	if j.PlanSignature == "" {
+		return identity{}
+	}
+	pub, err := sshsig.Verify([]byte(j.PlanSignature), NamespaceManifest, ManifestStatement(j.ID, j.ManifestDigest))
+	if err != nil {
+		return identity{}
+	}
+	id := identity{key: ssh.FingerprintSHA256(pub)}
+	id.name, _ = signers.PrincipalOfKey(pub)
+	return id
+}
+
+// signedBy says r's signature verifies over its statement for a key the signers list under r's
+// actor at r's time, other than plannerKey.
+func signedBy(signers sshsig.AllowedSigners, r Record, plannerKey string) bool {
+	if r.Signature == "" {
+		return false
+	}
+	pub, err := sshsig.Verify([]byte(r.Signature), NamespaceApproval, Statement(r))
+	if err != nil {
+		return false
+	}
+	if plannerKey != "" && ssh.FingerprintSHA256(pub) == plannerKey {
+		return false
+	}
+	principal, ok := signers.Principal(pub, NamespaceApproval, r.At)
+	return ok && principal == r.Actor
 }

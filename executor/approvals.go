@@ -25,7 +25,7 @@ func (s *session) checkApprovals(ctx context.Context, verdict VerdictRef) (*appr
 	if err != nil {
 		return nil, err
 	}
-	st := approval.Judge(policy, approval.Job{ID: m.ID, ManifestDigest: m.Digest, Planner: s.job.CreatedBy, VerdictID: verdict.ID,
+	st := approval.Judge(policy, approval.Job{ID: m.ID, ManifestDigest: m.Digest, Planner: s.job.CreatedBy, PlanSignature: s.job.PlanSignature, VerdictID: verdict.ID,
 		// Judged on what this run may spend: the budget (shadow's measure with this run's
 		// --max-calls-over) when it is larger than the plan's guess.
 		WriteForbidden: m.WriteForbidden, ExpectedCalls: max(m.ExpectedExternalCalls, s.budget.Budget)}, recs, s.opts.Now())

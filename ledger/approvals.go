@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,11 +12,13 @@ import (
 )
 
 const approvalPoliciesUpsert = `
-insert into approval_policies (consumer, approvals, unless_write_forbidden, when_calls_over, valid_for_seconds, set_by)
-values ($1, $2, $3, $4, $5, $6)
+insert into approval_policies (consumer, approvals, unless_write_forbidden, when_calls_over, valid_for_seconds, set_by,
+                               allowed_signers, require_signed_plan)
+values ($1, $2, $3, $4, $5, $6, nullif($7, ''), $8)
 on conflict (consumer) do update set approvals = excluded.approvals, unless_write_forbidden = excluded.unless_write_forbidden,
        when_calls_over = excluded.when_calls_over, valid_for_seconds = excluded.valid_for_seconds,
-       set_by = excluded.set_by, set_at = now()
+       set_by = excluded.set_by, set_at = now(), allowed_signers = excluded.allowed_signers,
+       require_signed_plan = excluded.require_signed_plan
 returning set_at`
 
 // ApprovalPoliciesSet stores p as its consumer's policy, replacing any, with the audit entry the
@@ -23,7 +26,7 @@ returning set_at`
 func (s *Store) ApprovalPoliciesSet(ctx context.Context, p approval.Policy, audit AuditEntry) (approval.Policy, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if err := tx.QueryRow(ctx, approvalPoliciesUpsert, p.Consumer, p.Approvals, p.UnlessWriteForbidden, p.WhenCallsOver,
-			p.ValidFor().Seconds(), p.SetBy).Scan(&p.SetAt); err != nil {
+			p.ValidFor().Seconds(), p.SetBy, p.AllowedSigners, p.RequireSignedPlan).Scan(&p.SetAt); err != nil {
 			return fmt.Errorf("store the approval policy of consumer %s: %w", p.Consumer, translate(err))
 		}
 		return AuditInsert(ctx, tx, audit)
@@ -33,7 +36,8 @@ func (s *Store) ApprovalPoliciesSet(ctx context.Context, p approval.Policy, audi
 }
 
 const approvalPoliciesList = `
-select consumer, approvals, unless_write_forbidden, when_calls_over, valid_for_seconds, set_by, set_at
+select consumer, approvals, unless_write_forbidden, when_calls_over, valid_for_seconds, set_by, set_at,
+       coalesce(allowed_signers, ''), require_signed_plan
   from approval_policies where $1 = '' or consumer = $1 order by consumer`
 
 // ApprovalPoliciesList returns the policy of consumer, or every policy for "".
@@ -44,7 +48,7 @@ func (s *Store) ApprovalPoliciesList(ctx context.Context, consumer string) ([]ap
 	}
 	policies, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (approval.Policy, error) {
 		var p approval.Policy
-		err := r.Scan(&p.Consumer, &p.Approvals, &p.UnlessWriteForbidden, &p.WhenCallsOver, &p.ValidForSeconds, &p.SetBy, &p.SetAt)
+		err := r.Scan(&p.Consumer, &p.Approvals, &p.UnlessWriteForbidden, &p.WhenCallsOver, &p.ValidForSeconds, &p.SetBy, &p.SetAt, &p.AllowedSigners, &p.RequireSignedPlan)
 		return p, err
 	})
 	if err != nil {
@@ -63,17 +67,23 @@ func (s *Store) ApprovalPoliciesGet(ctx context.Context, consumer string) (*appr
 }
 
 const approvalsInsert = `
-insert into approvals (job_id, manifest_digest, verdict_id, actor, decision, note, expires_at)
-values ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))
+insert into approvals (job_id, manifest_digest, verdict_id, actor, decision, note, at, expires_at, signature, signer_key)
+values ($1, $2, $3, $4, $5, $6, coalesce($8, now()), coalesce($9, now() + make_interval(secs => $7)), nullif($10, ''), nullif($11, ''))
 returning id, at, expires_at, approval_row_hash(id, job_id, manifest_digest, verdict_id, actor, decision, note, at, expires_at)`
 
 // ApprovalsRecord stores a decision on a job, valid for validFor, with the audit entry the caller
-// worded, in one transaction; it returns r with its ID and times.
+// worded, in one transaction; it returns r with its ID and times. A signed decision keeps the
+// times of its statement (r.At, r.ExpiresAt), which its signature covers; an unsigned one is
+// dated by the database.
 func (s *Store) ApprovalsRecord(ctx context.Context, r approval.Record, validForSeconds float64, audit AuditEntry) (approval.Record, error) {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var rowHash string
+		var at, expires *time.Time
+		if r.Signature != "" {
+			at, expires = &r.At, &r.ExpiresAt
+		}
 		if err := tx.QueryRow(ctx, approvalsInsert, r.JobID, r.ManifestDigest, r.VerdictID, r.Actor, string(r.Decision), r.Note,
-			validForSeconds).Scan(&r.ID, &r.At, &r.ExpiresAt, &rowHash); err != nil {
+			validForSeconds, at, expires, r.Signature, r.SignerKey).Scan(&r.ID, &r.At, &r.ExpiresAt, &rowHash); err != nil {
 			return fmt.Errorf("record %s %s of job %s: %w", r.Actor, r.Decision, r.JobID, translate(err))
 		}
 		// The audit entry names the row and the hash of its fields: a row without such an entry
@@ -90,7 +100,8 @@ func (s *Store) ApprovalsRecord(ctx context.Context, r approval.Record, validFor
 }
 
 const approvalsForJob = `
-select id, job_id, manifest_digest, verdict_id, actor, decision, note, at, expires_at
+select id, job_id, manifest_digest, verdict_id, actor, decision, note, at, expires_at,
+       coalesce(signature, ''), coalesce(signer_key, '')
   from approvals where job_id = $1 order by id`
 
 // ApprovalsForJob returns every decision on jobID, oldest first.
@@ -102,7 +113,7 @@ func (s *Store) ApprovalsForJob(ctx context.Context, jobID string) ([]approval.R
 	recs, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (approval.Record, error) {
 		var a approval.Record
 		var d string
-		err := r.Scan(&a.ID, &a.JobID, &a.ManifestDigest, &a.VerdictID, &a.Actor, &d, &a.Note, &a.At, &a.ExpiresAt)
+		err := r.Scan(&a.ID, &a.JobID, &a.ManifestDigest, &a.VerdictID, &a.Actor, &d, &a.Note, &a.At, &a.ExpiresAt, &a.Signature, &a.SignerKey)
 		a.Decision = approval.Decision(d)
 		return a, err
 	})

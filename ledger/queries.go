@@ -77,6 +77,9 @@ type Job struct {
 	// Pace is the rate and in-flight cap its executor keeps to (JobsSetPace); nil fields are not
 	// set, and the executor's flags or defaults hold.
 	Pace JobPace
+	// PlanSignature is the planner's SSHSIG signature over the job and its manifest digest
+	// (plan --sign-key), armoured; empty when the plan was not signed.
+	PlanSignature string
 }
 
 // JobPace is a job's publish rate (per second, 0 for no limit) and in-flight cap; nil is not set.
@@ -118,16 +121,16 @@ func (p *JobPace) UnmarshalJSON(data []byte) error {
 const jobsInsert = `
 insert into jobs (id, consumer, status, manifest_digest, effect_version_from, effect_version_to,
                   write_forbidden, reason, ticket, stream, stream_last_seq, targets,
-                  expected_external_calls, ledger_state_digest, created_by, created_at, source_kind)
+                  expected_external_calls, ledger_state_digest, created_by, created_at, source_kind, plan_signature)
 values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, coalesce($16::timestamptz, now()),
-        coalesce($17, 'dlq'))`
+        coalesce($17, 'dlq'), nullif($18, ''))`
 
 // JobsInsert records j through q. A job whose ID is already recorded returns an error matching
 // ErrConflict. An empty Ticket is stored as NULL.
 func JobsInsert(ctx context.Context, q Querier, j Job) error {
 	_, err := q.Exec(ctx, jobsInsert, j.ID, j.Consumer, j.Status, j.ManifestDigest, j.EffectVersionFrom,
 		j.EffectVersionTo, j.WriteForbidden, j.Reason, nullable(j.Ticket), j.Stream, j.StreamLastSeq, j.Targets,
-		j.ExpectedExternalCalls, j.LedgerStateDigest, j.CreatedBy, nullableTime(j.CreatedAt), nullable(j.SourceKind))
+		j.ExpectedExternalCalls, j.LedgerStateDigest, j.CreatedBy, nullableTime(j.CreatedAt), nullable(j.SourceKind), j.PlanSignature)
 	if err != nil {
 		return fmt.Errorf("record job %s: %w", j.ID, translate(err))
 	}
@@ -140,7 +143,7 @@ const jobColumns = `
        reason, coalesce(ticket, ''), stream, stream_last_seq, targets, expected_external_calls,
        ledger_state_digest, created_by, created_at, updated_at,
        coalesce(status_reason, ''), coalesce(status_by, ''), status_at, run_state, run_state_at, source_kind,
-       pace_rate, pace_max_in_flight`
+       pace_rate, pace_max_in_flight, coalesce(plan_signature, '')`
 
 const jobsGet = `select ` + jobColumns + ` from jobs where id = $1`
 
@@ -171,7 +174,7 @@ func jobScan(row pgx.Row, extra ...any) (Job, error) {
 		&j.EffectVersionFrom, &j.EffectVersionTo, &j.WriteForbidden, &j.Reason, &j.Ticket, &j.Stream,
 		&j.StreamLastSeq, &j.Targets, &j.ExpectedExternalCalls, &j.LedgerStateDigest, &j.CreatedBy,
 		&j.CreatedAt, &j.UpdatedAt, &j.StatusReason, &j.StatusBy, &statusAt, &runState, &runStateAt, &j.SourceKind,
-		&j.Pace.Rate, &j.Pace.MaxInFlight}, extra...)
+		&j.Pace.Rate, &j.Pace.MaxInFlight, &j.PlanSignature}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return Job{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -146,4 +147,14 @@ const sdkSpareConns = 8
 // 420-530 ms each from claim to outcome instead of about 200 (docs/benchmarks.md).
 func sdkWarmConns(handlers int) int {
 	return min(handlers, groupKinds*defaultGroupFlushers+defaultReadFlushers)
+}
+
+// DatabaseNow is the database's clock: what dates every ledger row, and so what a signed
+// decision's statement is dated by, whatever the operator's machine says.
+func (s *Store) DatabaseNow(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	if err := s.pool.QueryRow(ctx, `select now()`).Scan(&now); err != nil {
+		return time.Time{}, fmt.Errorf("read the database's clock: %w", translate(err))
+	}
+	return now, nil
 }

@@ -3,6 +3,8 @@
 package planner
 
 import (
+	"golang.org/x/crypto/ssh"
+
 	"fmt"
 	"math"
 	"os"
@@ -58,6 +60,9 @@ type Options struct {
 	DryRun bool
 	// where is Where compiled by Normalise.
 	where *whereFilter
+	// Signer, when set, signs the manifest (plan --sign-key): approvals then tell the planner by
+	// key, not by name.
+	Signer ssh.Signer
 	// historyStart, set by Plan, is when the consumer's ledger history starts (its SDK's first
 	// registration or the oldest imported row); zero when unknown.
 	historyStart time.Time

@@ -1,6 +1,11 @@
 package planner
 
 import (
+	"golang.org/x/crypto/ssh"
+
+	"github.com/replayctl/replayctl/approval"
+	"github.com/replayctl/replayctl/sshsig"
+
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -153,6 +158,13 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 	}
 	opts.stage("recording job %s with %d targets and writing %s", m.ID, m.Stats.Targets, opts.OutputPath)
 	job := jobFor(m, info.State.LastSeq, stateDigest)
+	if opts.Signer != nil {
+		sig, err := sshsig.Sign(opts.Signer, approval.NamespaceManifest, approval.ManifestStatement(m.ID, m.Digest))
+		if err != nil {
+			return nil, fmt.Errorf("sign the manifest of job %s: %w", m.ID, err)
+		}
+		job.PlanSignature = string(sig)
+	}
 	entry := ledger.AuditEntry{
 		Actor:          opts.Actor,
 		JobID:          m.ID,
@@ -168,6 +180,9 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 			"reason":                m.Reason,
 			"ticket":                m.Ticket,
 		},
+	}
+	if opts.Signer != nil {
+		entry.Details["plannerKey"] = ssh.FingerprintSHA256(opts.Signer.PublicKey())
 	}
 	if l := m.EvidenceLookup; l != nil {
 		entry.Details["evidenceLookup"] = map[string]any{"asked": l.Asked, "reconciled": l.Reconciled, "targets": l.Targets, "keptOut": l.KeptOut}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,16 +151,16 @@ func (a AllowedSigners) Principal(key ssh.PublicKey, namespace string, at time.T
 	return "", false
 }
 
-// HasPrincipal says whether some key may sign for principal in namespace.
-func (a AllowedSigners) HasPrincipal(principal, namespace string) bool {
+// NamedPrincipal is Principal for a line that names namespace in its namespaces option: a role
+// given on purpose (a policy admin), never by a line that allows every namespace.
+func (a AllowedSigners) NamedPrincipal(key ssh.PublicKey, namespace string, at time.Time) (principal string, ok bool) {
+	want := key.Marshal()
 	for _, sg := range a {
-		for _, p := range sg.Principals {
-			if p == principal && sg.inNamespace(namespace) {
-				return true
-			}
+		if bytes.Equal(sg.Key.Marshal(), want) && slices.Contains(sg.Namespaces, namespace) && sg.allows(namespace, at) {
+			return sg.Principals[0], true
 		}
 	}
-	return false
+	return "", false
 }
 
 func (sg Signer) inNamespace(namespace string) bool {
@@ -185,4 +186,27 @@ func (sg Signer) allows(namespace string, at time.Time) bool {
 		return false
 	}
 	return true
+}
+
+// PrincipalOfKey returns the first principal of the first line listing key, whatever its
+// namespaces and dates: who a key belongs to, for telling a planner's key from an approver's.
+func (a AllowedSigners) PrincipalOfKey(key ssh.PublicKey) (string, bool) {
+	want := key.Marshal()
+	for _, sg := range a {
+		if bytes.Equal(sg.Key.Marshal(), want) {
+			return sg.Principals[0], true
+		}
+	}
+	return "", false
+}
+
+// Lists says whether some line lists key under principal.
+func (a AllowedSigners) Lists(principal string, key ssh.PublicKey) bool {
+	want := key.Marshal()
+	for _, sg := range a {
+		if bytes.Equal(sg.Key.Marshal(), want) && slices.Contains(sg.Principals, principal) {
+			return true
+		}
+	}
+	return false
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
 	"github.com/replayctl/replayctl/protocol"
+	"github.com/replayctl/replayctl/sshsig"
 )
 
 // PlanOptions are the inputs of replayctl plan.
@@ -34,6 +35,8 @@ type PlanOptions struct {
 	Until   string
 	// EvidenceWindow is --evidence-window as typed; the run parses it.
 	EvidenceWindow string
+	// SignKey is --sign-key: an SSH key that signs the manifest, so approvals tell the planner by key.
+	SignKey string
 	// IDsFrom and ExcludeIDsFrom are --ids-from and --exclude-ids-from: a file, or - for stdin.
 	IDsFrom, ExcludeIDsFrom string
 }
@@ -126,6 +129,7 @@ entry, and no question to the consumer's look-up (whose answers would be written
 	BindScope(fl, opts)
 	fl.StringVar(&req.Reason, "reason", "", "why the replay is needed and what changed (required, recorded)")
 	fl.StringVar(&req.Ticket, "ticket", "", "incident or change ticket, recorded with the job")
+	fl.StringVar(&opts.SignKey, "sign-key", "", "sign the manifest with this SSH key (a private key file, or a .pub whose key ssh-agent holds): approvals then tell the planner by key, and a policy may require it")
 	fl.IntVar(&req.Max, "max", 0, "keep at most N targets, the oldest first (0: no limit)")
 	fl.IntVar(&req.EffectVersion, "effect-version", 0, "effect version to replay under (default: highest known + 1)")
 	fl.BoolVar(&req.WriteForbidden, "write-forbidden", false, "replay with every external call suppressed and recorded")
@@ -212,6 +216,11 @@ func PrepareRequest(opts *PlanOptions) (planner.Options, error) {
 	}
 	if req.Until, err = cmdutil.ParseTimeFlag("until", opts.Until, req.Now); err != nil {
 		return req, err
+	}
+	if opts.SignKey != "" {
+		if req.Signer, err = sshsig.LoadSigner(opts.SignKey); err != nil {
+			return req, cmdutil.UsageErrorf("--sign-key: %v", err)
+		}
 	}
 	if opts.EvidenceWindow != "" {
 		if req.EvidenceWindow, err = cmdutil.ParseSpan("evidence-window", opts.EvidenceWindow); err != nil {

@@ -6,16 +6,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/protocol"
+	"github.com/replayctl/replayctl/sshsig"
 )
 
 // PolicyOptions are the inputs of replayctl policy set and show.
@@ -30,6 +35,9 @@ type PolicyOptions struct {
 	ValidFor      string
 	// NewConsumer sets a policy for a consumer the ledger has not heard of yet.
 	NewConsumer bool
+	// AllowedSignersPath and SignKey are --allowed-signers and --sign-key as typed.
+	AllowedSignersPath, SignKey string
+	Now                         func() time.Time
 }
 
 // NewCmdPolicy returns the policy command with its set and show verbs.
@@ -43,7 +51,7 @@ func NewCmdPolicy(f *cmdutil.Factory, runF func(*PolicyOptions) error) *cobra.Co
 }
 
 func newCmdSet(f *cmdutil.Factory, runF func(*PolicyOptions) error) *cobra.Command {
-	opts := &PolicyOptions{IO: f.IOStreams, Ledger: f.Ledger}
+	opts := &PolicyOptions{IO: f.IOStreams, Ledger: f.Ledger, Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "set --consumer C --approvals N [--unless-write-forbidden] [--when-calls-over K] [--valid-for 24h]",
 		Short: "Set how many approvals a consumer's jobs need before execute runs them",
@@ -51,8 +59,25 @@ func newCmdSet(f *cmdutil.Factory, runF func(*PolicyOptions) error) *cobra.Comma
 job of the consumer until N operators other than its planner approved its manifest digest and its
 latest shadow verdict (replayctl approve). --approvals 0 removes the requirement.
 --unless-write-forbidden waives it for write-forbidden jobs, --when-calls-over K for jobs that
-expect at most K external calls; --valid-for sets how long an approval counts (default 24h).`,
-		Example: `  replayctl policy set --consumer billing --approvals 1 --when-calls-over 100 --unless-write-forbidden`,
+expect at most K external calls; --valid-for sets how long an approval counts (default 24h).
+
+Approvers proven by key: --allowed-signers FILE names the consumer's approvers in OpenSSH's
+allowed_signers format (principal, key type, key, one a line; the file git's SSH signing uses).
+Execute then counts only approvals signed (approve --sign-key) by a listed key, under the
+principal it is listed as, other than the key that signed the plan; without it, approvals are
+counted by name, and status and execute say names are not verified. --require-signed-plan also
+refuses a job whose manifest is not signed by its planner (plan --sign-key).
+
+A change that lowers the policy (fewer approvals, a waiver, a higher threshold, longer validity,
+a signer removed, signed plans no longer required) needs --sign-key with a key the current
+allowed signers list with namespaces="replayctl-policy" (a policy admin); exit 3 otherwise. Every
+change is in the audit log with its signature. Without allowed signers a lowering goes through
+and is recorded as unverified.`,
+		Example: `  replayctl policy set --consumer billing --approvals 1 --when-calls-over 100 --unless-write-forbidden
+
+  # approvers by key, from the team's SSH keys; policy admins sign lowerings
+  replayctl policy set --consumer billing --approvals 1 --allowed-signers team.allowed_signers --require-signed-plan
+  replayctl policy set --consumer billing --approvals 0 --allowed-signers team.allowed_signers --sign-key ~/.ssh/id_ed25519`,
 		Args:    cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
@@ -69,6 +94,9 @@ expect at most K external calls; --valid-for sets how long an approval counts (d
 	fl.BoolVar(&opts.Policy.UnlessWriteForbidden, "unless-write-forbidden", false, "no approval needed for a write-forbidden job")
 	fl.Int64Var(&opts.WhenCallsOver, "when-calls-over", -1, "ask for approvals only when a job expects more external calls than this")
 	fl.StringVar(&opts.ValidFor, "valid-for", "24h", "how long an approval counts")
+	fl.StringVar(&opts.AllowedSignersPath, "allowed-signers", "", "the consumer's approvers by SSH key, in OpenSSH allowed_signers format: only approvals they sign count")
+	fl.BoolVar(&opts.Policy.RequireSignedPlan, "require-signed-plan", false, "refuse a job whose planner did not sign its manifest (plan --sign-key); needs --allowed-signers")
+	fl.StringVar(&opts.SignKey, "sign-key", "", "sign the change with this SSH key (a policy admin's, to lower a policy)")
 	fl.BoolVar(&opts.NewConsumer, "new-consumer", false, "the consumer has no history in the ledger yet (else a name the ledger does not know is refused as a typo)")
 	_ = cmd.MarkFlagRequired("consumer")
 	_ = cmd.MarkFlagRequired("approvals")
@@ -95,6 +123,24 @@ func setRun(ctx context.Context, opts *PolicyOptions) error {
 		return cmdutil.UsageErrorf("--valid-for %s: must be positive, e.g. 24h", opts.ValidFor)
 	}
 	p.ValidForSeconds = validFor.Seconds()
+	var signer ssh.Signer
+	if opts.SignKey != "" {
+		if signer, err = sshsig.LoadSigner(opts.SignKey); err != nil {
+			return cmdutil.UsageErrorf("--sign-key: %v", err)
+		}
+	}
+	if opts.AllowedSignersPath != "" {
+		data, err := os.ReadFile(opts.AllowedSignersPath)
+		if err != nil {
+			return cmdutil.UsageErrorf("--allowed-signers: %v", err)
+		}
+		if _, err := sshsig.ParseAllowedSigners(data); err != nil {
+			return cmdutil.UsageErrorf("--allowed-signers %s: %v", opts.AllowedSignersPath, err)
+		}
+		p.AllowedSigners = string(data)
+	} else if p.RequireSignedPlan {
+		return cmdutil.UsageErrorf("--require-signed-plan needs --allowed-signers: a signature proves nothing without the keys it is checked against")
+	}
 	store, err := opts.Ledger(ctx)
 	if err != nil {
 		return err
@@ -108,11 +154,14 @@ func setRun(ctx context.Context, opts *PolicyOptions) error {
 			return err
 		}
 	}
-	saved, err := store.ApprovalPoliciesSet(ctx, p, ledger.AuditEntry{Actor: p.SetBy, Action: "policy.set", Details: map[string]any{
-		"consumer": p.Consumer, "approvals": p.Approvals, "unlessWriteForbidden": p.UnlessWriteForbidden,
-		"whenCallsOver": p.WhenCallsOver, "validForSeconds": p.ValidForSeconds}})
+	res, err := job.PolicySet(ctx, store, job.SetPolicy{Policy: p, Signer: signer, Now: opts.Now()})
 	if err != nil {
 		return err
+	}
+	saved := res.Policy
+	if res.Unverified {
+		cmdutil.PrintWarning(opts.IO, fmt.Sprintf("this change lowers consumer %s's policy (%s) and nothing proves who made it: the policy had no allowed signers; it is recorded in the audit log as unverified",
+			p.Consumer, strings.Join(res.Lowered, "; ")))
 	}
 	if opts.JSON {
 		return cmdutil.PrintJSON(opts.IO.Out, "ApprovalPolicies", struct {
@@ -120,6 +169,9 @@ func setRun(ctx context.Context, opts *PolicyOptions) error {
 		}{[]approval.Policy{saved}})
 	}
 	fmt.Fprintf(opts.IO.Out, "consumer %s: %s\n", saved.Consumer, policyText(&saved))
+	if res.SignerKey != "" {
+		fmt.Fprintf(opts.IO.Out, "signed by key %s%s\n", res.SignerKey, principalText(res.Principal))
+	}
 	return nil
 }
 
@@ -182,5 +234,21 @@ func policyText(p *approval.Policy) string {
 	if p.UnlessWriteForbidden {
 		s += ", except write-forbidden jobs"
 	}
-	return s + ", each valid for " + cmdutil.SpanString(p.ValidFor())
+	s += ", each valid for " + cmdutil.SpanString(p.ValidFor())
+	if signers, err := p.Signers(); err == nil && signers != nil {
+		s += fmt.Sprintf(", signed by one of %d allowed signers", len(signers))
+		if p.RequireSignedPlan {
+			s += ", of a signed plan"
+		}
+	} else {
+		s += " (names not verified: no allowed signers)"
+	}
+	return s
+}
+
+func principalText(p string) string {
+	if p == "" {
+		return ""
+	}
+	return " (policy admin " + p + ")"
 }
