@@ -7,6 +7,7 @@ import (
 
 	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobhistory"
 )
 
 // checkApprovals refuses a first run of a job that lacks the approvals its consumer's policy asks
@@ -60,7 +61,7 @@ func voidedNote(n int) string {
 // verdict or a plan entry changed, deleted or inserted around replayctl, so the record the gates
 // above read cannot be trusted. It reads the job's entries and their predecessors, nothing more.
 func (s *session) checkAudit(ctx context.Context) error {
-	n, breaks, err := s.store.AuditVerify(ctx, s.m.ID)
+	n, breaks, err := jobhistory.Breaks(ctx, s.store, s.m.ID)
 	if err != nil {
 		return err
 	}

@@ -152,7 +152,7 @@ func Record(ctx context.Context, store *ledger.Store, d Decide) (*DecideResult, 
 	}
 	details := map[string]any{"verdictId": v.ID, "note": r.Note, "validForSeconds": dc.validFor.Seconds()}
 	if r.Signature != "" {
-		details["signature"], details["signerKey"] = r.Signature, r.SignerKey
+		details["signature"], details["signerKey"], details["statement"] = r.Signature, r.SignerKey, string(approval.Statement(r))
 	}
 	r, err = store.ApprovalsRecord(ctx, r, dc.validFor.Seconds(), ledger.AuditEntry{
 		Actor: r.Actor, JobID: rec.ID, ManifestDigest: rec.ManifestDigest, Action: "job." + string(d.Decision), Details: details})

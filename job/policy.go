@@ -66,7 +66,8 @@ func PolicySet(ctx context.Context, store *ledger.Store, s SetPolicy) (*SetPolic
 		if err != nil {
 			return nil, err
 		}
-		details["signature"], details["signerKey"], details["statementAt"] = string(sig), res.SignerKey, s.Now.UTC().Format(time.RFC3339)
+		details["signature"], details["signerKey"] = string(sig), res.SignerKey
+		details["statement"] = string(approval.PolicyStatement(p, s.Now))
 		res.Principal, _ = admins.NamedPrincipal(pub, approval.NamespacePolicy, s.Now)
 		if res.Principal != "" {
 			details["principal"] = res.Principal

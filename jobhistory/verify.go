@@ -3,6 +3,12 @@ package jobhistory
 import (
 	"context"
 	"fmt"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/replayctl/replayctl/approval"
+	"github.com/replayctl/replayctl/sshsig"
 
 	"github.com/replayctl/replayctl/fault"
 	"github.com/replayctl/replayctl/ledger"
@@ -33,7 +39,7 @@ func VerifyAudit(ctx context.Context, store *ledger.Store, jobID string) (*Audit
 			return nil, err
 		}
 	}
-	n, breaks, err := store.AuditVerify(ctx, jobID)
+	n, breaks, err := Breaks(ctx, store, jobID)
 	if err != nil {
 		return nil, err
 	}
@@ -44,4 +50,79 @@ func VerifyAudit(ctx context.Context, store *ledger.Store, jobID string) (*Audit
 	b := breaks[0]
 	return v, fmt.Errorf("%w at entry #%d (%s of chain %s): %s; %d of %d entries checked do not hold (`replayctl log --verify --json` lists them)",
 		ErrAuditBroken, b.ID, b.Action, b.Chain, b.Why, len(breaks), n)
+}
+
+// Breaks checks jobID's audit entries (every entry when empty) and every signature the ledger
+// holds for them: the hash chain, the approvals against their entries, and each signature over
+// its statement. It returns how many entries it checked and what does not hold, oldest first.
+func Breaks(ctx context.Context, store *ledger.Store, jobID string) (int64, []ledger.AuditBreak, error) {
+	n, breaks, err := store.AuditVerify(ctx, jobID)
+	if err != nil {
+		return 0, nil, err
+	}
+	bad, err := verifySignatures(ctx, store, jobID)
+	if err != nil {
+		return 0, nil, err
+	}
+	return n, append(breaks, bad...), nil
+}
+
+// namespaceOf is the SSHSIG namespace a signed entry's action was signed in.
+func namespaceOf(action string) string {
+	switch {
+	case action == "plan":
+		return approval.NamespaceManifest
+	case strings.HasPrefix(action, "policy."):
+		return approval.NamespacePolicy
+	default:
+		return approval.NamespaceApproval
+	}
+}
+
+// verifySignatures checks every signature the ledger holds for jobID (all of them when empty):
+// each signed audit entry's over the statement it recorded, made by the key it names; for a
+// job, also its plan's signature over its job ID and digest, and each signed approval's over
+// the statement of the row as it is now (a field edited by hand breaks it).
+func verifySignatures(ctx context.Context, store *ledger.Store, jobID string) ([]ledger.AuditBreak, error) {
+	entries, err := store.AuditSigned(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	var out []ledger.AuditBreak
+	for _, e := range entries {
+		pub, err := sshsig.Verify([]byte(e.Signature), namespaceOf(e.Action), []byte(e.Statement))
+		switch {
+		case err != nil:
+			out = append(out, ledger.AuditBreak{ID: e.ID, Chain: e.Chain, JobID: e.JobID, Action: e.Action, Why: "its signature does not verify over its statement: " + err.Error()})
+		case e.SignerKey != "" && ssh.FingerprintSHA256(pub) != e.SignerKey:
+			out = append(out, ledger.AuditBreak{ID: e.ID, Chain: e.Chain, JobID: e.JobID, Action: e.Action,
+				Why: fmt.Sprintf("it names key %s but was signed by %s", e.SignerKey, ssh.FingerprintSHA256(pub))})
+		}
+	}
+	if jobID == "" {
+		return out, nil
+	}
+	rec, err := store.JobsGet(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.PlanSignature != "" {
+		if _, err := sshsig.Verify([]byte(rec.PlanSignature), approval.NamespaceManifest, approval.ManifestStatement(rec.ID, rec.ManifestDigest)); err != nil {
+			out = append(out, ledger.AuditBreak{JobID: jobID, Action: "plan signature", Why: "the job's plan signature does not verify over its ID and manifest digest: " + err.Error()})
+		}
+	}
+	recs, err := store.ApprovalsForJob(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if r.Signature == "" {
+			continue
+		}
+		if _, err := sshsig.Verify([]byte(r.Signature), approval.NamespaceApproval, approval.Statement(r)); err != nil {
+			out = append(out, ledger.AuditBreak{ID: r.ID, JobID: jobID, Action: fmt.Sprintf("approval #%d signature", r.ID),
+				Why: fmt.Sprintf("the %s decision by %s does not match its signature: changed in the ledger after it was signed", r.Decision, r.Actor)})
+		}
+	}
+	return out, nil
 }

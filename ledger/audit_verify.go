@@ -71,3 +71,32 @@ func (s *Store) AuditVerify(ctx context.Context, jobID string) (checked int64, b
 	}
 	return checked, breaks, nil
 }
+
+// auditSigned lists the entries of $1 (every entry when empty) that carry a signature, with the
+// statement it was made over.
+const auditSigned = `
+select id, coalesce(chain, ''), coalesce(job_id, ''), action, details->>'signature', coalesce(details->>'statement', ''),
+       coalesce(details->>'signerKey', '')
+  from audit
+ where details ? 'signature' and ($1 = '' or job_id = $1)
+ order by id`
+
+// SignedAuditEntry is an audit entry that carries an SSH signature and its statement.
+type SignedAuditEntry struct {
+	ID                              int64
+	Chain, JobID, Action            string
+	Signature, Statement, SignerKey string
+}
+
+// AuditSigned returns the entries of jobID (every entry when empty) that carry a signature.
+func (s *Store) AuditSigned(ctx context.Context, jobID string) ([]SignedAuditEntry, error) {
+	rows, err := s.pool.Query(ctx, auditSigned, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("read the signed audit entries: %w", translate(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[SignedAuditEntry])
+	if err != nil {
+		return nil, fmt.Errorf("read the signed audit entries: %w", translate(err))
+	}
+	return out, nil
+}

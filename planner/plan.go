@@ -182,7 +182,8 @@ func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts
 		},
 	}
 	if opts.Signer != nil {
-		entry.Details["plannerKey"] = ssh.FingerprintSHA256(opts.Signer.PublicKey())
+		entry.Details["signerKey"] = ssh.FingerprintSHA256(opts.Signer.PublicKey())
+		entry.Details["signature"], entry.Details["statement"] = job.PlanSignature, string(approval.ManifestStatement(m.ID, m.Digest))
 	}
 	if l := m.EvidenceLookup; l != nil {
 		entry.Details["evidenceLookup"] = map[string]any{"asked": l.Asked, "reconciled": l.Reconciled, "targets": l.Targets, "keptOut": l.KeptOut}

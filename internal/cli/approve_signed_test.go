@@ -138,8 +138,13 @@ func TestSignedApprovalsCountOnlyForListedKeysOtherThanThePlanners(t *testing.T)
 		t.Fatalf("execute with bob's signed approval: exit %d %s", code, stderr)
 	}
 	w.assertChargedOnce(t, 3)
-	if stdout, stderr, code := w.replayctl(t, "log --verify "+jobID); code != cmdutil.ExitOK || !strings.Contains(stdout, "hold") {
+	if stdout, stderr, code := w.replayctl(t, "log --verify "+jobID); code != cmdutil.ExitOK {
 		t.Errorf("log --verify: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// A signed approval edited in the ledger afterwards no longer matches its signature.
+	w.exec(t, `update approvals set note = 'checked nothing'`)
+	if stdout, stderr, code := w.replayctl(t, "log --verify --json "+jobID); code != cmdutil.ExitGateRefused || !strings.Contains(stdout, "does not match its signature") {
+		t.Errorf("log --verify after an edit: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
 

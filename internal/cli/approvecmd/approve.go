@@ -61,14 +61,14 @@ approvals. Like an approval it is bound to the manifest digest and the shadow ve
 expires; the same operator approving it later replaces the rejection.`
 	}
 	cmd := &cobra.Command{
-		Use:     verb + " <job-id | job.json> --note TEXT",
-		Short:   short,
-		Long:    long,
+		Use:   verb + " <job-id | job.json> --note TEXT",
+		Short: short,
+		Long:  long,
 		Example: fmt.Sprintf(`  replayctl %[1]s job-20261202-0300-3f9c --note "checked the 12 largest charges against the provider"
   replayctl %[1]s job-20261202-0300-3f9c --note "checked" --sign-key ~/.ssh/id_ed25519
   replayctl %[1]s job-20261202-0300-3f9c --note "checked" --print-statement > statement.txt
   replayctl %[1]s job-20261202-0300-3f9c --statement statement.txt --signature statement.txt.sig`, verb),
-		Args:    cmdutil.JobOrManifestArg,
+		Args: cmdutil.JobOrManifestArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Request.JobID, opts.Request.Actor, opts.Request.Decision, opts.Request.Now = args[0], f.Actor(), decision, opts.Now
 			opts.JSON = f.JSON()

@@ -17,8 +17,8 @@ import (
 	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
-	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 	"github.com/replayctl/replayctl/sshsig"
 )
@@ -78,7 +78,7 @@ and is recorded as unverified.`,
   # approvers by key, from the team's SSH keys; policy admins sign lowerings
   replayctl policy set --consumer billing --approvals 1 --allowed-signers team.allowed_signers --require-signed-plan
   replayctl policy set --consumer billing --approvals 0 --allowed-signers team.allowed_signers --sign-key ~/.ssh/id_ed25519`,
-		Args:    cmdutil.NoArgs,
+		Args: cmdutil.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.JSON = f.JSON()
 			opts.Policy.SetBy = f.Actor()
