@@ -68,9 +68,17 @@ group=$(jq -r '.failureGroups[0].group' "$work/inspect.json")
 replayctl plan --dry-run --consumer billing --stream DLQ_BILLING --failure-group "$group" \
   --where 'payload.amountCents > 1010' --reason "payment provider outage fixed; re-run the charges it refused"
 [ "$(replayctl jobs --jq '.items | length')" -eq 0 ] || fail "the dry run recorded a job"
-replayctl policy set --consumer billing --approvals 1 --actor team-lead
+# Approvers proven by SSH keys: one for the planner, one for the second operator.
+ssh-keygen -q -t ed25519 -N '' -C planner -f "$work/planner_key"
+ssh-keygen -q -t ed25519 -N '' -C second-operator -f "$work/second_key"
+{
+  echo "planner@example.com $(cat "$work/planner_key.pub")"
+  echo "second-operator@example.com $(cat "$work/second_key.pub")"
+} >"$work/allowed_signers"
+replayctl policy set --consumer billing --approvals 1 --allowed-signers "$work/allowed_signers" --require-signed-plan --actor team-lead
 replayctl plan --consumer billing --stream DLQ_BILLING --failure-group "$group" \
-  --reason "payment provider outage fixed; re-run the charges it refused" --ticket TUT-1 -o "$work/job.json"
+  --reason "payment provider outage fixed; re-run the charges it refused" --ticket TUT-1 -o "$work/job.json" \
+  --sign-key "$work/planner_key"
 replayctl show "$work/job.json" >/dev/null
 replayctl validate --ledger "$work/job.json"
 # With no completed charge in the ledger, plan assumed 1 external call per target; shadow
@@ -83,7 +91,10 @@ grep -q "shadow would make 40 external calls, 100.0% above the plan's expected 2
 replayctl shadow "$work/job.json" --max-calls-over 1
 set +e; replayctl execute "$work/job.json" --yes >"$work/execute-0.out" 2>&1; code=$?; set -e
 [ "$code" -eq 3 ] && grep -q "needs 1 approval" "$work/execute-0.out" || fail "execute ran without the approval the policy asks for (exit $code)"
-replayctl approve "$work/job.json" --actor second-operator --note "checked the 20 refused charges against the provider's outage window"
+set +e; replayctl approve "$work/job.json" --sign-key "$work/planner_key" --note "my own plan" >"$work/approve-self.out" 2>&1; code=$?; set -e
+[ "$code" -eq 3 ] && grep -q "signed the plan" "$work/approve-self.out" || fail "the planner's key approved its own plan (exit $code)"
+replayctl approve "$work/job.json" --sign-key "$work/second_key" --note "checked the 20 refused charges against the provider's outage window"
+replayctl log --verify "$(jq -r .jobId "$work/job.json")"
 replayctl execute "$work/job.json" --dry-run >/dev/null
 replayctl execute "$work/job.json" --yes
 job=$(jq -r .jobId "$work/job.json")
