@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replayctl/replayctl/internal/cli/shadowcmd"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/shadow"
@@ -24,7 +24,7 @@ func TestColorShadowVerdictOnlyOnATerminalWithoutNoColor(t *testing.T) {
 			} {
 				ios, _, out, _ := iostreams.Test()
 				ios.SetStdoutTTY(tc.tty)
-				if err := shadowcmd.PrintShadowReport(ios, "r.json", "", r); err != nil {
+				if err := shared.PrintShadowReport(ios, "r.json", "", r); err != nil {
 					t.Fatal(err)
 				}
 				word := map[bool]string{true: "\x1b[1;32mPASS\x1b[0m", false: "\x1b[1;31mFAIL\x1b[0m"}[r.Verdict.Pass]

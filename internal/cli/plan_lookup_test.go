@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/replayctl/replayctl/internal/cli/plancmd"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
@@ -24,7 +24,7 @@ func TestPlanOutputSaysWhatTheLookupAnswersDid(t *testing.T) {
 		t.Fatal(err)
 	}
 	ios, _, out, _ := iostreams.Test()
-	if err := plancmd.PrintPlanResult(ios, false, "job.json", &planner.Result{Manifest: m}); err != nil {
+	if err := shared.PrintPlanResult(ios, false, "job.json", &planner.Result{Manifest: m}); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
@@ -35,7 +35,7 @@ func TestPlanOutputSaysWhatTheLookupAnswersDid(t *testing.T) {
 		}
 	}
 	ios, _, out, _ = iostreams.Test()
-	if err := plancmd.PrintPlanResult(ios, true, "job.json", &planner.Result{Manifest: m}); err != nil {
+	if err := shared.PrintPlanResult(ios, true, "job.json", &planner.Result{Manifest: m}); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {

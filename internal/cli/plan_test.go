@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/internal/cli/plancmd"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
@@ -199,11 +200,11 @@ func TestPlanVersionMustBeAboveTheLedgers(t *testing.T) {
 }
 
 func TestPlanFlagsReachTheRequest(t *testing.T) {
-	var got *plancmd.PlanOptions
+	var got *shared.PlanOptions
 	_, stderr, code := execCommand(t, false, "plan --consumer c --stream S --reason r --subject 'dlq.>' --since 6h --until 2026-12-02T09:00:00Z "+
 		"--failure-match 'time.*out' --max 5 --effect-version 7 --write-forbidden --header-event-id X-Id -o j.json --actor bob",
 		func(f *cmdutil.Factory, root *cobra.Command) {
-			replaceCommand(root, plancmd.NewCmdPlan(f, func(o *plancmd.PlanOptions) error { got = o; return nil }))
+			replaceCommand(root, plancmd.NewCmdPlan(f, func(o *shared.PlanOptions) error { got = o; return nil }))
 		})
 	if code != cmdutil.ExitOK || got == nil {
 		t.Fatalf("exit %d: %s", code, stderr)

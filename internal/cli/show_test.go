@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/cli/showcmd"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/manifest"
@@ -147,7 +148,7 @@ func TestShowSanitisesControlCharacters(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := showcmd.PrintSummary(&out, false, m); err != nil {
+	if err := shared.PrintSummary(&out, false, m); err != nil {
 		t.Fatal(err)
 	}
 	// Shown escaped, so a reviewer sees that the reason holds an escape sequence and a line break.

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/approval"
-	"github.com/replayctl/replayctl/internal/cli/statuscmd"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
@@ -118,7 +118,7 @@ func approveRun(ctx context.Context, opts *ApproveOptions) error {
 	if d.SignerKey != "" {
 		fmt.Fprintf(opts.IO.Out, "signed by key %s\n", d.SignerKey)
 	}
-	fmt.Fprintf(opts.IO.Out, "approvals: %s\n", clip.Line(statuscmd.ApprovalsText(&r.State)))
+	fmt.Fprintf(opts.IO.Out, "approvals: %s\n", clip.Line(shared.ApprovalsText(&r.State)))
 	switch {
 	case len(r.State.Rejections) > 0:
 		fmt.Fprintln(opts.IO.Out, "execute refuses the job while a rejection stands")

@@ -13,9 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/executor"
-	"github.com/replayctl/replayctl/internal/cli/executecmd"
-	"github.com/replayctl/replayctl/internal/cli/plancmd"
-	"github.com/replayctl/replayctl/internal/cli/shadowcmd"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/demo"
 	"github.com/replayctl/replayctl/internal/iostreams"
@@ -103,7 +101,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	}
 	progress, stage, finishProgress := cmdutil.StepProgress(opts.IO, "scanning DLQ", "messages")
 	shadowProgress, _, finishShadowProgress := cmdutil.StepProgress(opts.IO, "shadowing targets", "targets")
-	executeBar := executecmd.NewExecuteProgress(opts.IO)
+	executeBar := shared.NewExecuteProgress(opts.IO)
 	finishBars := func() {
 		finishProgress()
 		finishShadowProgress()
@@ -146,7 +144,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	if opts.JSON {
 		return printDemoJSON(opts.IO, report)
 	}
-	if err := plancmd.PrintPlanResult(opts.IO, false, report.ManifestPath, report.Plan); err != nil {
+	if err := shared.PrintPlanResult(opts.IO, false, report.ManifestPath, report.Plan); err != nil {
 		return err
 	}
 	out := opts.IO.Out
@@ -158,7 +156,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	fmt.Fprintf(out, "proof: %s validates; a copy with writeForbidden switched by hand is refused: %v\n",
 		report.ManifestPath, tamperVerdict(report.TamperedRefusal))
 	fmt.Fprintln(out)
-	if err := shadowcmd.PrintShadowReport(opts.IO, report.ShadowReportPath, "", report.Shadow); err != nil {
+	if err := shared.PrintShadowReport(opts.IO, report.ShadowReportPath, "", report.Shadow); err != nil {
 		return err
 	}
 	fmt.Fprintln(out)
@@ -209,14 +207,14 @@ func printDemoExecution(ios *iostreams.IOStreams, r *demo.Report) error {
 	fmt.Fprintf(out, "dry run of job %s: every gate passed; it would publish %d targets (first: %s); nothing was published\n",
 		x.DryRun.Preflight.JobID, x.DryRun.Preflight.ToPublish, firstTarget(x.DryRun.Preflight))
 	fmt.Fprintf(out, "billing consumer on stream %s (durable %s), with a payment provider of its own\n\n", x.Stream, x.Durable)
-	if err := executecmd.PrintExecuteResult(ios, x.Result); err != nil {
+	if err := shared.PrintExecuteResult(ios, x.Result); err != nil {
 		return err
 	}
 	if x.Err != nil {
 		fmt.Fprintf(out, "the run returned: %v\n", x.Err)
 	}
 	fmt.Fprintln(out)
-	if err := executecmd.PrintProgressTable(ios, [][2]string{
+	if err := shared.PrintProgressTable(ios, [][2]string{
 		{"targets of the plan", cmdutil.Count(r.Truth.Targets)},
 		{"messages on stream " + x.Stream, cmdutil.Count(int64(x.StreamAfterRun))},
 		{"orders charged exactly once", cmdutil.Count(x.ChargedOnce)},

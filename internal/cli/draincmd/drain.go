@@ -3,13 +3,12 @@ package draincmd
 
 import (
 	"context"
-	"fmt"
-	"io"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
@@ -75,11 +74,6 @@ func drainRun(ctx context.Context, opts *DrainOptions) error {
 	if opts.JSON {
 		return cmdutil.PrintJSON(opts.IO.Out, "Drain", res)
 	}
-	PrintDrainResult(opts.IO.Out, res)
+	shared.PrintDrainResult(opts.IO.Out, res)
 	return nil
-}
-
-func PrintDrainResult(w io.Writer, res *executor.DrainResult) {
-	fmt.Fprintf(w, "drained job %s: %d messages deleted from stream %s, %d already gone; the DLQ now holds what the job did not complete\n",
-		res.JobID, res.Deleted, res.Stream, res.AlreadyGone)
 }

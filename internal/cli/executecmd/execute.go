@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/executor"
-	"github.com/replayctl/replayctl/internal/cli/draincmd"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/job"
@@ -139,9 +139,9 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 	if !opts.Yes && !req.DryRun {
 		req.Confirm = confirmExecute(opts.IO)
 	}
-	bar := NewExecuteProgress(opts.IO)
+	bar := shared.NewExecuteProgress(opts.IO)
 	req.Progress = bar.Update
-	req.Stage = bar.stage
+	req.Stage = bar.Stage
 	req.Notice = bar.Notice
 	req.Warn = func(w string) { cmdutil.PrintWarning(opts.IO, w) }
 	store, err := opts.Ledger(ctx)
@@ -163,7 +163,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 		if perr := cmdutil.PrintJSON(opts.IO.Out, "Execute", result); perr != nil {
 			return perr
 		}
-	} else if perr := PrintExecuteResult(opts.IO, result); perr != nil {
+	} else if perr := shared.PrintExecuteResult(opts.IO, result); perr != nil {
 		return perr
 	}
 	if err == nil && opts.Drain && !result.DryRun && result.JobStatus == job.Completed {
@@ -172,7 +172,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 			return &cmdutil.ExitError{Code: cmdutil.ExitCode(derr), Reported: opts.JSON, Err: fmt.Errorf("job %s completed, but its drain failed: %w", result.Preflight.JobID, derr)}
 		}
 		// Stdout holds the run's one JSON document; the drain's line goes with the logs.
-		draincmd.PrintDrainResult(opts.IO.ErrOut, drained)
+		shared.PrintDrainResult(opts.IO.ErrOut, drained)
 	}
 	switch {
 	case err != nil:

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/replayctl/replayctl/internal/cli/plancmd"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
@@ -21,8 +21,8 @@ import (
 const inspectReason = "inspect: read-only triage of the dead letters, nothing recorded"
 
 // NewCmdInspect returns the inspect command. runF, when not nil, replaces the run function (tests).
-func NewCmdInspect(f *cmdutil.Factory, runF func(*plancmd.PlanOptions) error) *cobra.Command {
-	opts := &plancmd.PlanOptions{IO: f.IOStreams, Ledger: f.Ledger, JetStream: f.JetStream, Now: f.Now}
+func NewCmdInspect(f *cmdutil.Factory, runF func(*shared.PlanOptions) error) *cobra.Command {
+	opts := &shared.PlanOptions{IO: f.IOStreams, Ledger: f.Ledger, JetStream: f.JetStream, Now: f.Now}
 	cmd := &cobra.Command{
 		Use:   "inspect --consumer C --stream S [the plan's filters]",
 		Short: "See what a DLQ holds and what a plan of it would do, recording nothing",
@@ -48,17 +48,17 @@ plan's --failure-group, exactly as inspect prints it.`,
 			return inspectRun(cmd.Context(), opts)
 		},
 	}
-	plancmd.BindScope(cmd.Flags(), opts)
+	shared.BindScope(cmd.Flags(), opts)
 	return cmd
 }
 
-func inspectRun(ctx context.Context, opts *plancmd.PlanOptions) error {
-	req, err := plancmd.PrepareRequest(opts)
+func inspectRun(ctx context.Context, opts *shared.PlanOptions) error {
+	req, err := shared.PrepareRequest(opts)
 	if err != nil {
 		return err
 	}
 	req.Reason, req.DryRun = inspectReason, true
-	r, err := plancmd.RunPlanner(ctx, opts, req, planner.Inspect)
+	r, err := shared.RunPlanner(ctx, opts, req, planner.Inspect)
 	if oe, ok := errors.AsType[*planner.OptionsError](err); ok {
 		oe.Verb = "inspect"
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/ledger"
@@ -164,7 +165,7 @@ func shadowRun(ctx context.Context, opts *ShadowOptions) error {
 		if err := cmdutil.PrintJSON(opts.IO.Out, "ShadowReport", report); err != nil {
 			return err
 		}
-	} else if err := PrintShadowReport(opts.IO, req.ReportPath, opts.HTMLReportPath, report); err != nil {
+	} else if err := shared.PrintShadowReport(opts.IO, req.ReportPath, opts.HTMLReportPath, report); err != nil {
 		return err
 	}
 	if !report.Verdict.Pass {

@@ -4,16 +4,13 @@ package statuscmd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/replayctl/replayctl/actor"
-	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/executor"
-	"github.com/replayctl/replayctl/internal/cli/executecmd"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
@@ -111,7 +108,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	fmt.Fprintf(out, "%s job, effect version %d -> %d, write-forbidden %t, manifest %s\n", r.Source.Kind, r.EffectVersion.From, r.EffectVersion.To, r.WriteForbidden, clip.Line(r.ManifestDigest))
 	fmt.Fprintf(out, "reason: %s\n", clip.Line(r.Reason))
 	if a := r.Approvals; a != nil {
-		fmt.Fprintf(out, "approvals: %s\n", clip.Line(ApprovalsText(a)))
+		fmt.Fprintf(out, "approvals: %s\n", clip.Line(shared.ApprovalsText(a)))
 	}
 	if r.Pace.Rate != nil || r.Pace.MaxInFlight != nil {
 		fmt.Fprintf(out, "pace: --rate %s, --max-in-flight %s (change it with `replayctl pace %s`)\n",
@@ -138,7 +135,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	}
 	fmt.Fprintln(out)
 	p := r.Counts
-	if err := executecmd.PrintProgressTable(ios, [][2]string{
+	if err := shared.PrintProgressTable(ios, [][2]string{
 		{"targets", cmdutil.Count(p.Targets)},
 		{"skipped (drifted since plan)", cmdutil.Count(p.Skipped)},
 		{"published", cmdutil.Count(p.Published)},
@@ -157,13 +154,13 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 	if err := printFleet(ios, r); err != nil {
 		return err
 	}
-	if err := executecmd.PrintReview(ios, "uncertain: review by hand, never retried automatically", r.Uncertain, p.Uncertain); err != nil {
+	if err := shared.PrintReview(ios, "uncertain: review by hand, never retried automatically", r.Uncertain, p.Uncertain); err != nil {
 		return err
 	}
-	if err := executecmd.PrintReview(ios, "failed", r.Failed, p.Failed-p.SourceFailed); err != nil {
+	if err := shared.PrintReview(ios, "failed", r.Failed, p.Failed-p.SourceFailed); err != nil {
 		return err
 	}
-	return executecmd.PrintNotPublished(ios, r.NotPublished, p.SourceFailed)
+	return shared.PrintNotPublished(ios, r.NotPublished, p.SourceFailed)
 }
 
 // budgetText is the call budget's row: the figure and where it came from.
@@ -172,27 +169,4 @@ func budgetText(b *executor.CallBudget) string {
 		return "none yet (no passing shadow verdict)"
 	}
 	return fmt.Sprintf("%d (%s)", b.Budget, b.Describe())
-}
-
-// ApprovalsText is where a job stands against its approval policy, in one line.
-func ApprovalsText(a *approval.State) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d of %d required (%s)", len(a.Approvals), a.Required, a.Why)
-	for _, r := range a.Approvals {
-		fmt.Fprintf(&b, "; approved by %s until %s", actor.Display(r.Actor), r.ExpiresAt.UTC().Format(time.RFC3339))
-		if r.SignerKey != "" {
-			fmt.Fprintf(&b, " (signed, key %s)", r.SignerKey)
-		}
-		fmt.Fprintf(&b, ": %s", r.Note)
-	}
-	for _, r := range a.Rejections {
-		fmt.Fprintf(&b, "; REJECTED by %s: %s", actor.Display(r.Actor), r.Note)
-	}
-	if a.Voided > 0 {
-		fmt.Fprintf(&b, "; %d earlier decision(s) void", a.Voided)
-	}
-	if a.Unverified > 0 {
-		fmt.Fprintf(&b, "; %d approval(s) not counted: unsigned, or not signed by an allowed signer other than the planner", a.Unverified)
-	}
-	return b.String()
 }

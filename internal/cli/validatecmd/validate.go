@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/replayctl/replayctl/internal/cli/showcmd"
+	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
@@ -93,7 +93,7 @@ func validateRun(ctx context.Context, opts *ValidateOptions) error {
 	fmt.Fprintf(opts.IO.Out, "%s: valid (job %s, %d targets, digest %s)\n", opts.Path, m.ID, m.Stats.Targets, m.Digest)
 	if m.Source.Selection != nil || m.Source.ToSubject != "" || len(m.Source.StripHeaders) > 0 {
 		fmt.Fprintf(opts.IO.Out, "%s: selection %s; replays to %s; stripped headers %s\n", opts.Path,
-			clip.Line(showcmd.SelectionText(m.Source.Selection)), clip.Line(cmdutil.Or(m.Source.ToSubject, "each message's original subject")),
+			clip.Line(shared.SelectionText(m.Source.Selection)), clip.Line(cmdutil.Or(m.Source.ToSubject, "each message's original subject")),
 			clip.Line(cmdutil.Or(strings.Join(m.Source.StripHeaders, ", "), "none")))
 	}
 	if opts.CheckLedger {

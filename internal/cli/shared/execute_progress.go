@@ -1,4 +1,4 @@
-package executecmd
+package shared
 
 import (
 	"fmt"
@@ -56,7 +56,8 @@ func (p *ExecuteProgress) Update(pr executor.Progress) {
 	p.state = pr.State
 }
 
-func (p *ExecuteProgress) stage(description string) {
+// Stage shows what the run is doing between progress updates.
+func (p *ExecuteProgress) Stage(description string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.bar != nil && p.ios.ShowsProgress() {

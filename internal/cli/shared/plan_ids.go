@@ -1,4 +1,4 @@
-package plancmd
+package shared
 
 import (
 	"bufio"

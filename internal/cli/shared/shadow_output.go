@@ -1,4 +1,4 @@
-package shadowcmd
+package shared
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package executecmd
+package shared
 
 import (
 	"fmt"
