@@ -1,45 +1,22 @@
 package keyscmd
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/health"
-	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/internal/cli/clitest"
 	"github.com/replayctl/replayctl/internal/iostreams"
 	"github.com/replayctl/replayctl/keys"
-	"github.com/replayctl/replayctl/ledger"
 )
-
-// verbFactory is a Factory whose ledger and JetStream fail the test if a verb asks for them.
-func verbFactory(t *testing.T) *cmdutil.Factory {
-	ios, _, _, _ := iostreams.Test()
-	f := cmdutil.NewFactory(ios)
-	f.Ledger = func(context.Context) (*ledger.Store, error) {
-		t.Fatal("the verb opened the ledger before its run")
-		return nil, nil
-	}
-	f.Actor = func() string { return "bob" }
-	return f
-}
-
-// runVerb runs cmd alone with args, as its parent would.
-func runVerb(cmd *cobra.Command, args ...string) error {
-	cmd.SetArgs(args)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	return cmd.Execute()
-}
 
 // The flags reach the run as typed, and flags alone never open the ledger: the run is replaced,
 // and the factory's ledger fails the test if asked for.
 func TestKeysFlagsReachTheRunWithoutOpeningTheLedger(t *testing.T) {
 	var resolve *KeysResolveOptions
-	err := runVerb(NewCmdKeysResolve(verbFactory(t), func(o *KeysResolveOptions) error { resolve = o; return nil }),
+	err := clitest.Run(NewCmdKeysResolve(clitest.Factory(t), func(o *KeysResolveOptions) error { resolve = o; return nil }),
 		"--route", "POST /v1/charges", "--key-hash", "hmac-sha256:ab", "--as", "not-happened", "--note", "no charge at the provider", "--ref", "ch_1", "--yes")
 	if err != nil || resolve == nil {
 		t.Fatalf("resolve: %v", err)
@@ -50,12 +27,12 @@ func TestKeysFlagsReachTheRunWithoutOpeningTheLedger(t *testing.T) {
 		t.Fatalf("resolve options %+v", r)
 	}
 	var prune *KeysPruneOptions
-	err = runVerb(NewCmdKeysPrune(verbFactory(t), func(o *KeysPruneOptions) error { prune = o; return nil }),
+	err = clitest.Run(NewCmdKeysPrune(clitest.Factory(t), func(o *KeysPruneOptions) error { prune = o; return nil }),
 		"--all-routes", "--dry-run", "--batch-size", "50", "--tombstone-retention", "30d")
 	if err != nil || prune == nil || !prune.AllRoutes || !prune.DryRun || prune.Request.BatchSize != 50 || prune.TombstoneRetention != "30d" {
 		t.Fatalf("prune: %v, options %+v", err, prune)
 	}
-	err = runVerb(NewCmdKeysResolve(verbFactory(t), func(*KeysResolveOptions) error { return nil }), "--key-hash", "h", "--note", "x")
+	err = clitest.Run(NewCmdKeysResolve(clitest.Factory(t), func(*KeysResolveOptions) error { return nil }), "--key-hash", "h", "--note", "x")
 	if err == nil || !strings.Contains(err.Error(), `"as" not set`) {
 		t.Fatalf("resolve without --as: %v", err)
 	}
