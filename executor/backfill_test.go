@@ -89,7 +89,9 @@ func TestBackfillFindsExactlyTheChangedFeesAndRecordsV2Results(t *testing.T) {
 	if res.Final.Completed != n || res.JobStatus != "completed" {
 		t.Fatalf("execute: %+v, status %s", res.Final, res.JobStatus)
 	}
-	rows, err := e.DB.Query(e.Ctx, `select event_id, result_body from effects where effect_version = $1 and job_id = $2 and state = 'completed'`,
+	rows, err := e.DB.Query(e.Ctx, `select e.event_id, coalesce(e.result_body, b.body) from effects e
+		left join effect_bodies b using (consumer, event_id, effect_version, replay_until)
+		where e.effect_version = $1 and e.job_id = $2 and e.state = 'completed'`,
 		m.EffectVersion.To, m.ID)
 	if err != nil {
 		t.Fatal(err)

@@ -57,9 +57,16 @@ type EffectRow struct {
 	UpdatedAt      time.Time
 }
 
-// effectRowColumns are the columns scanEffectRow reads, in its order.
+// effectBodyOf is the result body of the effects row the enclosing query reads (as effects): in
+// the row itself when it completed before migration 0033 or by an older SDK, else in the one
+// partition of effect_bodies its replay_until names.
+const effectBodyOf = `coalesce(effects.result_body, (select b.body from effect_bodies b
+        where b.consumer = effects.consumer and b.event_id = effects.event_id
+          and b.effect_version = effects.effect_version and b.replay_until = effects.replay_until))`
+
+// effectRowColumns are the columns scanEffectRow reads, in its order, from effects.
 const effectRowColumns = `consumer, event_id, effect_version, state, request_hash, request_hash_alg,
-       coalesce(result_hash, ''), result_body, coalesce(outcome_kind, ''), effect_count, external_refs,
+       coalesce(result_hash, ''), ` + effectBodyOf + `, coalesce(outcome_kind, ''), effect_count, external_refs,
        coalesce(lease_owner, ''), lease_expires_at, coalesce(lease_expires_at > now(), false),
        greatest(coalesce(extract(epoch from lease_expires_at - now()) * 1000, 0), 0)::bigint,
        heartbeat_at, replay_until, evidence_until, coalesce(job_id, ''), attempts, calls_started,
@@ -280,13 +287,22 @@ type EffectCompletion struct {
 	EvidenceRetention time.Duration
 }
 
+// The body goes to effect_bodies (migration 0033), in the partition of the row's replay_until, so
+// prune drops it with its week; the row keeps result_hash.
 const effectsComplete = `
+with done as (
 update effects
-   set state = 'completed', result_hash = $5, result_body = $6::jsonb, outcome_kind = $7, effect_count = $8,
+   set state = 'completed', result_hash = $5, result_body = null, outcome_kind = $7, effect_count = $8,
        external_refs = $9::jsonb, last_error = $10, lease_owner = null, lease_expires_at = null,
        replay_until = now() + $11::bigint * interval '1 millisecond',
        evidence_until = now() + $12::bigint * interval '1 millisecond', write_forbidden = $13, updated_at = now()
- where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing
+ where ` + leasedRow + ` and lease_owner = $4 and ` + stateProcessing + `
+returning consumer, event_id, effect_version, replay_until),
+body as (
+insert into effect_bodies (consumer, event_id, effect_version, replay_until, body)
+select consumer, event_id, effect_version, replay_until, $6::jsonb from done where $6::jsonb is not null
+on conflict do nothing)
+select count(*) from done`
 
 // EffectsComplete stores c's outcome and releases the lease, if c.Owner still holds it. False
 // means it does not (the row was marked uncertain or taken over) and nothing was written.
@@ -297,10 +313,11 @@ update effects
 func EffectsComplete(ctx context.Context, q Querier, c EffectCompletion) (bool, error) {
 	var affected bool
 	lost, err := retryLostConnection(ctx, func() error {
-		tag, err := q.Exec(ctx, effectsComplete, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.Owner,
+		var n int
+		err := q.QueryRow(ctx, effectsComplete, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.Owner,
 			c.ResultHash, nullable(string(c.ResultBody)), nullable(c.OutcomeKind), c.EffectCount, effectsRefs(c.ExternalRefs),
-			nullable(c.LastError), c.ResultRetention.Milliseconds(), c.EvidenceRetention.Milliseconds(), c.WriteForbidden)
-		affected = err == nil && tag.RowsAffected() == 1
+			nullable(c.LastError), c.ResultRetention.Milliseconds(), c.EvidenceRetention.Milliseconds(), c.WriteForbidden).Scan(&n)
+		affected = err == nil && n == 1
 		return err
 	})
 	if err == nil && lost && !affected {

@@ -30,6 +30,7 @@ type Roles struct {
 // roles_test.go) fails when a new SDK statement needs more.
 var sdkTablePrivileges = map[string][]string{
 	"effects":                {"select", "insert", "update"},
+	"effect_bodies":          {"select", "insert"},
 	"effect_versions":        {"select"},
 	"jobs":                   {"select"},
 	"job_targets":            {"select"},

@@ -34,8 +34,9 @@ update effects e
 returning r.i`
 
 const effectsCompleteBatch = `
+with done as (
 update effects e
-   set state = 'completed', result_hash = r.result_hash, result_body = r.result_body::jsonb,
+   set state = 'completed', result_hash = r.result_hash, result_body = null,
        outcome_kind = r.outcome_kind, effect_count = r.effect_count, external_refs = r.external_refs::jsonb,
        last_error = r.last_error, lease_owner = null, lease_expires_at = null,
        replay_until = now() + r.result_ms * interval '1 millisecond',
@@ -46,7 +47,12 @@ update effects e
        with ordinality as r(consumer, event_id, effect_version, owner, result_hash, result_body, outcome_kind,
                             effect_count, external_refs, last_error, result_ms, evidence_ms, write_forbidden, i)
  where ` + batchedRow + `
-returning r.i`
+returning r.i, e.consumer, e.event_id, e.effect_version, e.replay_until, r.result_body),
+body as (
+insert into effect_bodies (consumer, event_id, effect_version, replay_until, body)
+select consumer, event_id, effect_version, replay_until, result_body::jsonb from done where result_body is not null
+on conflict do nothing)
+select i from done`
 
 // keyArrays are the key columns of a batch, in request order.
 type keyArrays struct {

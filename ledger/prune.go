@@ -78,12 +78,27 @@ type PruneReport struct {
 	Batches int `json:"batches"`
 	// Interrupted means the run stopped before its end; what it committed stays pruned.
 	Interrupted bool `json:"interrupted"`
+	// PartitionedBodies are the result bodies in effect_bodies whose week of replay_until is over,
+	// every consumer's (a week's partition holds them all): a real run drops those partitions
+	// whole (the figure is then PostgreSQL's estimate of what they held).
+	PartitionedBodies int64 `json:"partitionedBodies"`
 }
 
 // Changes is the number of rows the report deletes or updates.
 func (r *PruneReport) Changes() int64 {
-	return r.Total.Tombstoned + r.Total.Rows + r.Total.Bodies + r.Incidents
+	return r.Total.Tombstoned + r.Total.Rows + r.Total.Bodies + r.Incidents + r.PartitionedBodies
 }
+
+// bodyPartitionsAhead is how far ahead of now every prune makes the weekly partitions of
+// effect_bodies, beyond the longest replay window a consumer is expected to register.
+const bodyPartitionsAhead = 120 * 24 * time.Hour
+
+// pruneCountPartitionedBodies counts what effect_bodies_drop_before($1) would remove: the rows of
+// the weeks that ended by $1, and the default partition's rows before it.
+const pruneCountPartitionedBodies = `
+select count(*) from effect_bodies
+ where replay_until < date_trunc('week', least($1::timestamptz, now()) at time zone 'UTC') at time zone 'UTC'
+    or (tableoid = 'effect_bodies_default'::regclass and replay_until < least($1::timestamptz, now()))`
 
 // Shared conditions, over effects aliased e; $1 is the consumer (NULL: all), $2 the as-of time
 // (for pruneTombstoneOld: the tombstone horizon, as-of minus the retention). A row in processing
@@ -209,6 +224,9 @@ func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport
 		if err != nil {
 			return err
 		}
+		if err := tx.QueryRow(ctx, pruneCountPartitionedBodies, r.AsOf).Scan(&r.PartitionedBodies); err != nil {
+			return err
+		}
 		return tx.QueryRow(ctx, pruneCountIncidents, consumer, r.IncidentsBefore).Scan(&r.Incidents)
 	})
 	if err != nil {
@@ -242,13 +260,16 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (*PruneReport, err
 	}
 	p := &pruner{store: s, opts: opts, report: r}
 	err = p.run(ctx, consumers)
+	if err == nil {
+		err = s.pruneBodyPartitions(ctx, r)
+	}
 	if err != nil {
 		r.Interrupted = true
 		err = fmt.Errorf("ledger prune of %s stopped after %d batches (%d rows tombstoned, %d tombstones, %d bodies, %d incidents pruned): %w; "+
 			"every committed batch stays pruned and the one in flight was rolled back: run the same command again to continue",
 			r.scope(), r.Batches, r.Total.Tombstoned, r.Total.Rows, r.Total.Bodies, r.Incidents, err)
 	}
-	if r.Batches > 0 {
+	if r.Batches > 0 || r.PartitionedBodies > 0 {
 		// The audit entry must be written even when ctx ended the run, so it gets its own deadline.
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 		defer cancel()
@@ -311,8 +332,21 @@ func (r *PruneReport) auditDetails() map[string]any {
 		"batches": r.Batches, "tombstoned": r.Total.Tombstoned, "rows": r.Total.Rows, "bodies": r.Total.Bodies,
 		"incidents": r.Incidents, "incidentsBefore": r.IncidentsBefore.UTC().Format(time.RFC3339Nano),
 		"tombstonesBefore": r.TombstonesBefore.UTC().Format(time.RFC3339Nano), "consumers": perConsumer,
-		"interrupted": r.Interrupted,
+		"interrupted": r.Interrupted, "partitionedBodies": r.PartitionedBodies,
 	}
+}
+
+// pruneBodyPartitions drops the weeks of effect_bodies whose replay windows all ended by the
+// run's as-of (a drop each, whatever they hold), and makes the weeks ahead the completions of the
+// next months land in. Both run as the schema's owner (migration 0033).
+func (s *Store) pruneBodyPartitions(ctx context.Context, r *PruneReport) error {
+	if err := s.pool.QueryRow(ctx, `select effect_bodies_drop_before($1)`, r.AsOf).Scan(&r.PartitionedBodies); err != nil {
+		return fmt.Errorf("drop the expired weeks of effect_bodies: %w", translate(err))
+	}
+	if _, err := s.pool.Exec(ctx, `select effect_bodies_ensure(now() + $1::bigint * interval '1 millisecond')`, bodyPartitionsAhead.Milliseconds()); err != nil {
+		return fmt.Errorf("make the weeks ahead of effect_bodies: %w", translate(err))
+	}
+	return nil
 }
 
 // pruner runs one real prune's batches and keeps its report current after each commit.

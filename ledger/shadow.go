@@ -127,12 +127,12 @@ type Original struct {
 const effectsOriginals = `
 select distinct on (event_id)
        event_id, effect_version, coalesce(result_hash, ''),
-       case when retained then result_body::text end,
+       case when retained then body::text end,
        effect_count, coalesce(outcome_kind, '')
-  from (select *, result_body is not null and (replay_until is null or replay_until > now()) as retained
-          from effects
+  from (select *, body is not null and (replay_until is null or replay_until > now()) as retained
+          from (select effects.*, ` + effectBodyOf + ` as body from effects
          where consumer = $1 and event_id = any($2) and effect_version + 0 < $3
-           and state in ('completed', 'reconciled') and not write_forbidden) e
+           and state in ('completed', 'reconciled') and not write_forbidden) effects) e
  where retained or result_hash is not null
  order by event_id, effect_version desc`
 

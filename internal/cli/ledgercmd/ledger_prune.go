@@ -177,7 +177,7 @@ func pruneFlags(opts *LedgerPruneOptions, req *ledger.PruneOptions) error {
 
 func pruneSummary(r *ledger.PruneReport) string {
 	return fmt.Sprintf("%d rows to tombstones, %d tombstones, %d result bodies and %d incidents",
-		r.Total.Tombstoned, r.Total.Rows, r.Total.Bodies, r.Incidents)
+		r.Total.Tombstoned, r.Total.Rows, r.Total.Bodies+r.PartitionedBodies, r.Incidents)
 }
 
 // confirmPrune asks on a terminal for the consumer's name ("all" for every consumer); another
@@ -232,6 +232,7 @@ func printPrune(opts *LedgerPruneOptions, r *ledger.PruneReport) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	fmt.Fprintf(out, "result bodies in weeks whose replay windows ended (every consumer's, dropped a partition at a time): %d\n", r.PartitionedBodies)
 	fmt.Fprintf(out, "incidents recorded before %s: %d\n", r.IncidentsBefore.UTC().Format(time.RFC3339), r.Incidents)
 	fmt.Fprintf(out, "tombstones deleted: those whose evidence_until is before %s\n", r.TombstonesBefore.UTC().Format(time.RFC3339))
 	if !r.DryRun {
