@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/consumer"
-	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 )
 

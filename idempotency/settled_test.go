@@ -10,8 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/replayctl/replayctl/apikey"
-	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/idempotency"
+	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/keys"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/replayctl/replayctl/consumer"
-	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/reconcile"

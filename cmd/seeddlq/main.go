@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/billing"
 )
 
 func main() {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/idempotency"
+	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/keys"

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/replayctl/replayctl/consumer"
-	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/fingerprint"
+	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/internal/cli/reconcilecmd"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"

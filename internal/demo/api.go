@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/apikey"
-	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/idempotency"
+	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/ledger"
 )
 

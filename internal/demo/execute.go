@@ -11,8 +11,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/consumer"
-	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/executor"
+	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
 )

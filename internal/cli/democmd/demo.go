@@ -57,7 +57,7 @@ for a billing consumer, and run plan, shadow and execute on it:
 The demo then proves the plan against the seeded truth, field by field, shows that the manifest
 validates, and that a hand-edited copy is refused.
 
-Then it serves the example billing consumer's shadow responder (examples/billing, whose effect
+Then it serves the example billing consumer's shadow responder (internal/billing, whose effect
 version 2 fixes a fee-rounding bug of version 1) and runs shadow on the job: every target through
 the responder, the 100-event sample diffed and the verdict recorded. It proves that the fake payment
 provider received no call, and that the changed fees and the noise field are the ones seeded.

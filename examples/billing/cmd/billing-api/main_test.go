@@ -17,8 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/replayctl/replayctl/examples/billing"
 	"github.com/replayctl/replayctl/idempotency"
+	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 )
 

@@ -33,7 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/replayctl/replayctl/consumer"
-	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/internal/natsconn"
 	"github.com/replayctl/replayctl/internal/tracing"
 	"github.com/replayctl/replayctl/ledger"

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/consumer"
-	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/billing"
 )
 
 // outageReason is the Dlq-Reason of a charge that failed in a simulated outage: what

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/billing"
 )
 
 // During -fail-charges-until every charge fails as not executed (so it is retried and

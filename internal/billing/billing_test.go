@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/replayctl/replayctl/examples/billing"
+	"github.com/replayctl/replayctl/internal/billing"
 )
 
 func TestVersionTwoRoundsTheFeeVersionOneTruncates(t *testing.T) {
