@@ -6,15 +6,15 @@ import (
 	"strings"
 
 	"github.com/replayctl/replayctl/approval"
-	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/jobhistory"
+	"github.com/replayctl/replayctl/jobtype"
 )
 
 // checkApprovals refuses a first run of a job that lacks the approvals its consumer's policy asks
 // for (package approval), saying who may approve what. A run continuing an interrupted one is
 // not asked again: its approvals held when it started.
 func (s *session) checkApprovals(ctx context.Context, verdict VerdictRef) (*approval.State, error) {
-	if s.job.Status != job.Shadowed {
+	if s.job.Status != jobtype.Shadowed {
 		return nil, nil
 	}
 	m := s.m

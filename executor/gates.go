@@ -12,6 +12,7 @@ import (
 
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
@@ -129,9 +130,9 @@ func (s *session) checkStatus(ctx context.Context) error {
 		return nil
 	}
 	switch rec.Status {
-	case job.Planned, job.Shadowing:
+	case jobtype.Planned, jobtype.Shadowing:
 		return s.refuse(ctx, GateStatus, "job %s is %s: it has no finished shadow run; run `replayctl shadow` on its manifest first", rec.ID, rec.Status)
-	case job.Paused:
+	case jobtype.Paused:
 		return s.refuse(ctx, GateStatus, "job %s is paused%s; resume it with `replayctl resume %s`, then run execute again",
 			rec.ID, statusBecause(rec), rec.ID)
 	default:
@@ -249,7 +250,7 @@ func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift
 		return Preflight{}, err
 	}
 	p := Preflight{JobID: m.ID, ManifestDigest: m.Digest, Consumer: m.Consumer, EffectVersion: m.EffectVersion,
-		WriteForbidden: m.WriteForbidden, JobStatus: rec.Status, Resume: rec.Status == job.Executing, Verdict: verdict,
+		WriteForbidden: m.WriteForbidden, JobStatus: rec.Status, Resume: rec.Status == jobtype.Executing, Verdict: verdict,
 		Targets: rec.Targets, Counts: job.ProgressOf(rec.Targets, ts, e, false), Drift: drift,
 		ExpectedExternalCalls: m.ExpectedExternalCalls, CallBudget: s.budget.Budget, Budget: s.budget,
 		Guards: s.opts.Guards, Durable: Durable{Name: s.opts.Durable}, Rate: s.opts.Rate, MaxInFlight: s.opts.MaxInFlight,
@@ -258,7 +259,7 @@ func (s *session) preflight(ctx context.Context, verdict VerdictRef, drift Drift
 	rowsUnderVersion := e.Settled() + e.Processing + e.Retrying
 	p.ToPublish = max(0, unsettled(ts)-drift.Drifted-rowsUnderVersion)
 	p.Canary = canarySize(s.opts.Canary, rec.Targets, p.ToPublish)
-	s.noRowsAhead = rec.Status == job.Shadowed && rowsUnderVersion == 0
+	s.noRowsAhead = rec.Status == jobtype.Shadowed && rowsUnderVersion == 0
 	first, err := s.store.JobTargetsPageToPublish(ctx, s.publishPage(0, firstTargetsShown))
 	if err != nil {
 		return Preflight{}, err

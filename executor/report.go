@@ -5,6 +5,7 @@ import (
 
 	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/protocol"
@@ -20,8 +21,8 @@ type Preflight struct {
 	WriteForbidden bool                   `json:"writeForbidden"`
 	// JobStatus is the job's status before this run: shadowed for a first run, executing for a
 	// run that continues an interrupted one.
-	JobStatus job.Status `json:"status"`
-	Resume    bool       `json:"resume"`
+	JobStatus jobtype.Status `json:"status"`
+	Resume    bool           `json:"resume"`
 	// Verdict is the passing shadow verdict the run relies on.
 	Verdict VerdictRef `json:"verdict"`
 	// Targets is the manifest's target count; Counts where they stand in the ledger now.
@@ -144,8 +145,8 @@ type Result struct {
 	// Final is where the targets stand at the end.
 	Final Progress `json:"final"`
 	// JobStatus is the job's status at the end.
-	JobStatus job.Status `json:"status"`
-	Stop      *Stop      `json:"stop,omitempty"`
+	JobStatus jobtype.Status `json:"status"`
+	Stop      *Stop          `json:"stop,omitempty"`
 	// Uncertain and Failed list targets for manual review (the first maxListed of each).
 	Uncertain []ledger.ReviewItem `json:"uncertainTargets"`
 	Failed    []ledger.ReviewItem `json:"failedTargets"`

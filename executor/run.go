@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -215,11 +216,11 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	w.st.budget.settled, w.st.budget.settledCalls, w.st.budget.inFlightCalls = e.Settled(), e.SettledCalls, e.InFlightCalls
 	// A cancelled job stops the publisher here, under the lock that releases a pause: a paused
 	// run must not publish one more target on its way out.
-	if rec.Status == job.Cancelled {
+	if rec.Status == jobtype.Cancelled {
 		w.st.stop = true
 	}
 	w.st.pauseReason = ""
-	if rec.Status == job.Paused {
+	if rec.Status == jobtype.Paused {
 		w.st.pauseReason = "paused" + statusBecause(rec) + "; `replayctl resume " + rec.ID + "` continues"
 	}
 	blocked := w.st.blockedBy()
@@ -249,7 +250,7 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	}
 	w.writeRunState(ctx, p.State, p.Reason)
 
-	if rec.Status == job.Cancelled {
+	if rec.Status == jobtype.Cancelled {
 		return &Stop{Kind: StopCancelled, By: rec.StatusBy, Message: fmt.Sprintf(
 			"job %s was cancelled%s; publishing stopped, and what was already replayed stays replayed (cancel never reverts)", rec.ID, statusBecause(rec))}, false, nil
 	}
@@ -281,9 +282,9 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	return nil, false, nil
 }
 
-func stateOf(jobStatus job.Status, otherwise string) string {
-	if jobStatus == job.Paused {
-		return string(job.Paused)
+func stateOf(jobStatus jobtype.Status, otherwise string) string {
+	if jobStatus == jobtype.Paused {
+		return string(jobtype.Paused)
 	}
 	return otherwise
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -25,11 +25,11 @@ func (w *watcher) stalled(ctx context.Context, rec ledger.Job, p Progress, e led
 	w.st.mu.Lock()
 	inFlight := w.st.inFlight()
 	w.st.mu.Unlock()
-	if settled := e.Settled(); settled != w.lastSettled || inFlight <= 0 || rec.Status == job.Paused {
+	if settled := e.Settled(); settled != w.lastSettled || inFlight <= 0 || rec.Status == jobtype.Paused {
 		switch {
 		case settled != w.lastSettled:
 			w.endStall("outcomes land again", settled)
-		case rec.Status == job.Paused:
+		case rec.Status == jobtype.Paused:
 			w.endStall("the job is paused", settled)
 		default:
 			w.endStall("nothing is in flight", settled)

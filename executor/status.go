@@ -23,7 +23,7 @@ const statusListed = 20
 type StatusReport struct {
 	JobID          string                 `json:"jobId"`
 	Consumer       string                 `json:"consumer"`
-	Status         job.Status             `json:"status"`
+	Status         jobtype.Status         `json:"status"`
 	StatusReason   string                 `json:"statusReason,omitempty"`
 	StatusBy       string                 `json:"statusBy,omitempty"`
 	StatusAt       *time.Time             `json:"statusAt,omitempty"`
@@ -93,7 +93,7 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 			r.Executor = &rs
 			if r.ExecutorAttached && time.Since(rec.RunStateAt) < runStateFresh {
 				r.Counts.Rate, r.Counts.ETA, r.Counts.State, r.Counts.Reason = rs.Rate, rs.ETA, rs.State, rs.Reason
-				if rec.Status == job.Paused && rs.State != string(job.Paused) {
+				if rec.Status == jobtype.Paused && rs.State != string(jobtype.Paused) {
 					// The pause is recorded; the executor stops publishing at its next poll.
 					r.Counts.State, r.Counts.Reason = "pausing", "the executor stops publishing at its next poll"
 				}

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -87,7 +88,7 @@ func watchRate(r *StatusReport, samples []sample, now time.Time) []sample {
 			c.ETA = time.Duration(float64(c.Remaining) / c.Rate * float64(time.Second)).Round(time.Second)
 		}
 	}
-	if r.Status == job.Paused || c.State == string(job.Paused) {
+	if r.Status == jobtype.Paused || c.State == string(jobtype.Paused) {
 		c.ETA = 0
 	}
 	return samples

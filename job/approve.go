@@ -12,6 +12,7 @@ import (
 
 	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/fault"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/sshsig"
@@ -68,7 +69,7 @@ func loadDecision(ctx context.Context, store *ledger.Store, d Decide) (*decision
 	if err != nil {
 		return nil, err
 	}
-	if rec.Status != Shadowed {
+	if rec.Status != jobtype.Shadowed {
 		return nil, fmt.Errorf("%w: job %s is %s; a job is approved or rejected after a passing shadow verdict and before it runs", ErrNotApprovable, rec.ID, rec.Status)
 	}
 	v, err := store.ShadowVerdictsLatest(ctx, rec.ID)

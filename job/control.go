@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/fault"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -25,9 +26,9 @@ type Control struct {
 type ControlResult struct {
 	JobID string `json:"jobId"`
 	// Action is pause, resume or cancel; From and To the job's status before and after.
-	Action string `json:"action"`
-	From   Status `json:"from"`
-	To     Status `json:"to"`
+	Action string         `json:"action"`
+	From   jobtype.Status `json:"from"`
+	To     jobtype.Status `json:"to"`
 	// ExecutorAttached says whether an executor holds the job's lock: it takes the change within
 	// a poll. Without one, a resumed job needs `replayctl execute` to go on publishing.
 	ExecutorAttached bool     `json:"executorAttached"`

@@ -8,6 +8,7 @@ import (
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -17,7 +18,7 @@ func TestControlsOfAPlannedJob(t *testing.T) {
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	err := ledger.JobsInsert(ctx, pgtest.Pool(t, store), ledger.Job{
-		ID: "job-planned", Consumer: "billing", Status: job.Planned, ManifestDigest: "sha256:abc",
+		ID: "job-planned", Consumer: "billing", Status: jobtype.Planned, ManifestDigest: "sha256:abc",
 		EffectVersionFrom: 1, EffectVersionTo: 2, Reason: "replay the outage", Stream: "DLQ_BILLING",
 		Targets: 4, LedgerStateDigest: "sha256:def", CreatedBy: "alice", CreatedAt: time.Now(),
 	})
@@ -49,11 +50,11 @@ func TestControlsOfAPlannedJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Action != "cancel" || res.From != job.Planned || res.To != job.Cancelled || res.ExecutorAttached || res.Counts.Targets != 4 {
+	if res.Action != "cancel" || res.From != jobtype.Planned || res.To != jobtype.Cancelled || res.ExecutorAttached || res.Counts.Targets != 4 {
 		t.Errorf("cancel: %+v", res)
 	}
 	rec, err := store.JobsGet(ctx, "job-planned")
-	if err != nil || rec.Status != job.Cancelled || rec.StatusReason != "cancelled by bob" || rec.StatusBy != "bob" {
+	if err != nil || rec.Status != jobtype.Cancelled || rec.StatusReason != "cancelled by bob" || rec.StatusBy != "bob" {
 		t.Fatalf("after cancel: %+v, %v", rec, err)
 	}
 	entries, err := store.AuditList(ctx, "job-planned")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -38,8 +39,8 @@ type Progress struct {
 }
 
 // TargetsSettled reports whether a job's targets carry their final status (JobTargetsSettle ran).
-func TargetsSettled(status Status) bool {
-	return status == Completed || status == Cancelled
+func TargetsSettled(status jobtype.Status) bool {
+	return status == jobtype.Completed || status == jobtype.Cancelled
 }
 
 // ReadProgress reads where rec's targets stand: job_targets for what execute decided itself

@@ -8,6 +8,7 @@ import (
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
@@ -17,7 +18,7 @@ func TestCheckRecorded(t *testing.T) {
 	ctx := t.Context()
 	recorded := "sha256:" + strings.Repeat("a", 64)
 	err := ledger.JobsInsert(ctx, pgtest.Pool(t, store), ledger.Job{
-		ID: "job-recorded", Consumer: "billing", Status: job.Shadowed, ManifestDigest: recorded,
+		ID: "job-recorded", Consumer: "billing", Status: jobtype.Shadowed, ManifestDigest: recorded,
 		EffectVersionFrom: 1, EffectVersionTo: 2, Reason: "replay the outage", Stream: "DLQ_BILLING",
 		Targets: 3, LedgerStateDigest: "sha256:def", CreatedBy: "alice", CreatedAt: time.Now(),
 	})
@@ -26,7 +27,7 @@ func TestCheckRecorded(t *testing.T) {
 	}
 
 	rec, err := job.CheckRecorded(ctx, store, &manifest.Manifest{ID: "job-recorded", Digest: recorded})
-	if err != nil || rec.ID != "job-recorded" || rec.Status != job.Shadowed {
+	if err != nil || rec.ID != "job-recorded" || rec.Status != jobtype.Shadowed {
 		t.Fatalf("the recorded manifest: job %+v, err %v", rec, err)
 	}
 

@@ -3,6 +3,7 @@ package job
 import (
 	"slices"
 
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -35,52 +36,52 @@ const (
 // ShadowStoppedEvent is the event that returns a stopped shadow run's job to prev, the status it
 // had before the run; false when there is none (prev was shadowing already: a run before this one
 // stopped without a word, and nothing tells what came before it).
-func ShadowStoppedEvent(prev Status) (Event, bool) {
+func ShadowStoppedEvent(prev jobtype.Status) (Event, bool) {
 	switch prev {
-	case Planned:
+	case jobtype.Planned:
 		return EventShadowStopped, true
-	case Shadowed:
+	case jobtype.Shadowed:
 		return EventShadowStoppedShadowed, true
 	}
 	return "", false
 }
 
 type transition struct {
-	from []Status
-	to   Status
+	from []jobtype.Status
+	to   jobtype.Status
 }
 
-func (t transition) allows(from Status) bool { return slices.Contains(t.from, from) }
+func (t transition) allows(from jobtype.Status) bool { return slices.Contains(t.from, from) }
 
 // transitions is the one table of the job lifecycle: the statuses each event starts from and
 // the status it leads to. Failed is never entered by replayctl; the schema keeps it for jobs
 // marked failed by hand.
 var transitions = map[Event]transition{
-	EventShadow:   {from: []Status{Planned, Shadowing, Shadowed}, to: Shadowing},
-	EventVerdict:  {from: []Status{Shadowing}, to: Shadowed},
-	EventExecute:  {from: []Status{Shadowed, Executing}, to: Executing},
-	EventPause:    {from: []Status{Executing}, to: Paused},
-	EventResume:   {from: []Status{Paused}, to: Executing},
-	EventCancel:   {from: []Status{Planned, Shadowing, Shadowed, Executing, Paused}, to: Cancelled},
-	EventGuard:    {from: []Status{Executing, Paused}, to: Paused},
-	EventComplete: {from: []Status{Executing, Paused}, to: Completed},
+	EventShadow:   {from: []jobtype.Status{jobtype.Planned, jobtype.Shadowing, jobtype.Shadowed}, to: jobtype.Shadowing},
+	EventVerdict:  {from: []jobtype.Status{jobtype.Shadowing}, to: jobtype.Shadowed},
+	EventExecute:  {from: []jobtype.Status{jobtype.Shadowed, jobtype.Executing}, to: jobtype.Executing},
+	EventPause:    {from: []jobtype.Status{jobtype.Executing}, to: jobtype.Paused},
+	EventResume:   {from: []jobtype.Status{jobtype.Paused}, to: jobtype.Executing},
+	EventCancel:   {from: []jobtype.Status{jobtype.Planned, jobtype.Shadowing, jobtype.Shadowed, jobtype.Executing, jobtype.Paused}, to: jobtype.Cancelled},
+	EventGuard:    {from: []jobtype.Status{jobtype.Executing, jobtype.Paused}, to: jobtype.Paused},
+	EventComplete: {from: []jobtype.Status{jobtype.Executing, jobtype.Paused}, to: jobtype.Completed},
 
-	EventShadowStopped:         {from: []Status{Shadowing}, to: Planned},
-	EventShadowStoppedShadowed: {from: []Status{Shadowing}, to: Shadowed},
+	EventShadowStopped:         {from: []jobtype.Status{jobtype.Shadowing}, to: jobtype.Planned},
+	EventShadowStoppedShadowed: {from: []jobtype.Status{jobtype.Shadowing}, to: jobtype.Shadowed},
 }
 
 // From returns the statuses e starts from, for the ledger's conditional update
 // (ledger.JobTransition.From). An unknown event starts from none.
-func From(e Event) []Status { return slices.Clone(transitions[e].from) }
+func From(e Event) []jobtype.Status { return slices.Clone(transitions[e].from) }
 
 // To returns the status e leads to.
-func To(e Event) Status { return transitions[e].to }
+func To(e Event) jobtype.Status { return transitions[e].to }
 
 // Allows reports whether e may move a job in status from.
-func Allows(e Event, from Status) bool { return transitions[e].allows(from) }
+func Allows(e Event, from jobtype.Status) bool { return transitions[e].allows(from) }
 
 // CanTransition reports whether some event moves a job from from to to.
-func CanTransition(from, to Status) bool {
+func CanTransition(from, to jobtype.Status) bool {
 	for _, t := range transitions {
 		if t.to == to && t.allows(from) {
 			return true
@@ -97,11 +98,11 @@ func Transition(e Event, id, reason, by string) ledger.JobTransition {
 
 // TransitionFrom is e's conditional update narrowed to the status the caller saw: the job moves
 // only if nobody moved it since. From a status e does not start from, it matches no job.
-func TransitionFrom(e Event, from Status, id, reason, by string) ledger.JobTransition {
+func TransitionFrom(e Event, from jobtype.Status, id, reason, by string) ledger.JobTransition {
 	t := Transition(e, id, reason, by)
-	t.From = []Status{}
+	t.From = []jobtype.Status{}
 	if Allows(e, from) {
-		t.From = []Status{from}
+		t.From = []jobtype.Status{from}
 	}
 	return t
 }

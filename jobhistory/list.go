@@ -18,10 +18,10 @@ import (
 // ErrBadFilter matches a list request that cannot select anything meaningful (an unknown status).
 var ErrBadFilter = fault.New(fault.Invalid, "bad job filter")
 
-// Statuses are the job statuses a filter may name (job.Statuses as text, for flags and messages).
+// Statuses are the job statuses a filter may name (jobtype.Statuses as text, for flags and messages).
 var Statuses = func() []string {
-	names := make([]string, len(job.Statuses))
-	for i, s := range job.Statuses {
+	names := make([]string, len(jobtype.Statuses))
+	for i, s := range jobtype.Statuses {
 		names[i] = string(s)
 	}
 	return names

@@ -22,7 +22,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/dlq"
-	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
@@ -470,7 +469,7 @@ func jobFor(m *manifest.Manifest, streamLastSeq uint64, stateDigest string) ledg
 	return ledger.Job{
 		ID:                    m.ID,
 		Consumer:              m.Consumer,
-		Status:                job.Planned,
+		Status:                jobtype.Planned,
 		ManifestDigest:        m.Digest,
 		EffectVersionFrom:     m.EffectVersion.From,
 		EffectVersionTo:       m.EffectVersion.To,

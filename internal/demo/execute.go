@@ -13,7 +13,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/executor"
 	"github.com/replayctl/replayctl/internal/billing"
-	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -322,7 +322,7 @@ func CompareExecute(truth Truth, x *Execution) []string {
 		out = append(out, "execute run: "+x.Err.Error())
 	}
 	r, f := x.Result, x.Result.Final
-	check("job status", job.Completed, r.JobStatus)
+	check("job status", jobtype.Completed, r.JobStatus)
 	check("published", targets, r.Published)
 	check("deduplicated by JetStream", int64(0), r.Deduplicated)
 	check("messages on the consumer's stream", uint64(targets), x.StreamAfterRun)

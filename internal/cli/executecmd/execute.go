@@ -14,7 +14,7 @@ import (
 	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
-	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -166,7 +166,7 @@ func executeRun(ctx context.Context, opts *ExecuteOptions) error {
 	} else if perr := shared.PrintExecuteResult(opts.IO, result); perr != nil {
 		return perr
 	}
-	if err == nil && opts.Drain && !result.DryRun && result.JobStatus == job.Completed {
+	if err == nil && opts.Drain && !result.DryRun && result.JobStatus == jobtype.Completed {
 		drained, derr := executor.Drain(ctx, js, store, executor.DrainOptions{JobID: result.Preflight.JobID, Actor: req.Actor})
 		if derr != nil {
 			return &cmdutil.ExitError{Code: cmdutil.ExitCode(derr), Reported: opts.JSON, Err: fmt.Errorf("job %s completed, but its drain failed: %w", result.Preflight.JobID, derr)}

@@ -8,7 +8,7 @@ import (
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
-	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 )
 
 // ExecuteProgress shows execute's progress: settled targets of all, labelled with the run's
@@ -43,7 +43,7 @@ func (p *ExecuteProgress) Update(pr executor.Progress) {
 	}
 	p.label = label
 	p.bar.SetRate(pr.Rate)
-	p.bar.SetPaused(pr.State == string(job.Paused))
+	p.bar.SetPaused(pr.State == string(jobtype.Paused))
 	p.bar.Set(pr.Targets - pr.Remaining)
 	if pr.State != p.state && pr.Reason != "" {
 		switch {

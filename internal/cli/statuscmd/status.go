@@ -14,7 +14,7 @@ import (
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
-	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -126,7 +126,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 		}
 	case r.ExecutorAttached:
 		fmt.Fprintln(out, "executor: attached, no progress reported yet")
-	case r.Status == job.Executing || r.Status == job.Paused:
+	case r.Status == jobtype.Executing || r.Status == jobtype.Paused:
 		fmt.Fprint(out, "executor: none attached")
 		if r.Executor != nil {
 			fmt.Fprintf(out, " (last: %s, %s at %s)", clip.Line(r.Executor.Owner), clip.Line(r.Executor.State), r.Executor.At.Format(time.RFC3339))

@@ -10,6 +10,7 @@ import (
 	"github.com/replayctl/replayctl/internal/clip"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/jobtype"
 )
 
 // minWatchInterval keeps a typo such as --interval 2ms from querying the ledger in a loop.
@@ -99,7 +100,7 @@ func watchLine(r *executor.StatusReport, now time.Time) string {
 // shownRate is the settled rate a person reads: 0 while the job is paused, whatever the last
 // polls measured before the pause.
 func shownRate(r *executor.StatusReport) float64 {
-	if r.Status == job.Paused || r.Counts.State == string(job.Paused) {
+	if r.Status == jobtype.Paused || r.Counts.State == string(jobtype.Paused) {
 		return 0
 	}
 	return r.Counts.Rate
