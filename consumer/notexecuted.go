@@ -12,6 +12,7 @@ var ErrNotExecuted = errors.New("external call certainly not executed")
 // act on the call. Match it with errors.As, or errors.Is(err, ErrNotExecuted).
 type NotExecutedError struct{ Err error }
 
+// Error is the wrapped error's message.
 func (e *NotExecutedError) Error() string { return e.Err.Error() }
 
 // Unwrap returns the original error, so errors.Is and errors.As still find it.

@@ -18,7 +18,7 @@ type guardFinding struct {
 }
 
 // guardInput is all a guard judges at one poll: figures, no connection, so each guard is tested
-// with a table (guards_test.go) and a new one needs no PostgreSQL to test.
+// with a table (guards_internal_test.go) and a new one needs no PostgreSQL to test.
 type guardInput struct {
 	Guards         Guards
 	Budget         CallBudget
@@ -44,7 +44,7 @@ func (in guardInput) sampled() bool {
 type guard func(guardInput) *guardFinding
 
 // guards are judged in this order; the first finding stops the run. A new guard is a function
-// here, its flag in Guards, and rows in guards_test.go.
+// here, its flag in Guards, and rows in guards_internal_test.go.
 var guards = []guard{callsOverBudget, budgetExhausted, callsOverProrated, errorRate, tooManyUncertain}
 
 // judgeGuards returns the first guard's finding, or nil.

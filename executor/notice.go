@@ -16,6 +16,7 @@ type Notice struct {
 // NoticeKind names what a Notice is about.
 type NoticeKind string
 
+// The kinds of notice: a stalled run and its end, a lease held past its time and its release.
 const (
 	NoticeStall      NoticeKind = "stall"
 	NoticeStallOver  NoticeKind = "stall_over"

@@ -44,6 +44,7 @@ type LineError struct {
 	Problem string `json:"problem"`
 }
 
+// Error names the line, the field and the problem, as the import prints them.
 func (e LineError) Error() string {
 	if e.Field == "" {
 		return fmt.Sprintf("line %d: %s", e.Line, e.Problem)

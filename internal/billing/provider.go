@@ -113,6 +113,7 @@ type OrderChargedError struct {
 	OrderID, ChargeID string
 }
 
+// Error names the order and the charge that stands.
 func (e *OrderChargedError) Error() string {
 	return fmt.Sprintf("payment provider: order %s is already charged (%s) under another operation", e.OrderID, e.ChargeID)
 }

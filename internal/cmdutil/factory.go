@@ -25,6 +25,7 @@ import (
 	"github.com/replayctl/replayctl/ledger"
 )
 
+// The defaults of --database-url and --nats-url: the local PostgreSQL's test database and NATS.
 const (
 	DefaultDatabaseURL = "postgres:///test?host=/var/run/postgresql"
 	DefaultNATSURL     = natsconn.DefaultURL

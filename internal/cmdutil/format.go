@@ -24,6 +24,7 @@ func JoinCounts(counts map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
+// Dash is s, or "-" for an empty cell.
 func Dash(s string) string {
 	if s == "" {
 		return "-"
@@ -45,6 +46,7 @@ func ColumnsWidth(header []string, rows [][]string) int {
 	return total
 }
 
+// PaceRate renders a job's pace rate: unset, 0 (no limit), or N/s.
 func PaceRate(v *float64) string {
 	switch {
 	case v == nil:
@@ -55,6 +57,7 @@ func PaceRate(v *float64) string {
 	return strconv.FormatFloat(*v, 'f', -1, 64) + "/s"
 }
 
+// PaceInFlight renders a job's in-flight cap, or unset.
 func PaceInFlight(v *int) string {
 	if v == nil {
 		return "unset"

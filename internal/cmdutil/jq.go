@@ -55,6 +55,7 @@ func CompileJQ(expr string) (*gojq.Code, error) {
 	return code, nil
 }
 
+// Write collects the document --jq filters when the command is done.
 func (j *JQOutput) Write(p []byte) (int, error) { return j.buf.Write(p) }
 
 // flush runs the filter over the held documents and writes the results, under ctx (the

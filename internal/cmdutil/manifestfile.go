@@ -19,6 +19,7 @@ type ManifestError struct {
 	err      error
 }
 
+// Error is the headline and each problem on a line of its own.
 func (e *ManifestError) Error() string {
 	return e.Headline + ":\n  " + strings.Join(e.Problems, "\n  ")
 }

@@ -103,6 +103,7 @@ func progressRows(p executor.Progress, dryRun bool, pre executor.Preflight, r *e
 	)
 }
 
+// PrintProgressTable prints label-value rows (a run's progress) as a two-column table.
 func PrintProgressTable(ios *iostreams.IOStreams, rows [][2]string) error {
 	t := cmdutil.NewTable(ios.Out, ios.IsStdoutTTY())
 	t.Header("TARGETS", "COUNT")
