@@ -194,3 +194,26 @@ func countRows(t *testing.T, store *ledger.Store) int {
 	}
 	return n
 }
+
+// A file that is one long line (a JSON array, say) is refused at its first line, once: the
+// check ends instead of counting the same line for ever.
+func TestAFileWithoutLineBreaksIsRefusedOnce(t *testing.T) {
+	store := pgtest.Ledger(t)
+	big := `[` + strings.Repeat(`{"eventId":"a","processedAt":"2026-01-01"},`, 40_000) + `{}]`
+	path := writeFile(t, "array.jsonl", big)
+	done := make(chan struct{})
+	var rep *history.Report
+	var err error
+	go func() {
+		defer close(done)
+		rep, err = history.Import(t.Context(), store, history.Options{Consumer: "billing", Path: path, Actor: "alice"})
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the check of a file without line breaks did not end")
+	}
+	if !errors.Is(err, history.ErrInvalidLines) || rep.InvalidLines != 1 || !strings.Contains(rep.Errors[0].Problem, "longer than") {
+		t.Fatalf("err %v, report %+v; want one invalid line saying it is too long", err, rep)
+	}
+}

@@ -43,9 +43,15 @@ func newLineReader(format string, r io.Reader) (lineReader, error) {
 type jsonLines struct {
 	s    *bufio.Scanner
 	line int64
+	// done is set once the scanner stopped on an error: a Scanner does not resume, so the next
+	// call ends the file instead of reporting the same line for ever.
+	done bool
 }
 
 func (j *jsonLines) next() (int64, Record, error) {
+	if j.done {
+		return j.line, Record{}, io.EOF
+	}
 	for j.s.Scan() {
 		j.line++
 		b := bytes.TrimSpace(j.s.Bytes())
@@ -62,6 +68,7 @@ func (j *jsonLines) next() (int64, Record, error) {
 		return j.line, r, nil
 	}
 	if err := j.s.Err(); err != nil {
+		j.done = true
 		if errors.Is(err, bufio.ErrTooLong) {
 			return j.line + 1, Record{}, &LineError{Line: j.line + 1, Problem: fmt.Sprintf("longer than %d bytes: is the file JSON lines (one object per line)?", maxLineBytes)}
 		}

@@ -75,3 +75,43 @@ func TestResultBodiesLeaveAWeekAtATimeByPartition(t *testing.T) {
 		t.Errorf("%d audit entries of the prune naming the dropped bodies, want 1", n)
 	}
 }
+
+// A prune that meets a long transaction on effect_bodies waits at most its lock timeout (2 s)
+// once for the partitions it would drop and once for those it would make, then leaves them to
+// the next run: a DDL lock waiting longer would queue every completion of the SDK behind it.
+func TestPruneSkipsAPartitionItCannotLockSoon(t *testing.T) {
+	store := pgtest.Ledger(t)
+	ctx := t.Context()
+	week := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -14)
+	for week.Weekday() != time.Monday {
+		week = week.AddDate(0, 0, -1)
+	}
+	name := "effect_bodies_w" + week.Format("20060102")
+	execSQL(t, store, `create table `+name+` partition of effect_bodies for values from ('`+week.Format(time.RFC3339)+`') to ('`+week.AddDate(0, 0, 7).Format(time.RFC3339)+`')`)
+	execSQL(t, store, `insert into effect_bodies values ('billing', 'old-1', 1, $1, '{}')`, week.Add(time.Hour))
+	execSQL(t, store, `insert into effects (consumer, event_id, effect_version, state, request_hash) values ('billing', 'e', 1, 'received', 'sha256:x')`)
+
+	long, err := pgtest.Pool(t, store).Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := long.Exec(ctx, `select count(*) from effect_bodies`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = store.Prune(ctx, ledger.PruneOptions{Consumer: "billing", Actor: "alice"})
+	took := time.Since(start)
+	long.Rollback(ctx)
+	if err != nil || took > 10*time.Second {
+		t.Fatalf("prune beside a long transaction: %v after %s; want it to end, skipping what it could not lock", err, took)
+	}
+	if n := queryInt(t, store, `select count(*) from pg_class where relname = $1 and relnamespace = current_schema()::regnamespace`, name); n != 1 {
+		t.Fatalf("the locked week was dropped anyway?")
+	}
+	if _, err := store.Prune(ctx, ledger.PruneOptions{Consumer: "billing", Actor: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := queryInt(t, store, `select count(*) from pg_class where relname = $1 and relnamespace = current_schema()::regnamespace`, name); n != 0 {
+		t.Errorf("the next prune did not drop the week")
+	}
+}

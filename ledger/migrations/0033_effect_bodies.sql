@@ -27,8 +27,12 @@ create table effect_bodies_default partition of effect_bodies default;
 -- the SDK's completions land in a week's own partition. It runs as the schema's owner (security
 -- definer: replayctl's operator role may not create tables), from migrate and every prune. A week
 -- the default partition already holds rows of is skipped: those rows stay in the default.
+--
+-- Creating or dropping a partition locks effect_bodies for a moment, and a lock that waits queues
+-- every completion of the SDK behind it: both functions wait at most 2 s for their lock (a
+-- long transaction on the table), then stop and leave the rest to the next prune.
 create function effect_bodies_ensure(p_until timestamptz) returns integer
-    language plpgsql security definer set search_path from current as $$
+    language plpgsql security definer set search_path from current set lock_timeout = '2s' as $$
 declare
     v_day   date := date_trunc('week', now() at time zone 'UTC')::date;
     v_last  date := least((p_until at time zone 'UTC')::date, v_day + 7 * 60);
@@ -42,8 +46,11 @@ begin
                 execute format('create table %I partition of effect_bodies for values from (%L) to (%L)',
                                v_name, v_day::timestamp at time zone 'UTC', (v_day + 7)::timestamp at time zone 'UTC');
                 v_made := v_made + 1;
-            exception when check_violation then
-                null;
+            exception
+                when check_violation then
+                    null;
+                when lock_not_available then
+                    exit;
             end;
         end if;
         v_day := v_day + 7;
@@ -57,7 +64,7 @@ $$;
 -- partition's rows before it; it returns the bodies removed, estimated from the partitions'
 -- statistics (counting them would read what is about to be dropped).
 create function effect_bodies_drop_before(p_before timestamptz) returns bigint
-    language plpgsql security definer set search_path from current as $$
+    language plpgsql security definer set search_path from current set lock_timeout = '2s' as $$
 declare
     v_before timestamptz := least(p_before, now());
     v_part   record;
@@ -76,8 +83,12 @@ begin
             else
                 v_n := v_part.estimate;
             end if;
-            execute format('drop table %I', v_part.relname);
-            v_gone := v_gone + v_n;
+            begin
+                execute format('drop table %I', v_part.relname);
+                v_gone := v_gone + v_n;
+            exception when lock_not_available then
+                exit;
+            end;
         end if;
     end loop;
     delete from effect_bodies_default where replay_until < v_before;
