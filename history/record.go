@@ -5,6 +5,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -85,7 +86,7 @@ func unknownFieldHint(field string) string {
 // is not silently dropped.
 func decodeJSONLine(line []byte) (Record, string, error) {
 	var r Record
-	dec := json.NewDecoder(strings.NewReader(string(line)))
+	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&r); err != nil {
 		msg := err.Error()

@@ -47,8 +47,7 @@ const (
 	apiKeysPruneDeleteWhere    = `state = 'expired' and evidence_until <= $1 and ($2 = '' or route = $2)`
 	apiKeysPruneDailyWhere     = `day < $1::date and ($2 = '' or route = $2)`
 	// Each batch locks at most $3 rows and skips those another prune holds.
-	apiKeysPruneBatch       = ` (select scope_hash, key_hash from api_keys where %s limit $3 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash`
-	apiKeysPruneDatabaseNow = `select now()`
+	apiKeysPruneBatch = ` (select scope_hash, key_hash from api_keys where %s limit $3 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash`
 )
 
 var (
@@ -68,9 +67,11 @@ func apiKeysPruneCount(table, where string) string {
 // commit on their own (an interrupted prune loses nothing: run it again). A dry run only counts.
 func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKeysPruneReport, error) {
 	if o.AsOf.IsZero() {
-		if err := s.pool.QueryRow(ctx, apiKeysPruneDatabaseNow).Scan(&o.AsOf); err != nil {
-			return nil, fmt.Errorf("read the database clock: %w", err)
+		now, err := s.DatabaseNow(ctx)
+		if err != nil {
+			return nil, err
 		}
+		o.AsOf = now
 	}
 	if o.TombstoneRetention == 0 {
 		o.TombstoneRetention = DefaultTombstoneRetention
