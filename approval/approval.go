@@ -191,13 +191,19 @@ func Judge(p *Policy, j Job, recs []Record, now time.Time) State {
 
 type identity struct{ key, name string }
 
+// PlannerKey is the key that signed j's manifest (plan --sign-key), checked over j's ID and
+// digest; an error says the signature is missing or does not verify.
+func (j Job) PlannerKey() (ssh.PublicKey, error) {
+	if j.PlanSignature == "" {
+		return nil, fmt.Errorf("job %s: its plan is not signed", j.ID)
+	}
+	return sshsig.Verify([]byte(j.PlanSignature), NamespaceManifest, ManifestStatement(j.ID, j.ManifestDigest))
+}
+
 // plannerIdentity is the key that signed j's manifest and the principal the signers give it;
 // empty without a signature that verifies.
 func plannerIdentity(signers sshsig.AllowedSigners, j Job) identity {
-	if j.PlanSignature == "" {
-		return identity{}
-	}
-	pub, err := sshsig.Verify([]byte(j.PlanSignature), NamespaceManifest, ManifestStatement(j.ID, j.ManifestDigest))
+	pub, err := j.PlannerKey()
 	if err != nil {
 		return identity{}
 	}

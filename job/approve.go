@@ -238,10 +238,10 @@ func (dc *decision) signed(d Decide, signers sshsig.AllowedSigners) (approval.Re
 // notThePlannersKey refuses a decision signed by the key that signed the plan, whatever name it
 // is given under.
 func notThePlannersKey(r approval.Record, j approval.Job, signers sshsig.AllowedSigners) error {
-	if r.SignerKey == "" || j.PlanSignature == "" {
+	if r.SignerKey == "" {
 		return nil
 	}
-	pub, err := sshsig.Verify([]byte(j.PlanSignature), approval.NamespaceManifest, approval.ManifestStatement(j.ID, j.ManifestDigest))
+	pub, err := j.PlannerKey()
 	if err != nil {
 		return nil
 	}

@@ -107,7 +107,8 @@ func verifySignatures(ctx context.Context, store *ledger.Store, jobID string) ([
 		return nil, err
 	}
 	if rec.PlanSignature != "" {
-		if _, err := sshsig.Verify([]byte(rec.PlanSignature), approval.NamespaceManifest, approval.ManifestStatement(rec.ID, rec.ManifestDigest)); err != nil {
+		planned := approval.Job{ID: rec.ID, ManifestDigest: rec.ManifestDigest, PlanSignature: rec.PlanSignature}
+		if _, err := planned.PlannerKey(); err != nil {
 			out = append(out, ledger.AuditBreak{JobID: jobID, Action: "plan signature", Why: "the job's plan signature does not verify over its ID and manifest digest: " + err.Error()})
 		}
 	}
