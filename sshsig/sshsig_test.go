@@ -11,20 +11,14 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/replayctl/replayctl/internal/testenv/sshtest"
 	"github.com/replayctl/replayctl/sshsig"
 )
 
 // keygen makes a key with ssh-keygen in dir and returns its private key path.
 func keygen(t *testing.T, dir, name, keyType string) string {
 	t.Helper()
-	if _, err := exec.LookPath("ssh-keygen"); err != nil {
-		t.Skip("ssh-keygen is not installed")
-	}
-	path := filepath.Join(dir, name)
-	args := []string{"-q", "-t", keyType, "-N", "", "-C", name, "-f", path}
-	if out, err := exec.Command("ssh-keygen", args...).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen %v: %v\n%s", args, err, out)
-	}
+	path, _ := sshtest.Key(t, dir, name, keyType)
 	return path
 }
 

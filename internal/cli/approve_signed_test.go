@@ -9,26 +9,9 @@ import (
 
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/internal/testenv/sshtest"
 	"github.com/replayctl/replayctl/manifest"
 )
-
-// sshKey makes a key with ssh-keygen, as an operator's would be, and returns its private key
-// path and its public key line.
-func sshKey(t *testing.T, dir, name, keyType string) (path, pub string) {
-	t.Helper()
-	if _, err := exec.LookPath("ssh-keygen"); err != nil {
-		t.Skip("ssh-keygen is not installed")
-	}
-	path = filepath.Join(dir, name)
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", keyType, "-N", "", "-C", name, "-f", path).CombinedOutput(); err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	b, err := os.ReadFile(path + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return path, strings.TrimSpace(string(b))
-}
 
 func writeText(t *testing.T, path, text string) string {
 	t.Helper()
@@ -49,10 +32,10 @@ func TestSignedApprovalsCountOnlyForListedKeysOtherThanThePlanners(t *testing.T)
 	w := newExecWorld(t)
 	w.Seed(3)
 	dir := t.TempDir()
-	aliceKey, alicePub := sshKey(t, dir, "alice", "ed25519")
-	bobKey, bobPub := sshKey(t, dir, "bob", "ecdsa")
-	carolKey, _ := sshKey(t, dir, "carol", "ed25519")
-	adminKey, adminPub := sshKey(t, dir, "admin", "ed25519")
+	aliceKey, alicePub := sshtest.Key(t, dir, "alice", "ed25519")
+	bobKey, bobPub := sshtest.Key(t, dir, "bob", "ecdsa")
+	carolKey, _ := sshtest.Key(t, dir, "carol", "ed25519")
+	adminKey, adminPub := sshtest.Key(t, dir, "admin", "ed25519")
 	team := "alice@example.com " + alicePub + "\nbob@example.com " + bobPub + "\nadmin@example.com namespaces=\"replayctl-policy\" " + adminPub + "\n"
 	signers := writeText(t, filepath.Join(dir, "allowed_signers"), team)
 	withoutBob := writeText(t, filepath.Join(dir, "without_bob"), "alice@example.com "+alicePub+"\nadmin@example.com namespaces=\"replayctl-policy\" "+adminPub+"\n")

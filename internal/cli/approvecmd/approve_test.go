@@ -2,13 +2,13 @@ package approvecmd
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/replayctl/replayctl/approval"
 	"github.com/replayctl/replayctl/internal/cli/clitest"
+	"github.com/replayctl/replayctl/internal/testenv/sshtest"
 )
 
 func TestApproveFlagsReachTheRunWithoutOpeningTheLedger(t *testing.T) {
@@ -48,14 +48,8 @@ func TestApproveRefusesSigningFlagsThatDoNotGoTogether(t *testing.T) {
 
 // A key made by ssh-keygen is loaded into the request; its statement and signature files too.
 func TestApproveLoadsTheKeyAndTheFilesItIsGiven(t *testing.T) {
-	if _, err := exec.LookPath("ssh-keygen"); err != nil {
-		t.Skip("ssh-keygen is not installed")
-	}
 	dir := t.TempDir()
-	key := filepath.Join(dir, "id")
-	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key).CombinedOutput(); err != nil {
-		t.Fatalf("%v %s", err, out)
-	}
+	key, _ := sshtest.Key(t, dir, "id", "ed25519")
 	opts := ApproveOptions{SignKey: key}
 	opts.Request.Note = "checked"
 	if err := signingFlags(&opts, &opts.Request); err != nil || opts.Request.Signer == nil {
