@@ -141,26 +141,15 @@ func parseValidity(v string) (time.Time, error) {
 // Principal returns the principal key speaks for in namespace at t: the first principal of the
 // first line listing the key, usable in namespace and valid at t. ok is false when no line does.
 func (a AllowedSigners) Principal(key ssh.PublicKey, namespace string, at time.Time) (principal string, ok bool) {
-	want := key.Marshal()
-	for _, sg := range a {
-		if !bytes.Equal(sg.Key.Marshal(), want) || !sg.allows(namespace, at) {
-			continue
-		}
-		return sg.Principals[0], true
-	}
-	return "", false
+	sg, ok := a.lineOf(key, func(sg Signer) bool { return sg.allows(namespace, at) })
+	return sg.principal(), ok
 }
 
 // NamedPrincipal is Principal for a line that names namespace in its namespaces option: a role
 // given on purpose (a policy admin), never by a line that allows every namespace.
 func (a AllowedSigners) NamedPrincipal(key ssh.PublicKey, namespace string, at time.Time) (principal string, ok bool) {
-	want := key.Marshal()
-	for _, sg := range a {
-		if bytes.Equal(sg.Key.Marshal(), want) && slices.Contains(sg.Namespaces, namespace) && sg.allows(namespace, at) {
-			return sg.Principals[0], true
-		}
-	}
-	return "", false
+	sg, ok := a.lineOf(key, func(sg Signer) bool { return slices.Contains(sg.Namespaces, namespace) && sg.allows(namespace, at) })
+	return sg.principal(), ok
 }
 
 func (sg Signer) inNamespace(namespace string) bool {
@@ -191,22 +180,31 @@ func (sg Signer) allows(namespace string, at time.Time) bool {
 // PrincipalOfKey returns the first principal of the first line listing key, whatever its
 // namespaces and dates: who a key belongs to, for telling a planner's key from an approver's.
 func (a AllowedSigners) PrincipalOfKey(key ssh.PublicKey) (string, bool) {
-	want := key.Marshal()
-	for _, sg := range a {
-		if bytes.Equal(sg.Key.Marshal(), want) {
-			return sg.Principals[0], true
-		}
-	}
-	return "", false
+	sg, ok := a.lineOf(key, func(Signer) bool { return true })
+	return sg.principal(), ok
 }
 
 // Lists says whether some line lists key under principal.
 func (a AllowedSigners) Lists(principal string, key ssh.PublicKey) bool {
+	_, ok := a.lineOf(key, func(sg Signer) bool { return slices.Contains(sg.Principals, principal) })
+	return ok
+}
+
+// lineOf is the first line listing key that also meets cond.
+func (a AllowedSigners) lineOf(key ssh.PublicKey, cond func(Signer) bool) (Signer, bool) {
 	want := key.Marshal()
 	for _, sg := range a {
-		if bytes.Equal(sg.Key.Marshal(), want) && slices.Contains(sg.Principals, principal) {
-			return true
+		if bytes.Equal(sg.Key.Marshal(), want) && cond(sg) {
+			return sg, true
 		}
 	}
-	return false
+	return Signer{}, false
+}
+
+// principal is the name a line gives its key: its first principal.
+func (sg Signer) principal() string {
+	if len(sg.Principals) == 0 {
+		return ""
+	}
+	return sg.Principals[0]
 }
