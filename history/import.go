@@ -99,7 +99,7 @@ func Import(ctx context.Context, store Ledger, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := check(opts, d, rep); err != nil {
+	if err := check(ctx, opts, d, rep); err != nil {
 		return rep, err
 	}
 	if rep.InvalidLines > 0 {
@@ -190,8 +190,12 @@ func resolveDefaults(ctx context.Context, store Ledger, opts Options, rep *Repor
 	return d, nil
 }
 
+// checkEvery is how many lines check reads between looks at ctx: a Ctrl-C stops the check of a
+// large file at once, not after its last line.
+const checkEvery = 10_000
+
 // check reads the whole file once: it counts, digests and validates every line without writing.
-func check(opts Options, d *defaults, rep *Report) error {
+func check(ctx context.Context, opts Options, d *defaults, rep *Report) error {
 	f, err := os.Open(opts.Path)
 	if err != nil {
 		return fmt.Errorf("%w: open the import file: %w", ErrCannotImport, err)
@@ -202,7 +206,11 @@ func check(opts Options, d *defaults, rep *Report) error {
 	if err != nil {
 		return rep.refuse(err, opts.MaxErrors)
 	}
-	for {
+	for read := 1; ; read++ {
+		if read%checkEvery == 0 && ctx.Err() != nil {
+			rep.Interrupted = true
+			return fmt.Errorf("the check of %s stopped after %d lines (%w); nothing was written: run the import again", opts.Path, read, context.Cause(ctx))
+		}
 		line, r, err := lines.next()
 		if errors.Is(err, io.EOF) {
 			break

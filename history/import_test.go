@@ -1,6 +1,7 @@
 package history_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/history"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
@@ -215,5 +217,32 @@ func TestAFileWithoutLineBreaksIsRefusedOnce(t *testing.T) {
 	}
 	if !errors.Is(err, history.ErrInvalidLines) || rep.InvalidLines != 1 || !strings.Contains(rep.Errors[0].Problem, "longer than") {
 		t.Fatalf("err %v, report %+v; want one invalid line saying it is too long", err, rep)
+	}
+}
+
+// cancelAfterDefaults is the ledger, with ctx cancelled once the import has read what it needs
+// before the check: a Ctrl-C that lands while the file is being checked.
+type cancelAfterDefaults struct {
+	*ledger.Store
+	cancel context.CancelFunc
+}
+
+func (c cancelAfterDefaults) RetentionPoliciesList(ctx context.Context, kind apikey.PolicyKind, name string) ([]apikey.Policy, error) {
+	defer c.cancel()
+	return c.Store.RetentionPoliciesList(ctx, kind, name)
+}
+
+// A Ctrl-C during the check of a large file stops it there, with nothing written.
+func TestTheCheckOfALargeFileStopsWhenCancelled(t *testing.T) {
+	store := pgtest.Ledger(t)
+	var b strings.Builder
+	for i := range 50_000 {
+		fmt.Fprintf(&b, "{\"eventId\":\"e-%d\",\"processedAt\":\"2026-01-01\"}\n", i)
+	}
+	path := writeFile(t, "big.jsonl", b.String())
+	ctx, cancel := context.WithCancel(t.Context())
+	rep, err := history.Import(ctx, cancelAfterDefaults{store, cancel}, history.Options{Consumer: "billing", Path: path, Actor: "alice"})
+	if !errors.Is(err, context.Canceled) || rep == nil || !rep.Interrupted || rep.Records >= 50_000 || countRows(t, store) != 0 {
+		t.Fatalf("cancelled check: err %v, report %+v, %d rows; want it stopped early with nothing written", err, rep, countRows(t, store))
 	}
 }
