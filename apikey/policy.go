@@ -36,6 +36,9 @@ type Policy struct {
 	ReplayWindow time.Duration `json:"-"`
 	// EvidenceWindow is how long the record proves the request ran (evidence_until).
 	EvidenceWindow time.Duration `json:"-"`
+	// TombstoneWindow is how long past evidence_until a consumer's tombstone is kept; zero for
+	// routes and for consumers that registered none (prune then keeps its default).
+	TombstoneWindow time.Duration `json:"-"`
 	// Irreversible routes (payments, refunds, permission changes) look an expired key up before
 	// running it; a reversible route with ExpiredIsNew treats it as a new request.
 	Irreversible bool      `json:"irreversible"`

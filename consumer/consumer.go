@@ -19,6 +19,7 @@ import (
 
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/internal/tracing"
+	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
 	"github.com/replayctl/replayctl/seal"
 )
@@ -31,10 +32,13 @@ const (
 	defaultMaxDeliver        = 5
 	defaultResultRetention   = 30 * 24 * time.Hour
 	defaultEvidenceRetention = 400 * 24 * time.Hour
-	defaultShadowConcurrency = 32
-	defaultShadowTimeout     = 30 * time.Second
-	defaultConcurrency       = 1
-	defaultRetryBackoff      = time.Second
+	// defaultTombstoneRetention is ledger.DefaultTombstoneRetention, what prune keeps for a
+	// consumer that registered none.
+	defaultTombstoneRetention = ledger.DefaultTombstoneRetention
+	defaultShadowConcurrency  = 32
+	defaultShadowTimeout      = 30 * time.Second
+	defaultConcurrency        = 1
+	defaultRetryBackoff       = time.Second
 	// maxRetryBackoff caps the doubling nak delay of a transiently failing message.
 	maxRetryBackoff = time.Minute
 )
@@ -97,6 +101,12 @@ type Config struct {
 	ResultRetention time.Duration
 	// EvidenceRetention sets evidence_until; default 400 days, and at least ResultRetention.
 	EvidenceRetention time.Duration
+	// TombstoneRetention is how long past evidence_until `replayctl ledger prune` keeps the row's
+	// tombstone: how long a copy of an event can still arrive after its evidence window (the
+	// longest max age of the streams that hold it, a restored backup, a partner's resend). A copy
+	// that arrives after its tombstone went runs as a new event. Registered in the ledger with the
+	// retention policy; default five years.
+	TombstoneRetention time.Duration
 	// ShadowConcurrency is how many shadow requests are handled at once; default 32.
 	ShadowConcurrency int
 	// ShadowTimeout bounds one shadow request's handler; default 30s.
@@ -224,6 +234,7 @@ func withDefaults(cfg Config) (Config, error) {
 	defaultDuration(&cfg.Heartbeat, min(defaultHeartbeat, cfg.Lease/4), "Heartbeat", problem)
 	defaultDuration(&cfg.ResultRetention, defaultResultRetention, "ResultRetention", problem)
 	defaultDuration(&cfg.EvidenceRetention, max(defaultEvidenceRetention, cfg.ResultRetention), "EvidenceRetention", problem)
+	defaultDuration(&cfg.TombstoneRetention, defaultTombstoneRetention, "TombstoneRetention", problem)
 	defaultDuration(&cfg.ShadowTimeout, defaultShadowTimeout, "ShadowTimeout", problem)
 	defaultDuration(&cfg.RetryBackoff, defaultRetryBackoff, "RetryBackoff", problem)
 	defaultDuration(&cfg.CountsInterval, defaultCountsInterval, "CountsInterval", problem)

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,7 +36,8 @@ type PruneOptions struct {
 	// IncidentRetention keeps effect_incidents rows younger than AsOf minus it.
 	IncidentRetention time.Duration
 	// TombstoneRetention keeps an expired tombstone until its evidence_until is this far behind
-	// AsOf; 0 means DefaultTombstoneRetention.
+	// AsOf, for every consumer; 0 means each consumer's registered retention
+	// (consumer.Config.TombstoneRetention), or DefaultTombstoneRetention where it registered none.
 	TombstoneRetention time.Duration
 	// Actor is recorded in the audit entry.
 	Actor string
@@ -55,6 +57,12 @@ type PruneCounts struct {
 	Rows int64 `json:"rows"`
 	// Bodies are result bodies dropped because replay_until passed; their rows and result hashes stay.
 	Bodies int64 `json:"bodies"`
+	// TombstonesBefore is the consumer's tombstone horizon: its tombstones whose evidence_until is
+	// before it are deleted. TombstoneRetentionFrom says where the retention came from: option
+	// (--tombstone-retention), policy (registered by the consumer's SDK) or default (five years).
+	// Both are empty in a report's total.
+	TombstonesBefore       time.Time `json:"tombstonesBefore,omitzero"`
+	TombstoneRetentionFrom string    `json:"tombstoneRetentionFrom,omitempty"`
 }
 
 // PruneReport says what a prune removed, or for a dry run what it would remove.
@@ -70,8 +78,8 @@ type PruneReport struct {
 	// Incidents are effect_incidents rows recorded before IncidentsBefore.
 	Incidents       int64     `json:"incidents"`
 	IncidentsBefore time.Time `json:"incidentsBefore"`
-	// TombstonesBefore is as-of minus the tombstone retention: tombstones whose evidence_until is
-	// before it are deleted.
+	// TombstonesBefore is as-of minus the tombstone retention given as an option, or the default
+	// one: the horizon of the consumers that registered none (each consumer's own is in Consumers).
 	TombstonesBefore time.Time `json:"tombstonesBefore"`
 	BatchSize        int       `json:"batchSize"`
 	// Batches counts the transactions a real run committed.
@@ -100,22 +108,26 @@ select count(*) from effect_bodies
  where replay_until < date_trunc('week', least($1::timestamptz, now()) at time zone 'UTC') at time zone 'UTC'
     or (tableoid = 'effect_bodies_default'::regclass and replay_until < least($1::timestamptz, now()))`
 
-// Shared conditions, over effects aliased e; $1 is the consumer (NULL: all), $2 the as-of time
-// (for pruneTombstoneOld: the tombstone horizon, as-of minus the retention). A row in processing
-// or uncertain is never pruned: the first is being worked on, the second waits
+// Shared conditions, over effects aliased e; $1 is the consumer, $2 the horizon (as-of time, or
+// for pruneTombstoneOld the tombstone horizon, as-of minus the consumer's tombstone retention). A
+// row in processing or uncertain is never pruned: the first is being worked on, the second waits
 // for a person. A row of a job that is executing or paused (its own row under the job's version,
 // or any row of one of its targets, which execute's drift check reads) is kept until the job
 // ends. The active jobs are read once per statement (pruneActive); the two anti-joins then probe
 // the job_targets primary key per candidate, or hash the active jobs' targets once, where an OR
 // of both made the planner hash every target of every job ever planned.
+//
+// Each step's condition is written as the predicate of its partial index (migration 0034), so a
+// step reads only the rows it can act on, oldest first, up to its horizon: its cost follows the
+// rows due, not the ledger (before, every step walked the consumer's primary key).
 const (
-	pruneActive          = `prune_active as (select id, consumer from jobs where status in ('executing', 'paused') and ($1::text is null or consumer = $1))`
+	pruneActive          = `prune_active as (select id, consumer from jobs where status in ('executing', 'paused') and consumer = $1)`
 	pruneStateAllowed    = `e.state not in ('processing', 'uncertain')`
-	pruneEvidenceExpired = `e.state <> 'expired' and e.evidence_until < $2`
+	pruneEvidenceExpired = `e.state in ('received', 'completed', 'reconciled') and e.evidence_until < $2`
 	pruneTombstoneOld    = `e.state = 'expired' and e.evidence_until < $2`
 	// A row whose evidence expired loses its body as it becomes a tombstone, so the body is not
 	// counted twice.
-	pruneBodyExpired = `e.result_body is not null and e.replay_until < $2 and coalesce(e.evidence_until >= $2, true)`
+	pruneBodyExpired = `e.result_body is not null and e.replay_until < $2 and ` + pruneStateAllowed + ` and coalesce(e.evidence_until >= $2, true)`
 	pruneUnprotected = `not exists (select 1 from prune_active a where a.consumer = e.consumer and a.id = e.job_id)
        and not exists (select 1 from prune_active a join job_targets t on t.job_id = a.id
                         where a.consumer = e.consumer and t.event_id = e.event_id)`
@@ -123,39 +135,32 @@ const (
 
 const pruneResolveAsOf = `select coalesce($1::timestamptz, now()), now()`
 
-// $1 is the consumer or NULL for all, $3 the tombstone horizon.
+// pruneCountEffects counts consumer $1's rows each step would change: $2 is the as-of time, $3
+// the tombstone horizon. Each count reads its own partial index.
 const pruneCountEffects = `
 with ` + pruneActive + `
-select e.consumer,
-       count(*) filter (where ` + pruneEvidenceExpired + `),
-       count(*) filter (where ` + pruneTombstoneOldAt3 + `),
-       count(*) filter (where ` + pruneBodyExpired + `)
-  from effects e
- where ($1::text is null or e.consumer = $1) and ` + pruneStateAllowed + `
-   and ((` + pruneEvidenceExpired + `) or (` + pruneTombstoneOldAt3 + `) or (` + pruneBodyExpired + `))
-   and ` + pruneUnprotected + `
- group by e.consumer
- order by e.consumer`
+select (select count(*) from effects e where e.consumer = $1 and ` + pruneEvidenceExpired + ` and ` + pruneUnprotected + `),
+       (select count(*) from effects e where e.consumer = $1 and ` + pruneTombstoneOldAt3 + ` and ` + pruneUnprotected + `),
+       (select count(*) from effects e where e.consumer = $1 and ` + pruneBodyExpired + ` and ` + pruneUnprotected + `)`
 
 const pruneTombstoneOldAt3 = `e.state = 'expired' and e.evidence_until < $3`
 
 const pruneCountIncidents = `select count(*) from effect_incidents where at < $2 and ($1::text is null or consumer = $1)`
 
-// A batch is the next $5 qualifying rows of consumer $1 after the key ($3, $4), in primary key
-// order: the walk goes forward through the index once instead of rereading pruned rows (or the
-// dead index entries deleted ones leave) on every batch. The modifying statement checks the
-// conditions again on the row it locks, in case the row changed since the batch read it.
+// A batch is the oldest $3 rows of consumer $1 that its step can act on. A changed row leaves the
+// step's index (a tombstone is no longer settled, a deleted row is gone, a cleared body is null),
+// so the next batch starts where this one ended without a cursor; a protected row is passed over
+// again by each batch, and there are only as many as the active jobs hold. The modifying
+// statement checks the conditions again on the row it locks, in case the row changed since the
+// batch read it.
 const pruneBatchHead = `
 with ` + pruneActive + `,
 batch as (
     select e.consumer, e.event_id, e.effect_version from effects e
-     where e.consumer = $1 and (e.consumer, e.event_id, e.effect_version) > ($1, $3, $4)
-       and ` + pruneStateAllowed + ` and `
+     where e.consumer = $1 and `
 
 const pruneBatchTail = `
-select (select count(*) from pruned), (select count(*) from batch),
-       (select event_id from batch order by event_id desc, effect_version desc limit 1),
-       (select effect_version from batch order by event_id desc, effect_version desc limit 1)`
+select (select count(*) from pruned), (select count(*) from batch)`
 
 const pruneBatchKey = `e.consumer = b.consumer and e.event_id = b.event_id and e.effect_version = b.effect_version`
 
@@ -163,20 +168,20 @@ const pruneBatchKey = `e.consumer = b.consumer and e.event_id = b.event_id and e
 // outcome kind, effect count, external refs, job, dates) and drops what it no longer may keep:
 // the body and every free text (last_error, review_note). In SET, e.state is the row's old state.
 const pruneTombstonesBatch = pruneBatchHead + pruneEvidenceExpired + ` and ` + pruneUnprotected + `
-     order by e.consumer, e.event_id, e.effect_version
-     limit $5),
+     order by e.evidence_until
+     limit $3),
 pruned as (
     update effects e
        set state = 'expired', final_state = e.state, result_body = null, last_error = null, review_note = null,
            lease_owner = null, lease_expires_at = null
       from batch b
-     where ` + pruneBatchKey + ` and ` + pruneStateAllowed + ` and ` + pruneEvidenceExpired + `
+     where ` + pruneBatchKey + ` and ` + pruneEvidenceExpired + `
     returning 1)` + pruneBatchTail
 
 // $2 is the tombstone horizon here.
 const pruneOldTombstonesBatch = pruneBatchHead + pruneTombstoneOld + ` and ` + pruneUnprotected + `
-     order by e.consumer, e.event_id, e.effect_version
-     limit $5),
+     order by e.evidence_until
+     limit $3),
 pruned as (
     delete from effects e using batch b
      where ` + pruneBatchKey + ` and ` + pruneTombstoneOld + `
@@ -185,11 +190,11 @@ pruned as (
 // result_hash stays: it is the evidence a later replay or shadow compares with. updated_at is the
 // row's last outcome and stays too.
 const pruneBodiesBatch = pruneBatchHead + pruneBodyExpired + ` and ` + pruneUnprotected + `
-     order by e.consumer, e.event_id, e.effect_version
-     limit $5),
+     order by e.replay_until
+     limit $3),
 pruned as (
     update effects e set result_body = null from batch b
-     where ` + pruneBatchKey + ` and ` + pruneStateAllowed + ` and ` + pruneBodyExpired + `
+     where ` + pruneBatchKey + ` and ` + pruneBodyExpired + `
     returning 1)` + pruneBatchTail
 
 const pruneIncidentsBatch = `
@@ -200,34 +205,41 @@ with pruned as (
 select count(*) from pruned`
 
 // PruneCount reports what Prune would remove with opts, changing nothing. AsOf may lie in the
-// future (what would go by then). The count reads every candidate row in one statement, without
-// the pool's statement timeout: on a large ledger that takes a while, and ctx bounds it.
+// future (what would go by then). Each consumer's counts read the partial indexes of the rows due,
+// without the pool's statement timeout (ctx bounds them).
 func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport, error) {
 	r, err := s.pruneStart(ctx, &opts, true)
 	if err != nil {
 		return nil, err
 	}
-	consumer := nullable(opts.Consumer)
+	consumers, err := s.pruneConsumers(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "set local statement_timeout = 0"); err != nil {
+		// The planner cannot know that the rows past a date are nearly all tombstones (the state and
+		// the date are correlated), so it estimates a fifth of the ledger due and scans all of it;
+		// the counts read the partial indexes whatever it estimates, and JIT (a third of a second
+		// of compiling at 10 M rows) is not worth it for a count over an index range.
+		if _, err := tx.Exec(ctx, "set local statement_timeout = 0; set local enable_seqscan = off; set local jit = off"); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, pruneCountEffects, consumer, r.AsOf, r.TombstonesBefore)
-		if err != nil {
-			return err
-		}
-		r.Consumers, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (PruneCounts, error) {
-			var c PruneCounts
-			err := row.Scan(&c.Consumer, &c.Tombstoned, &c.Rows, &c.Bodies)
-			return c, err
-		})
-		if err != nil {
-			return err
+		for _, consumer := range consumers {
+			c := PruneCounts{Consumer: consumer}
+			if err := s.tombstoneHorizon(ctx, tx, opts, r, &c); err != nil {
+				return err
+			}
+			if err := tx.QueryRow(ctx, pruneCountEffects, consumer, r.AsOf, c.TombstonesBefore).Scan(&c.Tombstoned, &c.Rows, &c.Bodies); err != nil {
+				return err
+			}
+			if c.Tombstoned+c.Rows+c.Bodies > 0 {
+				r.Consumers = append(r.Consumers, c)
+			}
 		}
 		if err := tx.QueryRow(ctx, pruneCountPartitionedBodies, r.AsOf).Scan(&r.PartitionedBodies); err != nil {
 			return err
 		}
-		return tx.QueryRow(ctx, pruneCountIncidents, consumer, r.IncidentsBefore).Scan(&r.Incidents)
+		return tx.QueryRow(ctx, pruneCountIncidents, nullable(opts.Consumer), r.IncidentsBefore).Scan(&r.Incidents)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("count what ledger prune would remove for %s: %w", r.scope(), err)
@@ -236,6 +248,44 @@ func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport
 		r.Total.add(c)
 	}
 	return r, nil
+}
+
+// pruneConsumers is the consumer opts names, or every consumer with effects rows.
+func (s *Store) pruneConsumers(ctx context.Context, opts PruneOptions) ([]string, error) {
+	if !opts.AllConsumers {
+		return []string{opts.Consumer}, nil
+	}
+	return s.EffectsConsumers(ctx)
+}
+
+// Where a consumer's tombstone retention comes from (PruneCounts.TombstoneRetentionFrom).
+const (
+	TombstoneRetentionFromOption  = "option"
+	TombstoneRetentionFromPolicy  = "policy"
+	TombstoneRetentionFromDefault = "default"
+)
+
+const pruneTombstoneWindow = `
+select tombstone_window_seconds from retention_policies
+ where kind = 'consumer' and name = $1 and tombstone_window_seconds is not null`
+
+// tombstoneHorizon sets c's tombstone horizon: as-of minus opts.TombstoneRetention when given,
+// else minus the retention the consumer registered, else minus DefaultTombstoneRetention.
+func (s *Store) tombstoneHorizon(ctx context.Context, q Querier, opts PruneOptions, r *PruneReport, c *PruneCounts) error {
+	retention, from := opts.TombstoneRetention, TombstoneRetentionFromOption
+	if retention <= 0 {
+		var seconds int64
+		switch err := q.QueryRow(ctx, pruneTombstoneWindow, c.Consumer).Scan(&seconds); {
+		case errors.Is(err, pgx.ErrNoRows):
+			retention, from = DefaultTombstoneRetention, TombstoneRetentionFromDefault
+		case err != nil:
+			return fmt.Errorf("read the tombstone retention consumer %s registered: %w", c.Consumer, err)
+		default:
+			retention, from = time.Duration(seconds)*time.Second, TombstoneRetentionFromPolicy
+		}
+	}
+	c.TombstonesBefore, c.TombstoneRetentionFrom = r.AsOf.Add(-retention), from
+	return nil
 }
 
 // Prune deletes the expired tombstones whose evidence_until is more than TombstoneRetention behind
@@ -252,11 +302,9 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions) (*PruneReport, err
 	if err != nil {
 		return nil, err
 	}
-	consumers := []string{opts.Consumer}
-	if opts.AllConsumers {
-		if consumers, err = s.EffectsConsumers(ctx); err != nil {
-			return nil, err
-		}
+	consumers, err := s.pruneConsumers(ctx, opts)
+	if err != nil {
+		return nil, err
 	}
 	p := &pruner{store: s, opts: opts, report: r}
 	err = p.run(ctx, consumers)
@@ -289,9 +337,6 @@ func (s *Store) pruneStart(ctx context.Context, opts *PruneOptions, dryRun bool)
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultPruneBatchSize
 	}
-	if opts.TombstoneRetention <= 0 {
-		opts.TombstoneRetention = DefaultTombstoneRetention
-	}
 	if err := s.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
@@ -311,7 +356,8 @@ func (s *Store) pruneStart(ctx context.Context, opts *PruneOptions, dryRun bool)
 	}
 	opts.AsOf = asOf
 	r := &PruneReport{DryRun: dryRun, AsOf: asOf, Consumer: opts.Consumer, AllConsumers: opts.AllConsumers, Consumers: []PruneCounts{},
-		IncidentsBefore: asOf.Add(-opts.IncidentRetention), TombstonesBefore: asOf.Add(-opts.TombstoneRetention), BatchSize: opts.BatchSize}
+		IncidentsBefore: asOf.Add(-opts.IncidentRetention), TombstonesBefore: asOf.Add(-cmp.Or(opts.TombstoneRetention, DefaultTombstoneRetention)),
+		BatchSize: opts.BatchSize}
 	return r, nil
 }
 
@@ -325,7 +371,8 @@ func (r *PruneReport) scope() string {
 func (r *PruneReport) auditDetails() map[string]any {
 	perConsumer := map[string]any{}
 	for _, c := range r.Consumers {
-		perConsumer[c.Consumer] = map[string]int64{"tombstoned": c.Tombstoned, "rows": c.Rows, "bodies": c.Bodies}
+		perConsumer[c.Consumer] = map[string]any{"tombstoned": c.Tombstoned, "rows": c.Rows, "bodies": c.Bodies,
+			"tombstonesBefore": c.TombstonesBefore.UTC().Format(time.RFC3339Nano), "tombstoneRetentionFrom": c.TombstoneRetentionFrom}
 	}
 	return map[string]any{
 		"scope": r.scope(), "asOf": r.AsOf.UTC().Format(time.RFC3339Nano), "batchSize": r.BatchSize,
@@ -359,11 +406,14 @@ type pruner struct {
 func (p *pruner) run(ctx context.Context, consumers []string) error {
 	for _, consumer := range consumers {
 		counts := PruneCounts{Consumer: consumer}
+		if err := p.store.tombstoneHorizon(ctx, p.store.pool, p.opts, p.report, &counts); err != nil {
+			return err
+		}
 		p.report.Consumers = append(p.report.Consumers, counts)
 		c := &p.report.Consumers[len(p.report.Consumers)-1]
 		// Old tombstones go before new ones are made, so a row past both horizons is tombstoned by
 		// this run and deleted by a later one, as the dry run counted.
-		if err := p.effects(ctx, consumer, pruneOldTombstonesBatch, p.report.TombstonesBefore, &c.Rows, &p.report.Total.Rows); err != nil {
+		if err := p.effects(ctx, consumer, pruneOldTombstonesBatch, c.TombstonesBefore, &c.Rows, &p.report.Total.Rows); err != nil {
 			return err
 		}
 		if err := p.effects(ctx, consumer, pruneTombstonesBatch, p.opts.AsOf, &c.Tombstoned, &p.report.Total.Tombstoned); err != nil {
@@ -372,7 +422,7 @@ func (p *pruner) run(ctx context.Context, consumers []string) error {
 		if err := p.effects(ctx, consumer, pruneBodiesBatch, p.opts.AsOf, &c.Bodies, &p.report.Total.Bodies); err != nil {
 			return err
 		}
-		if *c == (PruneCounts{Consumer: consumer}) {
+		if c.Tombstoned+c.Rows+c.Bodies == 0 {
 			p.report.Consumers = p.report.Consumers[:len(p.report.Consumers)-1]
 		}
 	}
@@ -382,32 +432,29 @@ func (p *pruner) run(ctx context.Context, consumers []string) error {
 // effects runs batches of query, judged at horizon, over consumer's rows until one comes back
 // short, adding what each changed to both counters.
 func (p *pruner) effects(ctx context.Context, consumer, query string, horizon time.Time, perConsumer, total *int64) error {
-	lastEvent, lastVersion := "", -1
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		var changed, read int64
-		var event *string
-		var version *int
 		err := pgx.BeginFunc(ctx, p.store.pool, func(tx pgx.Tx) error {
 			if err := LockConsumerExecutions(ctx, tx, consumer); err != nil {
 				return err
 			}
-			return tx.QueryRow(ctx, query, consumer, horizon, lastEvent, lastVersion, p.opts.BatchSize).
-				Scan(&changed, &read, &event, &version)
+			return tx.QueryRow(ctx, query, consumer, horizon, p.opts.BatchSize).Scan(&changed, &read)
 		})
 		if err != nil {
-			return fmt.Errorf("prune consumer %s after event %q version %d: %w", consumer, lastEvent, lastVersion, err)
+			return fmt.Errorf("prune consumer %s after %d rows: %w", consumer, *perConsumer, err)
 		}
 		if read == 0 {
 			return nil
 		}
 		p.committed(changed, perConsumer, total)
-		if read < int64(p.opts.BatchSize) {
+		// A full batch that changed nothing was changed by others since it was read: without a
+		// cursor, the next batch could read the same rows again.
+		if read < int64(p.opts.BatchSize) || changed == 0 {
 			return nil
 		}
-		lastEvent, lastVersion = *event, *version
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -138,7 +139,7 @@ func TestPruneDryRunCountsWhatTheRunThenDoes(t *testing.T) {
 		t.Fatal("a dry run changed the ledger")
 	}
 	want := []ledger.PruneCounts{{Consumer: "billing", Tombstoned: 8, Bodies: 7}}
-	if !dry.DryRun || !slices.Equal(dry.Consumers, want) || dry.Total.Tombstoned != 8 || dry.Total.Rows != 0 || dry.Total.Bodies != 7 || dry.Incidents != 0 {
+	if !dry.DryRun || !slices.Equal(countsOnly(dry.Consumers), want) || dry.Total.Tombstoned != 8 || dry.Total.Rows != 0 || dry.Total.Bodies != 7 || dry.Incidents != 0 {
 		t.Fatalf("dry run %+v, want billing 8 rows tombstoned and 7 bodies", dry)
 	}
 
@@ -146,7 +147,7 @@ func TestPruneDryRunCountsWhatTheRunThenDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.DryRun || !slices.Equal(got.Consumers, dry.Consumers) || got.Total != dry.Total || got.Incidents != 0 || got.Interrupted {
+	if got.DryRun || !slices.Equal(countsOnly(got.Consumers), countsOnly(dry.Consumers)) || got.Total != dry.Total || got.Incidents != 0 || got.Interrupted {
 		t.Fatalf("prune %+v, want what the dry run counted: %+v", got, dry)
 	}
 	if got.Batches != 2 {
@@ -184,7 +185,7 @@ func TestPruneDryRunCountsWhatTheRunThenDoes(t *testing.T) {
 		t.Fatalf("one audit entry of the prune: %v", err)
 	}
 	for _, want := range []string{`"tombstoned": 8`, `"rows": 0`, `"bodies": 7`, `"scope": "consumer billing"`, `"interrupted": false`,
-		`"billing": {"rows": 0, "bodies": 7, "tombstoned": 8}`} {
+		`"billing": {"rows": 0, "bodies": 7, "tombstoned": 8, "tombstonesBefore": "`, `"tombstoneRetentionFrom": "default"}`} {
 		if actor != "alice" || !strings.Contains(details, want) {
 			t.Errorf("audit by %s lacks %s: %s", actor, want, details)
 		}
@@ -278,7 +279,7 @@ select now(), 'billing', 'evt-' || i, 1, 'payload_conflict', 'k' || i from gener
 		t.Fatal(err)
 	}
 	want := []ledger.PruneCounts{{Consumer: "billing", Tombstoned: 2}, {Consumer: "shipping", Tombstoned: 7}}
-	if !slices.Equal(dry.Consumers, want) || dry.Incidents != 3 {
+	if !slices.Equal(countsOnly(dry.Consumers), want) || dry.Incidents != 3 {
 		t.Errorf("dry run three days ahead: %+v, want %v and the 3 incidents older than 87 days", dry, want)
 	}
 
@@ -295,7 +296,7 @@ select now(), 'billing', 'evt-' || i, 1, 'payload_conflict', 'k' || i from gener
 		t.Fatal(err)
 	}
 	want = []ledger.PruneCounts{{Consumer: "billing", Tombstoned: 2}, {Consumer: "shipping", Tombstoned: 3, Bodies: 4}}
-	if !slices.Equal(got.Consumers, want) || got.Incidents != 3 {
+	if !slices.Equal(countsOnly(got.Consumers), want) || got.Incidents != 3 {
 		t.Errorf("prune of all consumers: %+v, want %v and 3 incidents", got, want)
 	}
 	if n := queryInt(t, store, `select count(*) from effect_incidents`); n != 2 {
@@ -338,6 +339,60 @@ func TestPruneDeletesTombstonesOnlyPastTheirRetention(t *testing.T) {
 	if n := queryInt(t, store, `select count(*) from effects where starts_with(event_id, 'recent-') and state = 'expired'`); n != 2 {
 		t.Errorf("%d recent tombstones left, want 2", n)
 	}
+}
+
+// A consumer's tombstones leave at the retention its SDK registered; another consumer's, which
+// registered none, stay for the default five years; --tombstone-retention overrides both.
+func TestPruneKeepsEachConsumersTombstonesForTheRetentionItRegistered(t *testing.T) {
+	store := pgtest.Ledger(t)
+	seedRows(t, store,
+		lifecycleRows{consumer: "billing", prefix: "ancient-", state: "completed", n: 3, replayIn: "-60 days", evidenceIn: "-20 days"},
+		lifecycleRows{consumer: "billing", prefix: "recent-", state: "completed", n: 2, replayIn: "-60 days", evidenceIn: "-5 days"},
+		lifecycleRows{consumer: "shipping", prefix: "ancient-", state: "completed", n: 4, replayIn: "-60 days", evidenceIn: "-20 days"})
+	if err := store.RetentionPoliciesRegister(t.Context(), []apikey.Policy{{Kind: apikey.PolicyConsumer, Name: "billing",
+		ReplayWindow: 24 * time.Hour, EvidenceWindow: 48 * time.Hour, TombstoneWindow: 10 * 24 * time.Hour, RegisteredBy: "consumer billing"}}); err != nil {
+		t.Fatal(err)
+	}
+	all := ledger.PruneOptions{AllConsumers: true, Actor: "alice"}
+	if first, err := store.Prune(t.Context(), all); err != nil || first.Total != (ledger.PruneCounts{Tombstoned: 9, Bodies: 0}) {
+		t.Fatalf("first prune %+v, %v: want the 9 rows past evidence_until tombstoned", first, err)
+	}
+	dry, err := store.PruneCount(t.Context(), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []ledger.PruneCounts{{Consumer: "billing", Rows: 3}}; !slices.Equal(countsOnly(dry.Consumers), want) ||
+		dry.Consumers[0].TombstoneRetentionFrom != ledger.TombstoneRetentionFromPolicy ||
+		dry.Consumers[0].TombstonesBefore.Sub(dry.AsOf.Add(-10*24*time.Hour)).Abs() > time.Second {
+		t.Fatalf("dry run %+v, want billing's 3 tombstones older than its registered 10 days and none of shipping's", dry.Consumers)
+	}
+	got, err := store.Prune(t.Context(), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Total != (ledger.PruneCounts{Rows: 3}) {
+		t.Fatalf("prune %+v, want billing's 3 old tombstones deleted", got.Total)
+	}
+	if n := queryInt(t, store, `select count(*) from effects where consumer = 'shipping' and state = 'expired'`); n != 4 {
+		t.Errorf("%d of shipping's tombstones left, want its 4: it registered no retention, so the default five years hold", n)
+	}
+	override, err := store.PruneCount(t.Context(), ledger.PruneOptions{AllConsumers: true, TombstoneRetention: 7 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []ledger.PruneCounts{{Consumer: "shipping", Rows: 4}}; !slices.Equal(countsOnly(override.Consumers), want) ||
+		override.Consumers[0].TombstoneRetentionFrom != ledger.TombstoneRetentionFromOption {
+		t.Errorf("with --tombstone-retention 7d: %+v, want shipping's 4 (billing's 2 recent ones are 5 days past)", override.Consumers)
+	}
+}
+
+// countsOnly drops each consumer's tombstone horizon, which follows the clock, to compare counts.
+func countsOnly(cs []ledger.PruneCounts) []ledger.PruneCounts {
+	out := make([]ledger.PruneCounts, len(cs))
+	for i, c := range cs {
+		out[i] = ledger.PruneCounts{Consumer: c.Consumer, Tombstoned: c.Tombstoned, Rows: c.Rows, Bodies: c.Bodies}
+	}
+	return out
 }
 
 func TestPruneOfAnUnknownConsumerNamesTheKnownOnes(t *testing.T) {

@@ -384,7 +384,7 @@ values ('billing', 'evt-b', 1, 'processing', $1, 'billing-dead', now() - interva
 func TestLedgerHelpTeachesWithoutConnecting(t *testing.T) {
 	for args, wants := range map[string][]string{
 		"ledger --help": {"prune", "stats", "replayctl ledger stats --consumer billing"},
-		"ledger prune --help": {"evidence_until has passed become expired tombstones", "--tombstone-retention (5 years by default)", "result_hash stay", "never by a storage TTL",
+		"ledger prune --help": {"evidence_until has passed become expired tombstones", "five years where it registered none", "oldest first, read from an index of the rows due", "result_hash stay", "never by a storage TTL",
 			"Never pruned: rows in processing or uncertain", "run the same command again and it continues",
 			"without a terminal pass --yes", "Exits 0 when pruned", "replayctl ledger prune --all-consumers --dry-run", "--batch-size"},
 		"ledger stats --help": {"warns above 0.5%", "warns at 10 a day", "older than 15m", "It exits 0 even with warnings",

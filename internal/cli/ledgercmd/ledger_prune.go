@@ -45,8 +45,10 @@ row when its effect completed:
     hashes, the final state, the external refs and the dates stay; the body and every error
     text go. A copy of the event arriving later is not processed as new: the consumer's look-up
     is asked whether it happened, and without a clear answer it goes to manual review
-  - tombstones whose evidence_until is more than --tombstone-retention (5 years by default)
-    behind are deleted; after that only the message's age sends an old copy to the look-up
+  - tombstones whose evidence_until is more than the consumer's tombstone retention behind are
+    deleted: what its SDK registered (consumer.Config.TombstoneRetention, how long a copy of an
+    event can still arrive), five years where it registered none, or --tombstone-retention for
+    every consumer; after that only the message's age sends an old copy to the look-up
   - result bodies whose replay_until has passed are dropped (set to NULL); the row, its state
     and its result_hash stay, so the event still counts as done and shadow compares on the hash
   - effect_incidents (the conflicts and lapsed leases "ledger stats" counts) older than
@@ -58,7 +60,8 @@ Never pruned: rows in processing or uncertain, and every row of a job that is ex
 paused (its own rows and its targets' rows under any version) until the job ends.
 
 Batched and resumable: at most --batch-size rows per transaction, each committed on its own,
-walking the primary key forward. Ctrl-C, a kill or a lost connection loses nothing and leaves
+oldest first, read from an index of the rows due: a prune's cost follows what is due, not the
+size of the ledger. Ctrl-C, a kill or a lost connection loses nothing and leaves
 nothing half-done; run the same command again and it continues.
 
 Name what to prune: --consumer C, or every consumer with --all-consumers. --dry-run prints the
@@ -97,7 +100,7 @@ failed (run it again), 2 on bad flags or an unknown consumer, 3 when not confirm
 	fl.IntVar(&req.BatchSize, "batch-size", ledger.DefaultPruneBatchSize, "most rows changed per transaction")
 	fl.StringVar(&opts.AsOf, "as-of", "", "judge expiry at this time instead of the database's now(): an RFC 3339 time, a date, or a duration before now (36h); after now only with --dry-run")
 	fl.StringVar(&opts.IncidentRetention, "incident-retention", "90d", "keep effect_incidents younger than this (days as 30d, or as in 36h)")
-	fl.StringVar(&opts.TombstoneRetention, "tombstone-retention", cmdutil.SpanString(ledger.DefaultTombstoneRetention), "keep an expired tombstone until its evidence_until is this far behind (days as 1825d, or as in 36h)")
+	fl.StringVar(&opts.TombstoneRetention, "tombstone-retention", "", "keep every consumer's tombstones until their evidence_until is this far behind (days as 1825d, or as in 36h); default: each consumer's registered retention, else "+cmdutil.SpanString(ledger.DefaultTombstoneRetention))
 	return cmd
 }
 
@@ -171,6 +174,9 @@ func pruneFlags(opts *LedgerPruneOptions, req *ledger.PruneOptions) error {
 	if req.IncidentRetention, err = cmdutil.ParseSpan("incident-retention", opts.IncidentRetention); err != nil {
 		return err
 	}
+	if opts.TombstoneRetention == "" {
+		return nil
+	}
 	req.TombstoneRetention, err = cmdutil.ParseSpan("tombstone-retention", opts.TombstoneRetention)
 	return err
 }
@@ -234,9 +240,24 @@ func printPrune(opts *LedgerPruneOptions, r *ledger.PruneReport) error {
 	}
 	fmt.Fprintf(out, "result bodies in weeks whose replay windows ended (every consumer's, dropped a partition at a time): %d\n", r.PartitionedBodies)
 	fmt.Fprintf(out, "incidents recorded before %s: %d\n", r.IncidentsBefore.UTC().Format(time.RFC3339), r.Incidents)
-	fmt.Fprintf(out, "tombstones deleted: those whose evidence_until is before %s\n", r.TombstonesBefore.UTC().Format(time.RFC3339))
+	for _, c := range r.Consumers {
+		fmt.Fprintf(out, "tombstones of %s deleted: those whose evidence_until is before %s (%s)\n", c.Consumer,
+			c.TombstonesBefore.UTC().Format(time.RFC3339), tombstoneRetentionFrom(c.TombstoneRetentionFrom))
+	}
 	if !r.DryRun {
 		fmt.Fprintln(out, "result hashes of pruned bodies are kept; the run is recorded in the audit log (action ledger.prune)")
 	}
 	return nil
+}
+
+// tombstoneRetentionFrom says in words where a consumer's tombstone retention came from.
+func tombstoneRetentionFrom(from string) string {
+	switch from {
+	case ledger.TombstoneRetentionFromOption:
+		return "--tombstone-retention"
+	case ledger.TombstoneRetentionFromPolicy:
+		return "the retention its SDK registered"
+	default:
+		return "the default " + cmdutil.SpanString(ledger.DefaultTombstoneRetention) + ": its SDK registered none"
+	}
 }
