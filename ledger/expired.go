@@ -118,18 +118,33 @@ func (v ExpiredVerdict) failed(err error) error {
 }
 
 // Reopened tombstones lose their dates, so the next prune does not take them for expired again,
-// and keep final_state and the verdict as their history.
-const effectsReopenExpired = `
+// and keep final_state and the verdict as their history. A compact tombstone (no effects row of
+// its version) is reopened as a new received row with that history, which then takes its place;
+// the compact row stays, unread while the effects row exists.
+var effectsReopenExpired = `
 with reopened as (
     update effects
        set state = 'received', replay_until = null, evidence_until = null, review_verdict = 'not_happened',
            review_note = $4, reviewed_at = now(), reviewed_by = $5, updated_at = now()
      where consumer = $1 and event_id = $2 and effect_version = any($3::int[]) and state = 'expired'
+    returning effect_version, job_id),
+compact as (
+    select distinct t.effect_version,
+           case when t.flags & ` + fmt.Sprint(compactFlagReconciled) + ` <> 0 then 'reconciled' else 'completed' end as final_state
+      from effect_tombstones t
+     where t.key = effect_tombstone_key($1::text, $2::text) and t.effect_version = any($3::int[])
+       and not exists (select 1 from effects x where x.consumer = $1 and x.event_id = $2 and x.effect_version = t.effect_version)),
+revived as (
+    insert into effects (consumer, event_id, effect_version, state, final_state, request_hash, request_hash_alg,
+                         review_verdict, review_note, reviewed_at, reviewed_by)
+    select $1, $2, c.effect_version, 'received', c.final_state, 'none', 'none', 'not_happened', $4, now(), $5
+      from compact c
+    on conflict (consumer, event_id, effect_version) do nothing
     returning effect_version, job_id)
 select audit_append(null, $5, job_id, null, '` + AuditEvidenceExpired + `',
        jsonb_build_object('consumer', $1::text, 'eventId', $2::text, 'effectVersion', effect_version,
                           'verdict', 'not_happened', 'state', 'received', 'detail', $4::text), $1::text)
-  from reopened`
+  from (select * from reopened union all select * from revived) r`
 
 // EffectsReopenExpired turns the tombstones of eventID under versions back into received rows,
 // after the look-up said the event's effect did not happen: the event is then claimed and

@@ -23,3 +23,6 @@ var SDKStatements = map[string]string{
 
 // ClaimWithoutFlush is the batch a claim starts with, for the test of its commit setting.
 var ClaimWithoutFlush = claimWithoutFlush
+
+// TombstoneKey is the tombstone key the SDK computes in Go, for the test that SQL agrees.
+var TombstoneKey = tombstoneKey

@@ -31,6 +31,7 @@ type Roles struct {
 var sdkTablePrivileges = map[string][]string{
 	"effects":                {"select", "insert", "update"},
 	"effect_bodies":          {"select", "insert"},
+	"effect_tombstones":      {"select"},
 	"effect_versions":        {"select"},
 	"jobs":                   {"select"},
 	"job_targets":            {"select"},

@@ -13,12 +13,13 @@ import (
 // effectsForEvents is effectsForEvent for many events at once: the reads of concurrent handlers
 // (each the duplicate check of one pulled message) go out as one query. The lateral join keeps
 // every look-up on the primary key whatever the planner guesses of the array's length.
-const effectsForEvents = `
-select e.* from unnest($1::text[], $2::text[]) with ordinality as k(consumer, event_id, i)
+var effectsForEvents = `
+select e.* from unnest($1::text[], $2::text[], $3::bigint[]) with ordinality as k(consumer, event_id, tombstone_key, i)
  cross join lateral (
    select ` + effectRowColumns + `
      from effects
-    where consumer = k.consumer and event_id = k.event_id) e
+    where consumer = k.consumer and event_id = k.event_id
+   union all` + compactTombstoneRows("k.consumer", "k.event_id", "k.tombstone_key") + `) e
  order by k.i, e.effect_version`
 
 // defaultReadFlushers bounds the batched reads in flight; they take no locks and commit nothing,
@@ -122,11 +123,13 @@ func (g *eventReads) send(batch []*eventRead) {
 	type event struct{ consumer, id string }
 	index := make(map[event]int, len(batch))
 	var consumers, ids []string
+	var tombstoneKeys []int64
 	for _, r := range batch {
 		e := event{r.consumer, r.eventID}
 		if _, seen := index[e]; !seen {
 			index[e] = len(consumers)
 			consumers, ids = append(consumers, r.consumer), append(ids, r.eventID)
+			tombstoneKeys = append(tombstoneKeys, tombstoneKey(r.consumer, r.eventID))
 		}
 	}
 	if g.beforeSend != nil {
@@ -142,7 +145,7 @@ func (g *eventReads) send(batch []*eventRead) {
 	}()
 	byEvent := make([][]EffectRow, len(consumers))
 	err := func() error {
-		rows, err := g.pool.Query(ctx, effectsForEvents, consumers, ids)
+		rows, err := g.pool.Query(ctx, effectsForEvents, consumers, ids, tombstoneKeys)
 		if err != nil {
 			return err
 		}

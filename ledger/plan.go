@@ -138,7 +138,7 @@ const planRowMismatch = `(e.request_hash_alg <> 'none' and e.request_hash is dis
 // ledger (docs/benchmarks.md, issue 40). A DLQ plan keeps out every event settled under any
 // version (done, with the version and job that settled it); a backfill targets exactly those
 // settled under an older version and keeps out the events never processed.
-const planEventsClassify = `
+var planEventsClassify = `
 create temp table plan_events on commit drop as
 with ledger_rows as (
     select p.event_id, l.*
@@ -169,10 +169,9 @@ with ledger_rows as (
                       order by e.effect_version desc) filter (where ` + settledForReal + `))[1]
                                                                                     as done_outcome,
            ` + ledgerStatesAgg + ` as ledger_states
-          from effects e
-         -- The scan's event_id is collated "C"; compared under the column's own collation the
-         -- primary key serves the probe (equality is the same under any deterministic one).
-         where e.consumer = $1 and e.event_id = p.event_id collate "default") l
+          -- The scan's event_id is collated "C"; compared under the column's own collation the
+          -- primary key serves the probe (equality is the same under any deterministic one).
+          from ` + planLedgerRows("$1::text", "p.event_id") + ` e) l
      where l.ledger_rows > 0
 ),
 other_jobs as (

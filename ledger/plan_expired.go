@@ -26,16 +26,17 @@ type PlanExpiredEvidence struct {
 	TombstoneVersions []int
 }
 
-// An event with no row at all has no tombstone version: left join, coalesce to 0.
-const planEventsExpiredEvidence = `
-select p.event_id, count(e.event_id) > 0, coalesce(max(e.effect_version) filter (where e.state = 'expired'), 0),
-       coalesce((array_agg(e.request_hash order by e.effect_version desc) filter (where e.state = 'expired'))[1], min(f.fingerprints[1])),
-       coalesce((array_agg(e.request_hash_alg order by e.effect_version desc) filter (where e.state = 'expired'))[1], ''),
+// An event with no row at all has no tombstone version: left join, coalesce to 0. A tombstone
+// without a fingerprint (imported without one, or compact) gives the DLQ payload's instead.
+var planEventsExpiredEvidence = `
+select p.event_id, count(e.effect_version) > 0, coalesce(max(e.effect_version) filter (where e.state = 'expired'), 0),
+       coalesce((array_agg(e.request_hash order by e.effect_version desc) filter (where e.state = 'expired' and e.request_hash_alg <> 'none'))[1], min(f.fingerprints[1])),
+       coalesce((array_agg(e.request_hash_alg order by e.effect_version desc) filter (where e.state = 'expired' and e.request_hash_alg <> 'none'))[1], ''),
        coalesce((array_agg(e.external_refs order by e.effect_version desc) filter (where e.state = 'expired'))[1], '[]'::jsonb),
        coalesce(array_agg(e.effect_version) filter (where e.state = 'expired'), '{}')
   from plan_events p
   join ` + planFirst + ` f on f.event_id = p.event_id
-  left join effects e on e.consumer = $1 and e.event_id = p.event_id
+  left join lateral ` + planLedgerRows("$1::text", "p.event_id") + ` e on true
  where p.class = 'evidence_expired'
  group by p.event_id
  order by p.event_id collate "C"`

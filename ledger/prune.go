@@ -19,6 +19,11 @@ var ErrPruneAsOfFuture = fault.New(fault.Invalid, "prune as of a future time")
 // DefaultPruneBatchSize is how many rows one prune transaction changes at most.
 const DefaultPruneBatchSize = 10_000
 
+// DefaultCompactAfter is how long after its evidence ended a tombstone keeps its whole row (its
+// request hash and external refs, which a look-up about a late copy is given) before prune moves
+// it to its compact form.
+const DefaultCompactAfter = 7 * 24 * time.Hour
+
 // DefaultTombstoneRetention is how long past its evidence_until an expired tombstone is kept: five
 // years, longer than any stream or backup a copy of the event could come back from.
 const DefaultTombstoneRetention = 5 * 365 * 24 * time.Hour
@@ -39,6 +44,9 @@ type PruneOptions struct {
 	// AsOf, for every consumer; 0 means each consumer's registered retention
 	// (consumer.Config.TombstoneRetention), or DefaultTombstoneRetention where it registered none.
 	TombstoneRetention time.Duration
+	// CompactAfter moves a tombstone whose evidence_until is this far behind AsOf to its compact
+	// form (effect_tombstones); 0 means DefaultCompactAfter.
+	CompactAfter time.Duration
 	// Actor is recorded in the audit entry.
 	Actor string
 	// Expected is the dry run's total, for Progress; 0 when unknown.
@@ -52,9 +60,12 @@ type PruneCounts struct {
 	Consumer string `json:"consumer,omitempty"`
 	// Tombstoned are rows turned into expired tombstones because evidence_until passed.
 	Tombstoned int64 `json:"tombstoned"`
-	// Rows are expired tombstones deleted because evidence_until is more than the tombstone
-	// retention behind as-of.
+	// Rows are expired tombstones (whole or compact) deleted because evidence_until is more than
+	// the tombstone retention behind as-of.
 	Rows int64 `json:"rows"`
+	// Compacted are tombstones moved from their whole row to their compact form because
+	// evidence_until is more than the compaction age behind as-of.
+	Compacted int64 `json:"compacted"`
 	// Bodies are result bodies dropped because replay_until passed; their rows and result hashes stay.
 	Bodies int64 `json:"bodies"`
 	// TombstonesBefore is the consumer's tombstone horizon: its tombstones whose evidence_until is
@@ -81,7 +92,10 @@ type PruneReport struct {
 	// TombstonesBefore is as-of minus the tombstone retention given as an option, or the default
 	// one: the horizon of the consumers that registered none (each consumer's own is in Consumers).
 	TombstonesBefore time.Time `json:"tombstonesBefore"`
-	BatchSize        int       `json:"batchSize"`
+	// CompactBefore is as-of minus the compaction age: tombstones whose evidence_until is before
+	// it are moved to their compact form.
+	CompactBefore time.Time `json:"compactBefore"`
+	BatchSize     int       `json:"batchSize"`
 	// Batches counts the transactions a real run committed.
 	Batches int `json:"batches"`
 	// Interrupted means the run stopped before its end; what it committed stays pruned.
@@ -94,7 +108,7 @@ type PruneReport struct {
 
 // Changes is the number of rows the report deletes or updates.
 func (r *PruneReport) Changes() int64 {
-	return r.Total.Tombstoned + r.Total.Rows + r.Total.Bodies + r.Incidents + r.PartitionedBodies
+	return r.Total.Tombstoned + r.Total.Rows + r.Total.Compacted + r.Total.Bodies + r.Incidents + r.PartitionedBodies
 }
 
 // bodyPartitionsAhead is how far ahead of now every prune makes the weekly partitions of
@@ -136,14 +150,30 @@ const (
 const pruneResolveAsOf = `select coalesce($1::timestamptz, now()), now()`
 
 // pruneCountEffects counts consumer $1's rows each step would change: $2 is the as-of time, $3
-// the tombstone horizon. Each count reads its own partial index.
-const pruneCountEffects = `
+// the tombstone horizon, $4 the compaction horizon. Each count reads its own index. A tombstone
+// past both horizons is deleted, not compacted.
+var pruneCountEffects = `
 with ` + pruneActive + `
 select (select count(*) from effects e where e.consumer = $1 and ` + pruneEvidenceExpired + ` and ` + pruneUnprotected + `),
-       (select count(*) from effects e where e.consumer = $1 and ` + pruneTombstoneOldAt3 + ` and ` + pruneUnprotected + `),
-       (select count(*) from effects e where e.consumer = $1 and ` + pruneBodyExpired + ` and ` + pruneUnprotected + `)`
+       (select count(*) from effects e where e.consumer = $1 and e.state = 'expired' and e.evidence_until < $3 and ` + pruneUnprotected + `)
+       + (select count(*) from effect_tombstones t
+           where t.consumer_key = (select id from effect_tombstone_consumers where consumer = $1) and ` + pruneCompactOld("$3") + `),
+       (select count(*) from effects e where e.consumer = $1 and ` + pruneBodyExpired + ` and ` + pruneUnprotected + `),
+       (select count(*) from effects e where e.consumer = $1 and ` + pruneCompactable("$4") + ` and e.evidence_until >= $3
+           and ` + pruneUnprotected + `)`
 
-const pruneTombstoneOldAt3 = `e.state = 'expired' and e.evidence_until < $3`
+// pruneCompactable is a whole tombstone (alias e) whose evidence ended before horizon and whose
+// effect happened: a received one (imported with dates, never run here) keeps its row, which a
+// claim racing the move would otherwise find gone.
+func pruneCompactable(horizon string) string {
+	return `e.state = 'expired' and e.evidence_until < ` + horizon + ` and e.final_state in ('completed', 'reconciled')`
+}
+
+// pruneCompactOld is a compact tombstone (alias t) past the tombstone horizon: its stored day is
+// the one after evidence_until, so comparing days never deletes one early.
+func pruneCompactOld(horizon string) string {
+	return `t.evidence_until < (` + horizon + `::timestamptz at time zone 'UTC')::date`
+}
 
 const pruneCountIncidents = `select count(*) from effect_incidents where at < $2 and ($1::text is null or consumer = $1)`
 
@@ -197,6 +227,51 @@ pruned as (
      where ` + pruneBatchKey + ` and ` + pruneBodyExpired + `
     returning 1)` + pruneBatchTail
 
+// pruneCompactBatch moves the oldest $3 whole tombstones of consumer $1 whose evidence ended
+// before $2 to their compact form: one statement deletes the rows and inserts their compact
+// tombstones, so every reader sees either (a reader of the event renders the compact one as the
+// expired row it was). A version already compact (moved before, then reopened and expired
+// again) is not inserted twice.
+var pruneCompactBatch = pruneBatchHead + pruneCompactable("$2") + ` and ` + pruneUnprotected + `
+     order by e.evidence_until
+     limit $3),
+moved as (
+    delete from effects e using batch b
+     where ` + pruneBatchKey + ` and ` + pruneCompactable("$2") + `
+    returning e.consumer, e.event_id, e.effect_version, e.evidence_until, e.final_state, e.write_forbidden, e.outcome_kind),
+compacted as (
+    insert into effect_tombstones (key, effect_version, consumer_key, evidence_until, flags)
+    select distinct on (1, 2) effect_tombstone_key(m.consumer, m.event_id), m.effect_version,
+           (select id from effect_tombstone_consumers where consumer = $1),
+           (m.evidence_until at time zone 'UTC')::date + 1,
+           (case m.final_state when 'reconciled' then ` + fmt.Sprint(compactFlagReconciled) + ` else ` + fmt.Sprint(compactFlagCompleted) + ` end)
+           | (case when m.write_forbidden then ` + fmt.Sprint(compactFlagWriteForbidden) + ` else 0 end)
+           | (case when m.outcome_kind = 'business' then ` + fmt.Sprint(compactFlagBusiness) + ` else 0 end)
+      from moved m
+     where not exists (select 1 from effect_tombstones t
+                        where t.key = effect_tombstone_key(m.consumer, m.event_id) and t.effect_version = m.effect_version)
+    returning 1)
+select (select count(*) from moved), (select count(*) from batch)`
+
+// pruneRegisterTombstoneConsumer numbers consumer $1 for its compact tombstones' consumer_key.
+const pruneRegisterTombstoneConsumer = `
+insert into effect_tombstone_consumers (consumer)
+select $1 where not exists (select 1 from effect_tombstone_consumers where consumer = $1)
+on conflict (consumer) do nothing`
+
+// pruneOldCompactBatch deletes the oldest $3 compact tombstones of consumer $1 past the tombstone
+// horizon $2.
+var pruneOldCompactBatch = `
+with batch as (
+    select ctid from effect_tombstones t
+     where t.consumer_key = (select id from effect_tombstone_consumers where consumer = $1) and ` + pruneCompactOld("$2") + `
+     order by t.evidence_until
+     limit $3),
+pruned as (
+    delete from effect_tombstones t using batch b where t.ctid = b.ctid and ` + pruneCompactOld("$2") + `
+    returning 1)
+select (select count(*) from pruned), (select count(*) from batch)`
+
 const pruneIncidentsBatch = `
 with pruned as (
     delete from effect_incidents
@@ -229,10 +304,11 @@ func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport
 			if err := s.tombstoneHorizon(ctx, tx, opts, r, &c); err != nil {
 				return err
 			}
-			if err := tx.QueryRow(ctx, pruneCountEffects, consumer, r.AsOf, c.TombstonesBefore).Scan(&c.Tombstoned, &c.Rows, &c.Bodies); err != nil {
+			if err := tx.QueryRow(ctx, pruneCountEffects, consumer, r.AsOf, c.TombstonesBefore, r.CompactBefore).
+				Scan(&c.Tombstoned, &c.Rows, &c.Bodies, &c.Compacted); err != nil {
 				return err
 			}
-			if c.Tombstoned+c.Rows+c.Bodies > 0 {
+			if c.changes() > 0 {
 				r.Consumers = append(r.Consumers, c)
 			}
 		}
@@ -357,7 +433,7 @@ func (s *Store) pruneStart(ctx context.Context, opts *PruneOptions, dryRun bool)
 	opts.AsOf = asOf
 	r := &PruneReport{DryRun: dryRun, AsOf: asOf, Consumer: opts.Consumer, AllConsumers: opts.AllConsumers, Consumers: []PruneCounts{},
 		IncidentsBefore: asOf.Add(-opts.IncidentRetention), TombstonesBefore: asOf.Add(-cmp.Or(opts.TombstoneRetention, DefaultTombstoneRetention)),
-		BatchSize: opts.BatchSize}
+		CompactBefore: asOf.Add(-cmp.Or(opts.CompactAfter, DefaultCompactAfter)), BatchSize: opts.BatchSize}
 	return r, nil
 }
 
@@ -371,13 +447,14 @@ func (r *PruneReport) scope() string {
 func (r *PruneReport) auditDetails() map[string]any {
 	perConsumer := map[string]any{}
 	for _, c := range r.Consumers {
-		perConsumer[c.Consumer] = map[string]any{"tombstoned": c.Tombstoned, "rows": c.Rows, "bodies": c.Bodies,
+		perConsumer[c.Consumer] = map[string]any{"tombstoned": c.Tombstoned, "rows": c.Rows, "compacted": c.Compacted, "bodies": c.Bodies,
 			"tombstonesBefore": c.TombstonesBefore.UTC().Format(time.RFC3339Nano), "tombstoneRetentionFrom": c.TombstoneRetentionFrom}
 	}
 	return map[string]any{
 		"scope": r.scope(), "asOf": r.AsOf.UTC().Format(time.RFC3339Nano), "batchSize": r.BatchSize,
-		"batches": r.Batches, "tombstoned": r.Total.Tombstoned, "rows": r.Total.Rows, "bodies": r.Total.Bodies,
-		"incidents": r.Incidents, "incidentsBefore": r.IncidentsBefore.UTC().Format(time.RFC3339Nano),
+		"batches": r.Batches, "tombstoned": r.Total.Tombstoned, "rows": r.Total.Rows, "compacted": r.Total.Compacted, "bodies": r.Total.Bodies,
+		"compactBefore": r.CompactBefore.UTC().Format(time.RFC3339Nano),
+		"incidents":     r.Incidents, "incidentsBefore": r.IncidentsBefore.UTC().Format(time.RFC3339Nano),
 		"tombstonesBefore": r.TombstonesBefore.UTC().Format(time.RFC3339Nano), "consumers": perConsumer,
 		"interrupted": r.Interrupted, "partitionedBodies": r.PartitionedBodies,
 	}
@@ -411,9 +488,18 @@ func (p *pruner) run(ctx context.Context, consumers []string) error {
 		}
 		p.report.Consumers = append(p.report.Consumers, counts)
 		c := &p.report.Consumers[len(p.report.Consumers)-1]
-		// Old tombstones go before new ones are made, so a row past both horizons is tombstoned by
-		// this run and deleted by a later one, as the dry run counted.
+		// Old tombstones go before tombstones are compacted, and those before new ones are made,
+		// so a row past several horizons takes one step a run, as the dry run counted.
 		if err := p.effects(ctx, consumer, pruneOldTombstonesBatch, c.TombstonesBefore, &c.Rows, &p.report.Total.Rows); err != nil {
+			return err
+		}
+		if err := p.effects(ctx, consumer, pruneOldCompactBatch, c.TombstonesBefore, &c.Rows, &p.report.Total.Rows); err != nil {
+			return err
+		}
+		if _, err := p.store.pool.Exec(ctx, pruneRegisterTombstoneConsumer, consumer); err != nil {
+			return fmt.Errorf("prune consumer %s: number it for its compact tombstones: %w", consumer, err)
+		}
+		if err := p.effects(ctx, consumer, pruneCompactBatch, p.report.CompactBefore, &c.Compacted, &p.report.Total.Compacted); err != nil {
 			return err
 		}
 		if err := p.effects(ctx, consumer, pruneTombstonesBatch, p.opts.AsOf, &c.Tombstoned, &p.report.Total.Tombstoned); err != nil {
@@ -422,7 +508,7 @@ func (p *pruner) run(ctx context.Context, consumers []string) error {
 		if err := p.effects(ctx, consumer, pruneBodiesBatch, p.opts.AsOf, &c.Bodies, &p.report.Total.Bodies); err != nil {
 			return err
 		}
-		if c.Tombstoned+c.Rows+c.Bodies == 0 {
+		if c.changes() == 0 {
 			p.report.Consumers = p.report.Consumers[:len(p.report.Consumers)-1]
 		}
 	}
@@ -492,5 +578,10 @@ func (p *pruner) committed(changed int64, counters ...*int64) {
 func (c *PruneCounts) add(o PruneCounts) {
 	c.Tombstoned += o.Tombstoned
 	c.Rows += o.Rows
+	c.Compacted += o.Compacted
 	c.Bodies += o.Bodies
+}
+
+func (c *PruneCounts) changes() int64 {
+	return c.Tombstoned + c.Rows + c.Compacted + c.Bodies
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/apikey"
+	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
 )
@@ -14,6 +15,16 @@ import (
 // An event whose ledger evidence expired is never a target on the plan's word (issue 15): a
 // tombstone, or no row for a message older than the evidence window, is counted and listed.
 func TestPlanKeepsEventsWithExpiredEvidenceOutOfTheTargets(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		name := "whole tombstones"
+		if compact {
+			name = "compact tombstones"
+		}
+		t.Run(name, func(t *testing.T) { planKeepsExpiredEvidenceOut(t, compact) })
+	}
+}
+
+func planKeepsExpiredEvidenceOut(t *testing.T, compact bool) {
 	f := newFixture(t)
 	f.dlq("dlq.billing", "old-no-row", "timeout", `{"n":4}`)
 	// The window is wide enough that the messages published after the sleep stay young on a loaded machine.
@@ -30,6 +41,16 @@ func TestPlanKeepsEventsWithExpiredEvidenceOutOfTheTargets(t *testing.T) {
 	if _, err := f.db.Exec(f.ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
 select consumer, event_id, 2, 'completed', request_hash, request_hash_alg from effects where event_id = 'tombstone-and-done'`); err != nil {
 		t.Fatal(err)
+	}
+
+	if compact {
+		// Past prune's compaction age, the tombstones leave effects for their compact form.
+		if _, err := f.db.Exec(f.ctx, `update effects set evidence_until = now() - interval '10 days' where state = 'expired'`); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := f.store.Prune(f.ctx, ledger.PruneOptions{Consumer: "billing", Actor: "test"}); err != nil || r.Total.Compacted != 2 {
+			t.Fatalf("prune %+v, %v: want both tombstones compacted", r, err)
+		}
 	}
 
 	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(func(o *planner.Options) { o.EvidenceWindow = 2 * time.Second }))

@@ -81,7 +81,7 @@ func (w *ledgerWorld) remaining(t *testing.T) (rows, bodies int) {
 func TestLedgerPruneAndStatsFlags(t *testing.T) {
 	var prune *ledgercmd.LedgerPruneOptions
 	_, stderr, code := execCommand(t, false,
-		"ledger prune --consumer billing --dry-run --yes --batch-size 500 --as-of 2026-12-01 --incident-retention 30d --tombstone-retention 3650d --actor bob --json",
+		"ledger prune --consumer billing --dry-run --yes --batch-size 500 --as-of 2026-12-01 --incident-retention 30d --tombstone-retention 3650d --compact-after 14d --actor bob --json",
 		replaceLedgerVerb(func(f *cmdutil.Factory) *cobra.Command {
 			return ledgercmd.NewCmdLedgerPrune(f, func(o *ledgercmd.LedgerPruneOptions) error { prune = o; return nil })
 		}))
@@ -89,7 +89,8 @@ func TestLedgerPruneAndStatsFlags(t *testing.T) {
 		t.Fatalf("prune: exit %d: %s", code, stderr)
 	}
 	if r := prune.Request; r.Consumer != "billing" || r.AllConsumers || r.BatchSize != 500 || r.Actor != "bob" ||
-		!prune.DryRun || !prune.Yes || !prune.JSON || prune.AsOf != "2026-12-01" || prune.IncidentRetention != "30d" || prune.TombstoneRetention != "3650d" {
+		!prune.DryRun || !prune.Yes || !prune.JSON || prune.AsOf != "2026-12-01" || prune.IncidentRetention != "30d" || prune.TombstoneRetention != "3650d" ||
+		prune.CompactAfter != "14d" {
 		t.Errorf("prune options %+v", *prune)
 	}
 
@@ -141,7 +142,7 @@ func TestLedgerPruneNeedsYesWithoutATerminalAndTheConsumersNameOnOne(t *testing.
 	w.seedPrunable(t)
 
 	stdout, stderr, code := runCommand(t, false, "ledger prune --consumer billing "+w.flags)
-	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "not confirmed: ledger prune would remove 3 rows to tombstones, 0 tombstones, 2 result bodies and 0 incidents; without a terminal pass --yes") {
+	if code != cmdutil.ExitGateRefused || !strings.Contains(stderr, "not confirmed: ledger prune would remove 3 rows to tombstones, 0 tombstones to their compact form, 0 tombstones, 2 result bodies and 0 incidents; without a terminal pass --yes") {
 		t.Errorf("prune without a terminal or --yes: exit %d, stderr %q; want 3 asking for --yes", code, stderr)
 	}
 	if stdout != "" {
@@ -156,7 +157,7 @@ func TestLedgerPruneNeedsYesWithoutATerminalAndTheConsumersNameOnOne(t *testing.
 	}
 
 	stdout, stderr, code = execCommandWithStdin(t, true, "billing\n", "ledger prune --consumer billing "+w.flags)
-	if code != cmdutil.ExitOK || !strings.Contains(stderr, "would remove 3 rows to tombstones, 0 tombstones, 2 result bodies and 0 incidents") {
+	if code != cmdutil.ExitOK || !strings.Contains(stderr, "would remove 3 rows to tombstones, 0 tombstones to their compact form, 0 tombstones, 2 result bodies and 0 incidents") {
 		t.Fatalf("confirmed prune: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	if !strings.Contains(stdout, "ledger prune of consumer billing as of") || !strings.Contains(stdout, "recorded in the audit log") {
@@ -178,7 +179,7 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 	if code != cmdutil.ExitOK || !strings.HasPrefix(stdout, "DRY RUN: nothing was pruned.") {
 		t.Fatalf("dry run: exit %d, want 0 and a first line saying nothing was pruned:\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"would remove:", "billing\t3\t0\t2", "total\t3\t0\t2", "incidents recorded before"} {
+	for _, want := range []string{"would remove:", "billing\t3\t0\t0\t2", "total\t3\t0\t0\t2", "incidents recorded before"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("dry run lacks %q:\n%s", want, stdout)
 		}
@@ -225,7 +226,7 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 		t.Errorf("prune with nothing left: exit %d, stdout %q; want 0 and nothing to prune", code, stdout)
 	}
 	if _, stderr, code := runCommand(t, false, "ledger prune --all-consumers "+w.flags); code != cmdutil.ExitGateRefused ||
-		!strings.Contains(stderr, "would remove 0 rows to tombstones, 0 tombstones, 0 result bodies and 0 incidents; without a terminal pass --yes") {
+		!strings.Contains(stderr, "would remove 0 rows to tombstones, 0 tombstones to their compact form, 0 tombstones, 0 result bodies and 0 incidents; without a terminal pass --yes") {
 		t.Errorf("prune with nothing left, without a terminal or --yes: exit %d, stderr %q; want 3 as on any night", code, stderr)
 	}
 	if stdout, stderr, code := execCommandWithStdin(t, true, "", "ledger prune --all-consumers "+w.flags); code != cmdutil.ExitOK ||

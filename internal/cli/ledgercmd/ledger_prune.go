@@ -23,10 +23,11 @@ type LedgerPruneOptions struct {
 
 	DryRun bool
 	Yes    bool
-	// AsOf, IncidentRetention and TombstoneRetention are the flags as typed; the run parses them.
+	// AsOf, IncidentRetention, TombstoneRetention and CompactAfter are the flags as typed; the run parses them.
 	AsOf               string
 	IncidentRetention  string
 	TombstoneRetention string
+	CompactAfter       string
 	Request            ledger.PruneOptions
 }
 
@@ -45,6 +46,10 @@ row when its effect completed:
     hashes, the final state, the external refs and the dates stay; the body and every error
     text go. A copy of the event arriving later is not processed as new: the consumer's look-up
     is asked whether it happened, and without a clear answer it goes to manual review
+  - tombstones whose evidence_until is more than --compact-after (7 days) behind leave effects
+    for their compact form (about 90 bytes: a hash of the event ID, the version, the day, the
+    final state): a late copy still meets them as expired evidence, but its look-up is no longer
+    given the tombstone's external refs or request hash
   - tombstones whose evidence_until is more than the consumer's tombstone retention behind are
     deleted: what its SDK registered (consumer.Config.TombstoneRetention, how long a copy of an
     event can still arrive), five years where it registered none, or --tombstone-retention for
@@ -100,6 +105,7 @@ failed (run it again), 2 on bad flags or an unknown consumer, 3 when not confirm
 	fl.IntVar(&req.BatchSize, "batch-size", ledger.DefaultPruneBatchSize, "most rows changed per transaction")
 	fl.StringVar(&opts.AsOf, "as-of", "", "judge expiry at this time instead of the database's now(): an RFC 3339 time, a date, or a duration before now (36h); after now only with --dry-run")
 	fl.StringVar(&opts.IncidentRetention, "incident-retention", "90d", "keep effect_incidents younger than this (days as 30d, or as in 36h)")
+	fl.StringVar(&opts.CompactAfter, "compact-after", cmdutil.SpanString(ledger.DefaultCompactAfter), "move a tombstone to its compact form once its evidence_until is this far behind (days as 7d, or as in 36h)")
 	fl.StringVar(&opts.TombstoneRetention, "tombstone-retention", "", "keep every consumer's tombstones until their evidence_until is this far behind (days as 1825d, or as in 36h); default: each consumer's registered retention, else "+cmdutil.SpanString(ledger.DefaultTombstoneRetention))
 	return cmd
 }
@@ -174,6 +180,9 @@ func pruneFlags(opts *LedgerPruneOptions, req *ledger.PruneOptions) error {
 	if req.IncidentRetention, err = cmdutil.ParseSpan("incident-retention", opts.IncidentRetention); err != nil {
 		return err
 	}
+	if req.CompactAfter, err = cmdutil.ParseSpan("compact-after", opts.CompactAfter); err != nil {
+		return err
+	}
 	if opts.TombstoneRetention == "" {
 		return nil
 	}
@@ -182,8 +191,8 @@ func pruneFlags(opts *LedgerPruneOptions, req *ledger.PruneOptions) error {
 }
 
 func pruneSummary(r *ledger.PruneReport) string {
-	return fmt.Sprintf("%d rows to tombstones, %d tombstones, %d result bodies and %d incidents",
-		r.Total.Tombstoned, r.Total.Rows, r.Total.Bodies+r.PartitionedBodies, r.Incidents)
+	return fmt.Sprintf("%d rows to tombstones, %d tombstones to their compact form, %d tombstones, %d result bodies and %d incidents",
+		r.Total.Tombstoned, r.Total.Compacted, r.Total.Rows, r.Total.Bodies+r.PartitionedBodies, r.Incidents)
 }
 
 // confirmPrune asks on a terminal for the consumer's name ("all" for every consumer); another
@@ -196,7 +205,7 @@ func confirmPrune(ios *iostreams.IOStreams, r *ledger.PruneReport) error {
 	w := ios.ErrOut
 	fmt.Fprintf(w, "\nledger prune as of %s would remove %s:\n", r.AsOf.UTC().Format(time.RFC3339), pruneSummary(r))
 	for _, c := range r.Consumers {
-		fmt.Fprintf(w, "  %-24s %d rows to tombstones, %d tombstones, %d bodies\n", c.Consumer, c.Tombstoned, c.Rows, c.Bodies)
+		fmt.Fprintf(w, "  %-24s %d rows to tombstones, %d compacted, %d tombstones, %d bodies\n", c.Consumer, c.Tombstoned, c.Compacted, c.Rows, c.Bodies)
 	}
 	if !ios.ConfirmTyped(strconv.Quote(want), want) {
 		return &cmdutil.ExitError{Code: cmdutil.ExitGateRefused, Err: fmt.Errorf("not confirmed: nothing was pruned (type %q to prune)", want)}
@@ -226,13 +235,13 @@ func printPrune(opts *LedgerPruneOptions, r *ledger.PruneReport) error {
 		fmt.Fprintf(out, "ledger prune of %s as of %s removed, in %d batches of at most %d rows:\n", scope, asOf, r.Batches, r.BatchSize)
 	}
 	t := cmdutil.NewTable(out, opts.IO.IsStdoutTTY())
-	t.Header("CONSUMER", "TOMBSTONED (evidence_until passed)", "TOMBSTONES DELETED (retention passed)", "BODIES (replay_until passed)")
+	t.Header("CONSUMER", "TOMBSTONED (evidence_until passed)", "COMPACTED (--compact-after passed)", "TOMBSTONES DELETED (retention passed)", "BODIES (replay_until passed)")
 	for _, c := range r.Consumers {
-		if err := t.Append(c.Consumer, cmdutil.Count(c.Tombstoned), cmdutil.Count(c.Rows), cmdutil.Count(c.Bodies)); err != nil {
+		if err := t.Append(c.Consumer, cmdutil.Count(c.Tombstoned), cmdutil.Count(c.Compacted), cmdutil.Count(c.Rows), cmdutil.Count(c.Bodies)); err != nil {
 			return err
 		}
 	}
-	if err := t.Append("total", cmdutil.Count(r.Total.Tombstoned), cmdutil.Count(r.Total.Rows), cmdutil.Count(r.Total.Bodies)); err != nil {
+	if err := t.Append("total", cmdutil.Count(r.Total.Tombstoned), cmdutil.Count(r.Total.Compacted), cmdutil.Count(r.Total.Rows), cmdutil.Count(r.Total.Bodies)); err != nil {
 		return err
 	}
 	if err := t.Render(); err != nil {
@@ -240,6 +249,7 @@ func printPrune(opts *LedgerPruneOptions, r *ledger.PruneReport) error {
 	}
 	fmt.Fprintf(out, "result bodies in weeks whose replay windows ended (every consumer's, dropped a partition at a time): %d\n", r.PartitionedBodies)
 	fmt.Fprintf(out, "incidents recorded before %s: %d\n", r.IncidentsBefore.UTC().Format(time.RFC3339), r.Incidents)
+	fmt.Fprintf(out, "tombstones compacted: those whose evidence_until is before %s (--compact-after)\n", r.CompactBefore.UTC().Format(time.RFC3339))
 	for _, c := range r.Consumers {
 		fmt.Fprintf(out, "tombstones of %s deleted: those whose evidence_until is before %s (%s)\n", c.Consumer,
 			c.TombstonesBefore.UTC().Format(time.RFC3339), tombstoneRetentionFrom(c.TombstoneRetentionFrom))

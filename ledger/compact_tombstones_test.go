@@ -1,0 +1,87 @@
+package ledger_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// A tombstone past the compaction age leaves effects for its compact form, and every reader that
+// looks the event up still meets it as the expired row it was: a live claim of another version is
+// refused, a reopened version takes its place, and it leaves at the consumer's retention.
+func TestPruneCompactsTombstonesAndALateCopyStillMeetsThem(t *testing.T) {
+	store := pgtest.Ledger(t)
+	ctx := t.Context()
+	seedRows(t, store,
+		lifecycleRows{consumer: "billing", prefix: "c-", state: "completed", n: 3, version: 1, replayIn: "-40 days", evidenceIn: "-10 days"},
+		lifecycleRows{consumer: "shipping", prefix: "c-", state: "completed", n: 2, version: 1, replayIn: "-40 days", evidenceIn: "-10 days"})
+	all := ledger.PruneOptions{AllConsumers: true, Actor: "alice"}
+
+	first, err := store.Prune(ctx, all)
+	if err != nil || first.Total.Tombstoned != 5 || first.Total.Compacted != 0 {
+		t.Fatalf("first prune %+v, %v: want 5 rows tombstoned in place, none compacted yet", first, err)
+	}
+	dry, err := store.PruneCount(ctx, all)
+	if err != nil || dry.Total.Compacted != 5 {
+		t.Fatalf("dry run before compaction %+v, %v: want the 5 tombstones counted for compaction", dry, err)
+	}
+	second, err := store.Prune(ctx, all)
+	if err != nil || second.Total.Compacted != 5 {
+		t.Fatalf("second prune %+v, %v: want the 5 tombstones compacted", second, err)
+	}
+	if n := queryInt(t, store, `select count(*) from effects`); n != 0 {
+		t.Fatalf("%d effects rows left after compaction, want none", n)
+	}
+	if n := queryInt(t, store, `select count(*) from effect_tombstones`); n != 5 {
+		t.Fatalf("%d compact tombstones, want 5", n)
+	}
+
+	for name, read := range map[string]func() ([]ledger.EffectRow, error){
+		"the SDK's grouped read": func() ([]ledger.EffectRow, error) { return store.EffectsForEvent(ctx, "billing", "c-0001") },
+		"a single read": func() ([]ledger.EffectRow, error) {
+			return ledger.EffectsForEvent(ctx, store.Pool(), "billing", "c-0001")
+		},
+	} {
+		rows, err := read()
+		if err != nil || len(rows) != 1 || rows[0].State != ledger.EffectExpired || rows[0].EffectVersion != 1 || rows[0].EventID != "c-0001" {
+			t.Fatalf("%s of a compacted event: %+v, %v; want its expired row under version 1", name, rows, err)
+		}
+	}
+	if rows, err := store.EffectsForEvent(ctx, "billing", "c-0009"); err != nil || len(rows) != 0 {
+		t.Fatalf("read of an event never seen: %+v, %v", rows, err)
+	}
+
+	live := ledger.EffectClaim{Key: ledger.EffectKey{Consumer: "billing", EventID: "c-0002", EffectVersion: 2},
+		RequestHash: "sha256:new", RequestHashAlg: "canonical-json-v1", Owner: "i-1", Lease: time.Minute, AnyVersionSettles: true}
+	if ok, err := store.EffectsClaim(ctx, live); err != nil || ok {
+		t.Fatalf("a live claim of another version beside a compact tombstone: %v, %v; want refused", ok, err)
+	}
+	backfill := live
+	backfill.AnyVersionSettles = false
+	if ok, err := store.EffectsClaim(ctx, backfill); err != nil || !ok {
+		t.Fatalf("a backfill claim of version 2: %v, %v; want it claimed (only its own version settles it)", ok, err)
+	}
+
+	if n, err := ledger.EffectsReopenExpired(ctx, store.Pool(), "billing", "c-0001", []int{1}, "not charged", "alice"); err != nil || n != 1 {
+		t.Fatalf("reopen of a compact tombstone: %d, %v; want 1", n, err)
+	}
+	rows, err := store.EffectsForEvent(ctx, "billing", "c-0001")
+	if err != nil || len(rows) != 1 || rows[0].State != "received" {
+		t.Fatalf("after the reopen: %+v, %v; want the received row in the tombstone's place", rows, err)
+	}
+
+	retention := ledger.PruneOptions{Consumer: "billing", Actor: "alice", TombstoneRetention: 24 * time.Hour}
+	due, err := store.PruneCount(ctx, retention)
+	if err != nil || due.Total.Rows != 3 {
+		t.Fatalf("dry run past billing's retention %+v, %v; want its 3 compact tombstones", due.Total, err)
+	}
+	gone, err := store.Prune(ctx, retention)
+	if err != nil || gone.Total.Rows != 3 {
+		t.Fatalf("prune past billing's retention %+v, %v; want its 3 compact tombstones deleted", gone.Total, err)
+	}
+	if n := queryInt(t, store, `select count(*) from effect_tombstones`); n != 2 {
+		t.Errorf("%d compact tombstones left, want shipping's 2", n)
+	}
+}
