@@ -3,14 +3,22 @@ package ledger
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // A compact tombstone (migration 0035) is what stays of an expired row after prune's compaction
 // age: the hashed key of its event, its version, its consumer's key, its evidence_until and flags.
-// The readers that look an event up render it as an expired effects row of that version, with
-// the request hash of an imported row without a fingerprint (none): its payload was not kept, so
-// every payload matches and the expired evidence goes to the consumer's look-up.
+// The readers that look an event up (the SDK's reads, plan) render it as an expired effects row of
+// that version, with the request hash of an imported row without a fingerprint (none): its
+// payload was not kept, so every payload matches and the expired evidence goes to the consumer's
+// look-up. The SDK's claim does not look at them: it claims only after a read, and a read that
+// met the event's tombstone, whole or compact, goes to the look-up instead (a tombstone is only
+// ever made from a settled row, which the read would have met as settled).
 const (
 	compactFlagCompleted      = 1
 	compactFlagReconciled     = 2
@@ -27,33 +35,63 @@ func tombstoneKey(consumer, eventID string) int64 {
 	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
-// compactTombstoneRows selects, with effectRowColumns' columns, the compact tombstones of the
-// event named by the SQL expressions consumer and eventID, whose tombstone key is the SQL
-// expression key, and whose version has no effects row: a row written since (a reopened or
-// reconciled event) takes the version's place.
-func compactTombstoneRows(consumer, eventID, key string) string {
-	return fmt.Sprintf(`
-select %[1]s, %[2]s, t.effect_version, 'expired', 'none', 'none', '', null::jsonb,
-       case when t.flags & %[3]d <> 0 then 'business' else '' end, 0, '[]'::jsonb,
-       '', null::timestamptz, false, 0::bigint, null::timestamptz, null::timestamptz, t.evidence_until::timestamptz,
-       '', 0, 0, '', t.flags & %[4]d <> 0, t.evidence_until::timestamptz, t.evidence_until::timestamptz
-  from effect_tombstones t
- where t.key = %[5]s
-   and not exists (select 1 from effects x
-                    where x.consumer = %[1]s and x.event_id = %[2]s and x.effect_version = t.effect_version)`,
-		consumer, eventID, compactFlagBusiness, compactFlagWriteForbidden, key)
+// compactTombstone is one row of effect_tombstones read for the SDK; index is the position of
+// its key in the keys the read asked for.
+type compactTombstone struct {
+	index         int
+	effectVersion int
+	evidenceUntil time.Time
+	flags         int16
 }
 
-// compactTombstoneOfOtherVersion is true when the event (consumer, eventID; its tombstone key key)
-// has a compact tombstone under a version other than version that no effects row replaced and a write-forbidden replay did not write:
-// for a claim that any settled version refuses, it counts as the expired row it was.
-func compactTombstoneOfOtherVersion(consumer, eventID, version, key string) string {
-	return fmt.Sprintf(`exists (
-    select 1 from effect_tombstones t
-     where t.key = %[5]s and t.effect_version <> %[3]s and t.flags & %[4]d = 0
-       and not exists (select 1 from effects x
-                        where x.consumer = %[1]s and x.event_id = %[2]s and x.effect_version = t.effect_version))`, consumer, eventID, version, compactFlagWriteForbidden, key)
+// compactTombstonesByKey reads the compact tombstones of the keys $1, each with its key's position
+// (0-based). A statement of its own, sent in the same batch as the read of effects: a union in one
+// statement made the SDK's read slower to plan on every execution (its connections plan each one,
+// sdkPlannerSettings), and the consumer with it (docs/benchmarks.md, "Compact tombstones").
+const compactTombstonesByKey = `
+select k.i - 1, t.effect_version, t.evidence_until::timestamp at time zone 'UTC', t.flags
+  from unnest($1::bigint[]) with ordinality as k(key, i)
+  join effect_tombstones t on t.key = k.key`
+
+// queueCompactTombstones adds the read of keys' compact tombstones to b, into out.
+func queueCompactTombstones(b *pgx.Batch, keys []int64, out *[]compactTombstone) {
+	b.Queue(compactTombstonesByKey, keys).Query(func(rows pgx.Rows) error {
+		var c compactTombstone
+		_, err := pgx.ForEachRow(rows, []any{&c.index, &c.effectVersion, &c.evidenceUntil, &c.flags}, func() error {
+			*out = append(*out, c)
+			return nil
+		})
+		return err
+	})
 }
+
+// withCompactTombstones adds to rows (the event's effects rows, by version) each compact
+// tombstone whose version has no effects row, as the expired row it was, and keeps them by
+// version. A row written since (a reopened or reconciled event) takes the version's place.
+func withCompactTombstones(rows []EffectRow, consumer, eventID string, compact []compactTombstone) []EffectRow {
+	if len(compact) == 0 {
+		return rows
+	}
+	for _, c := range compact {
+		if slices.ContainsFunc(rows, func(r EffectRow) bool { return r.EffectVersion == c.effectVersion }) {
+			continue
+		}
+		evidence := c.evidenceUntil
+		r := EffectRow{Consumer: consumer, EventID: eventID, EffectVersion: c.effectVersion, State: EffectExpired,
+			RequestHash: fingerprintNone, RequestHashAlg: fingerprintNone, ExternalRefs: json.RawMessage(`[]`),
+			EvidenceUntil: &evidence, WriteForbidden: c.flags&compactFlagWriteForbidden != 0, CreatedAt: evidence, UpdatedAt: evidence}
+		if c.flags&compactFlagBusiness != 0 {
+			r.OutcomeKind = "business"
+		}
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b EffectRow) int { return a.EffectVersion - b.EffectVersion })
+	return rows
+}
+
+// fingerprintNone is fingerprint.AlgorithmNone and NoneHash: a compact tombstone keeps no
+// fingerprint, so every payload matches it and the event ID alone decides.
+const fingerprintNone = "none"
 
 // planLedgerRows selects what plan reads of an event's ledger rows (the event named by the SQL
 // expressions consumer and eventID), its compact tombstones rendered as expired rows among them.

@@ -53,15 +53,15 @@ func TestPruneCompactsTombstonesAndALateCopyStillMeetsThem(t *testing.T) {
 		t.Fatalf("read of an event never seen: %+v, %v", rows, err)
 	}
 
-	live := ledger.EffectClaim{Key: ledger.EffectKey{Consumer: "billing", EventID: "c-0002", EffectVersion: 2},
-		RequestHash: "sha256:new", RequestHashAlg: "canonical-json-v1", Owner: "i-1", Lease: time.Minute, AnyVersionSettles: true}
-	if ok, err := store.EffectsClaim(ctx, live); err != nil || ok {
-		t.Fatalf("a live claim of another version beside a compact tombstone: %v, %v; want refused", ok, err)
-	}
-	backfill := live
-	backfill.AnyVersionSettles = false
+	// A version written since takes the compact tombstone's place in the read; the others stay.
+	backfill := ledger.EffectClaim{Key: ledger.EffectKey{Consumer: "billing", EventID: "c-0002", EffectVersion: 2},
+		RequestHash: "sha256:new", RequestHashAlg: "canonical-json-v1", Owner: "i-1", Lease: time.Minute}
 	if ok, err := store.EffectsClaim(ctx, backfill); err != nil || !ok {
 		t.Fatalf("a backfill claim of version 2: %v, %v; want it claimed (only its own version settles it)", ok, err)
+	}
+	if rows, err := store.EffectsForEvent(ctx, "billing", "c-0002"); err != nil || len(rows) != 2 ||
+		rows[0].EffectVersion != 1 || rows[0].State != ledger.EffectExpired || rows[1].EffectVersion != 2 || rows[1].State != "processing" {
+		t.Fatalf("read beside a new version: %+v, %v; want version 1 expired, then version 2 processing", rows, err)
 	}
 
 	if n, err := ledger.EffectsReopenExpired(ctx, store.Pool(), "billing", "c-0001", []int{1}, "not charged", "alice"); err != nil || n != 1 {

@@ -72,27 +72,31 @@ const effectRowColumns = `consumer, event_id, effect_version, state, request_has
        heartbeat_at, replay_until, evidence_until, coalesce(job_id, ''), attempts, calls_started,
        coalesce(last_error, ''), write_forbidden, created_at, updated_at`
 
-// effectsForEvent reads the event's effects rows and its compact tombstones (as expired rows).
-var effectsForEvent = `
+const effectsForEvent = `
 select ` + effectRowColumns + `
   from effects
  where consumer = $1 and event_id = $2
-union all` + compactTombstoneRows("$1::text", "$2::text", "$3::bigint") + `
- order by 3`
+ order by effect_version`
 
 // EffectsForEvent returns every row of eventID for consumer, one per effect version, lowest first.
 // The SDK reads them all at once because dedup across versions (a live redelivery of an event a
 // replay completed) and conflicts (a payload changed under any version) need the whole history.
-func EffectsForEvent(ctx context.Context, q Querier, consumer, eventID string) ([]EffectRow, error) {
-	rows, err := q.Query(ctx, effectsForEvent, consumer, eventID, tombstoneKey(consumer, eventID))
-	if err != nil {
+// Its compact tombstones (compact_tombstones.go) come as expired rows of the versions that have
+// no effects row, read in the same round trip.
+func EffectsForEvent(ctx context.Context, q BatchQuerier, consumer, eventID string) ([]EffectRow, error) {
+	var out []EffectRow
+	var compact []compactTombstone
+	b := &pgx.Batch{}
+	b.Queue(effectsForEvent, consumer, eventID).Query(func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, scanEffectRow)
+		return err
+	})
+	queueCompactTombstones(b, []int64{tombstoneKey(consumer, eventID)}, &compact)
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
 	}
-	out, err := pgx.CollectRows(rows, scanEffectRow)
-	if err != nil {
-		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
-	}
-	return out, nil
+	return withCompactTombstones(out, consumer, eventID, compact), nil
 }
 
 // scanEffectRow reads the columns of effectsForEvent, in its order.
@@ -154,9 +158,8 @@ const effectsClaimLock = `select pg_advisory_xact_lock(hashtextextended(current_
 // algorithm changed since the caller read the row, is never taken, even if the caller raced the
 // conflict check; hashes of different algorithms are never compared blindly. Run after effectsClaimLock, the not-exists
 // sees every other version's committed row: a live lease or an uncertain row under any version,
-// or (for live messages, $9) a settled one, refuses the claim; so does, for $9, a compact
-// tombstone of another version (an expired row moved out of effects).
-var effectsClaim = `
+// or (for live messages, $9) a settled one, refuses the claim.
+const effectsClaim = `
 insert into effects as e (consumer, event_id, effect_version, state, request_hash, request_hash_alg,
                           lease_owner, lease_expires_at, heartbeat_at, job_id, attempts, calls_started)
 select $1, $2, $3, 'processing', $4, $5, $6, now() + $7::bigint * interval '1 millisecond', now(), $8, 1, 0
@@ -166,7 +169,6 @@ select $1, $2, $3, 'processing', $4, $5, $6, now() + $7::bigint * interval '1 mi
            and (o.state = 'uncertain'
                 or (o.state = 'processing' and o.lease_expires_at > now())
                 or ($9 and o.state in ('completed', 'reconciled', 'expired') and not o.write_forbidden)))
-   and not ($9 and ` + compactTombstoneOfOtherVersion("$1::text", "$2::text", "$3::int", "$12::bigint") + `)
 on conflict (consumer, event_id, effect_version) do update
    set state = 'processing', lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
        heartbeat_at = excluded.heartbeat_at, attempts = e.attempts + 1, calls_started = 0,
@@ -198,8 +200,7 @@ func claimIn(ctx context.Context, q BatchQuerier, c EffectClaim, b *pgx.Batch) (
 	b.Queue(effectsClaimLock, c.Key.Consumer, c.Key.EventID)
 	takeOverHash, takeOverAlg := c.takeOverFingerprint()
 	claim := b.Queue(effectsClaim, c.Key.Consumer, c.Key.EventID, c.Key.EffectVersion, c.RequestHash,
-		c.RequestHashAlg, c.Owner, c.Lease.Milliseconds(), nullable(c.JobID), c.AnyVersionSettles, takeOverAlg, takeOverHash,
-		tombstoneKey(c.Key.Consumer, c.Key.EventID))
+		c.RequestHashAlg, c.Owner, c.Lease.Milliseconds(), nullable(c.JobID), c.AnyVersionSettles, takeOverAlg, takeOverHash)
 	var claimed bool
 	claim.Exec(func(tag pgconn.CommandTag) error {
 		claimed = tag.RowsAffected() == 1

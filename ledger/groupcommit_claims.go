@@ -29,19 +29,18 @@ select count(*) from (
 // chose (consumer, effect_version, job_id) and walked every row of the version for each claim, so
 // claims slowed as the replay went (live runs of 10,000 events: 0.1-0.75 s a batch, the whole
 // consumer at ~330 events/s whatever the handlers; docs/benchmarks.md).
-var effectsClaimBatch = `
+const effectsClaimBatch = `
 with r as (
   select * from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::bigint[],
-                       $8::text[], $9::bool[], $10::text[], $11::text[], $12::bigint[])
+                       $8::text[], $9::bool[], $10::text[], $11::text[])
          as r(consumer, event_id, effect_version, request_hash, request_hash_alg, owner, lease_ms,
-              job_id, any_version_settles, take_over_alg, take_over_hash, tombstone_key)
+              job_id, any_version_settles, take_over_alg, take_over_hash)
    where not exists (
           select 1 from effects o
            where o.consumer = r.consumer and o.event_id = r.event_id and o.effect_version <> r.effect_version
              and (o.state = 'uncertain'
                   or (o.state = 'processing' and o.lease_expires_at > now())
                   or (r.any_version_settles and o.state in ('completed', 'reconciled', 'expired') and not o.write_forbidden)))
-     and not (r.any_version_settles and ` + compactTombstoneOfOtherVersion("r.consumer", "r.event_id", "r.effect_version", "r.tombstone_key") + `)
 ), taken as (
   update effects e
      set state = 'processing', lease_owner = r.owner, lease_expires_at = now() + r.lease_ms * interval '1 millisecond',
@@ -75,10 +74,8 @@ func (g *groupCommit) sendClaim(ctx context.Context, reqs []*groupRequest[Effect
 	n := len(reqs)
 	hashes, algs, owners, leases := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
 	jobs, anyVersion, takeAlgs, takeHashes := make([]*string, n), make([]bool, n), make([]string, n), make([]string, n)
-	tombstoneKeys := make([]int64, n)
 	for i, r := range reqs {
 		c := r.arg
-		tombstoneKeys[i] = tombstoneKey(c.Key.Consumer, c.Key.EventID)
 		hashes[i], algs[i], owners[i], leases[i] = c.RequestHash, c.RequestHashAlg, c.Owner, c.Lease.Milliseconds()
 		jobs[i], anyVersion[i] = nullableText(c.JobID), c.AnyVersionSettles
 		takeHashes[i], takeAlgs[i] = c.takeOverFingerprint()
@@ -94,7 +91,7 @@ func (g *groupCommit) sendClaim(ctx context.Context, reqs []*groupRequest[Effect
 	oks := make([]bool, n)
 	var bad error
 	b.Queue(effectsClaimBatch, k.consumers, k.eventIDs, k.versions, hashes, algs, owners, leases, jobs, anyVersion,
-		takeAlgs, takeHashes, tombstoneKeys).Query(func(rows pgx.Rows) error {
+		takeAlgs, takeHashes).Query(func(rows pgx.Rows) error {
 		var e event
 		_, err := pgx.ForEachRow(rows, []any{&e.consumer, &e.id}, func() error {
 			i, ok := position[e]

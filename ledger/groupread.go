@@ -13,13 +13,12 @@ import (
 // effectsForEvents is effectsForEvent for many events at once: the reads of concurrent handlers
 // (each the duplicate check of one pulled message) go out as one query. The lateral join keeps
 // every look-up on the primary key whatever the planner guesses of the array's length.
-var effectsForEvents = `
-select e.* from unnest($1::text[], $2::text[], $3::bigint[]) with ordinality as k(consumer, event_id, tombstone_key, i)
+const effectsForEvents = `
+select e.* from unnest($1::text[], $2::text[]) with ordinality as k(consumer, event_id, i)
  cross join lateral (
    select ` + effectRowColumns + `
      from effects
-    where consumer = k.consumer and event_id = k.event_id
-   union all` + compactTombstoneRows("k.consumer", "k.event_id", "k.tombstone_key") + `) e
+    where consumer = k.consumer and event_id = k.event_id) e
  order by k.i, e.effect_version`
 
 // defaultReadFlushers bounds the batched reads in flight; they take no locks and commit nothing,
@@ -145,12 +144,16 @@ func (g *eventReads) send(batch []*eventRead) {
 	}()
 	byEvent := make([][]EffectRow, len(consumers))
 	err := func() error {
-		rows, err := g.pool.Query(ctx, effectsForEvents, consumers, ids, tombstoneKeys)
-		if err != nil {
+		var all []EffectRow
+		var compact []compactTombstone
+		b := &pgx.Batch{}
+		b.Queue(effectsForEvents, consumers, ids).Query(func(rows pgx.Rows) error {
+			var err error
+			all, err = pgx.CollectRows(rows, scanEffectRow)
 			return err
-		}
-		all, err := pgx.CollectRows(rows, scanEffectRow)
-		if err != nil {
+		})
+		queueCompactTombstones(b, tombstoneKeys, &compact)
+		if err := g.pool.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
 		for _, row := range all {
@@ -159,6 +162,15 @@ func (g *eventReads) send(batch []*eventRead) {
 				return fmt.Errorf("batched read returned event %q of consumer %s, not in its batch", row.EventID, row.Consumer)
 			}
 			byEvent[i] = append(byEvent[i], row)
+		}
+		compactByEvent := make([][]compactTombstone, len(consumers))
+		for _, c := range compact {
+			compactByEvent[c.index] = append(compactByEvent[c.index], c)
+		}
+		for i, cs := range compactByEvent {
+			if len(cs) > 0 {
+				byEvent[i] = withCompactTombstones(byEvent[i], consumers[i], ids[i], cs)
+			}
 		}
 		return nil
 	}()

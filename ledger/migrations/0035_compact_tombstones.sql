@@ -2,8 +2,8 @@
 -- with its indexes) for five years. Once a tombstone is older than prune's compaction age,
 -- `replayctl ledger prune` moves it here, deleting its effects row in the same statement: what
 -- dedup needs stays (that the event's effect under this version is settled, how, and until when
--- the tombstone is kept), in about 90 bytes with its index. Readers that look an event up (the
--- SDK's read, its claim, plan) see a compact tombstone as an `expired` row of the event, unless
+-- the tombstone is kept), in about 95 bytes with its indexes. Readers that look an event up (the
+-- SDK's reads, plan) see a compact tombstone as an `expired` row of the event, unless
 -- effects holds a row of that version (written since: a reopened or reconciled event).
 --
 -- Not kept: the request hash (a later copy's payload cannot be compared, so it goes to the

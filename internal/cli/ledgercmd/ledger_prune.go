@@ -47,7 +47,7 @@ row when its effect completed:
     text go. A copy of the event arriving later is not processed as new: the consumer's look-up
     is asked whether it happened, and without a clear answer it goes to manual review
   - tombstones whose evidence_until is more than --compact-after (7 days) behind leave effects
-    for their compact form (about 90 bytes: a hash of the event ID, the version, the day, the
+    for their compact form (about 95 bytes: a hash of the event ID, the version, the day, the
     final state): a late copy still meets them as expired evidence, but its look-up is no longer
     given the tombstone's external refs or request hash
   - tombstones whose evidence_until is more than the consumer's tombstone retention behind are
