@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // APIKeysPruneOptions says what `replayctl keys prune` removes; the rules are ledger prune's.
@@ -40,20 +42,23 @@ type APIKeysPruneReport struct {
 }
 
 // Processing and uncertain records are never touched: their outcome is still being decided.
-// Each condition takes its horizon as $1 and the route (empty: every route) as $2.
+// Each condition takes its horizon as $1 and the route (empty: every route) as $2, and is written
+// as the predicate of its partial index (migration 0036), which holds only the records the step
+// can act on: a prune reads the records due, oldest first, not the table.
 const (
 	apiKeysPruneBodiesWhere    = `response_sealed is not null and state in ('completed', 'reconciled') and replay_until <= $1 and ($2 = '' or route = $2)`
 	apiKeysPruneTombstoneWhere = `state in ('completed', 'reconciled') and evidence_until <= $1 and ($2 = '' or route = $2)`
 	apiKeysPruneDeleteWhere    = `state = 'expired' and evidence_until <= $1 and ($2 = '' or route = $2)`
 	apiKeysPruneDailyWhere     = `day < $1::date and ($2 = '' or route = $2)`
-	// Each batch locks at most $3 rows and skips those another prune holds.
-	apiKeysPruneBatch = ` (select scope_hash, key_hash from api_keys where %s limit $3 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash`
+	// Each batch locks at most $3 rows, oldest first by the step's date, and skips those another
+	// prune holds.
+	apiKeysPruneBatch = ` (select scope_hash, key_hash from api_keys where %s order by %s limit $3 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash`
 )
 
 var (
-	apiKeysPruneBodies     = `update api_keys k set response_sealed = null, response_key_id = null from` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneBodiesWhere)
-	apiKeysPruneTombstones = `update api_keys k set state = 'expired', response_sealed = null, response_key_id = null, response_status = null, note = null, lease_owner = null from` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneTombstoneWhere)
-	apiKeysPruneDelete     = `delete from api_keys k using` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneDeleteWhere)
+	apiKeysPruneBodies     = `update api_keys k set response_sealed = null, response_key_id = null from` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneBodiesWhere, "replay_until")
+	apiKeysPruneTombstones = `update api_keys k set state = 'expired', response_sealed = null, response_key_id = null, response_status = null, note = null, lease_owner = null from` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneTombstoneWhere, "evidence_until")
+	apiKeysPruneDelete     = `delete from api_keys k using` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneDeleteWhere, "evidence_until")
 	apiKeysPruneDaily      = `delete from api_key_daily where ` + apiKeysPruneDailyWhere
 )
 
@@ -94,15 +99,26 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 		{"api_keys", apiKeysPruneDeleteWhere, apiKeysPruneDelete, r.TombstonesBefore, &r.Rows},
 	}
 	if o.DryRun {
-		for _, step := range steps {
-			if err := s.pool.QueryRow(ctx, apiKeysPruneCount(step.table, step.where), step.horizon, o.Route).Scan(step.into); err != nil {
-				return nil, fmt.Errorf("count the API records to prune: %w", err)
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			// As for ledger prune's counts: the planner cannot see that the records past a date are
+			// nearly all tombstones, and would scan the table.
+			if _, err := tx.Exec(ctx, "set local enable_seqscan = off; set local jit = off"); err != nil {
+				return err
 			}
-		}
-		if !countsBefore.IsZero() {
-			if err := s.pool.QueryRow(ctx, apiKeysPruneCount("api_key_daily", apiKeysPruneDailyWhere), countsBefore, o.Route).Scan(&r.DailyCounts); err != nil {
-				return nil, fmt.Errorf("count the API key counts to prune: %w", err)
+			for _, step := range steps {
+				if err := tx.QueryRow(ctx, apiKeysPruneCount(step.table, step.where), step.horizon, o.Route).Scan(step.into); err != nil {
+					return fmt.Errorf("count the API records to prune: %w", err)
+				}
 			}
+			if !countsBefore.IsZero() {
+				if err := tx.QueryRow(ctx, apiKeysPruneCount("api_key_daily", apiKeysPruneDailyWhere), countsBefore, o.Route).Scan(&r.DailyCounts); err != nil {
+					return fmt.Errorf("count the API key counts to prune: %w", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
 		return r, nil
 	}
