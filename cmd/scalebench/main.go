@@ -35,7 +35,10 @@ type config struct {
 	// sweep, when set, runs only the billing consumer alone at each of these handler counts.
 	sweep       []int
 	skipExecute bool
-	keep        bool
+	// ledgerRows completed rows of the consumer are in the ledger before the run: its cost must
+	// follow the job, not the history behind it.
+	ledgerRows int
+	keep       bool
 	jsonOut     bool
 }
 
@@ -54,6 +57,7 @@ func main() {
 		"start the billing consumer only once execute has published every target (and run execute with --canary 0), so the publish rate is execute's own and not shared with the consumer")
 	flag.BoolVar(&cfg.skipExecute, "skip-execute", false, "stop after shadow")
 	sweep := flag.String("consumer-sweep", "", "measure only the billing consumer alone, once per handler count (e.g. 16,64,256,1024), on -n live orders each, beside raw async publish")
+	flag.IntVar(&cfg.ledgerRows, "ledger-rows", 0, "fill the ledger with this many completed rows of the consumer (other events) before the run; not timed")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the schema, streams and temp dir for a look afterwards")
 	flag.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout")
 	flag.Parse()

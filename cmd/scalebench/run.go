@@ -106,6 +106,9 @@ func run(ctx context.Context, cfg config) (*results, error) {
 	if _, err := runMeasured(ctx, b.logPath("migrate"), b.bin.replayctl, "migrate", "--database-url", b.dbURL); err != nil {
 		return nil, err
 	}
+	if err := b.fillLedger(ctx, cfg.ledgerRows); err != nil {
+		return nil, err
+	}
 	cleanups = append(cleanups, b.deleteStreams)
 
 	if len(cfg.sweep) > 0 {
