@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
@@ -53,16 +54,29 @@ select k.i - 1, t.effect_version, t.evidence_until::timestamp at time zone 'UTC'
   from unnest($1::bigint[]) with ordinality as k(key, i)
   join effect_tombstones t on t.key = k.key`
 
-// queueCompactTombstones adds the read of keys' compact tombstones to b, into out.
-func queueCompactTombstones(b *pgx.Batch, keys []int64, out *[]compactTombstone) {
-	b.Queue(compactTombstonesByKey, keys).Query(func(rows pgx.Rows) error {
+// readEffectRows sends query (effects rows, scanned by scanEffectRow) with args, and the read of
+// the compact tombstones of keys, in one batch: one round trip.
+func readEffectRows(ctx context.Context, q BatchQuerier, keys []int64, query string, args ...any) ([]EffectRow, []compactTombstone, error) {
+	var rows []EffectRow
+	var compact []compactTombstone
+	b := &pgx.Batch{}
+	b.Queue(query, args...).Query(func(r pgx.Rows) error {
+		var err error
+		rows, err = pgx.CollectRows(r, scanEffectRow)
+		return err
+	})
+	b.Queue(compactTombstonesByKey, keys).Query(func(r pgx.Rows) error {
 		var c compactTombstone
-		_, err := pgx.ForEachRow(rows, []any{&c.index, &c.effectVersion, &c.evidenceUntil, &c.flags}, func() error {
-			*out = append(*out, c)
+		_, err := pgx.ForEachRow(r, []any{&c.index, &c.effectVersion, &c.evidenceUntil, &c.flags}, func() error {
+			compact = append(compact, c)
 			return nil
 		})
 		return err
 	})
+	if err := q.SendBatch(ctx, b).Close(); err != nil {
+		return nil, nil, err
+	}
+	return rows, compact, nil
 }
 
 // withCompactTombstones adds to rows (the event's effects rows, by version) each compact

@@ -84,16 +84,8 @@ select ` + effectRowColumns + `
 // Its compact tombstones (compact_tombstones.go) come as expired rows of the versions that have
 // no effects row, read in the same round trip.
 func EffectsForEvent(ctx context.Context, q BatchQuerier, consumer, eventID string) ([]EffectRow, error) {
-	var out []EffectRow
-	var compact []compactTombstone
-	b := &pgx.Batch{}
-	b.Queue(effectsForEvent, consumer, eventID).Query(func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectRows(rows, scanEffectRow)
-		return err
-	})
-	queueCompactTombstones(b, []int64{tombstoneKey(consumer, eventID)}, &compact)
-	if err := q.SendBatch(ctx, b).Close(); err != nil {
+	out, compact, err := readEffectRows(ctx, q, []int64{tombstoneKey(consumer, eventID)}, effectsForEvent, consumer, eventID)
+	if err != nil {
 		return nil, fmt.Errorf("read the ledger rows of consumer %s event %q: %w", consumer, eventID, err)
 	}
 	return withCompactTombstones(out, consumer, eventID, compact), nil

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -144,16 +143,8 @@ func (g *eventReads) send(batch []*eventRead) {
 	}()
 	byEvent := make([][]EffectRow, len(consumers))
 	err := func() error {
-		var all []EffectRow
-		var compact []compactTombstone
-		b := &pgx.Batch{}
-		b.Queue(effectsForEvents, consumers, ids).Query(func(rows pgx.Rows) error {
-			var err error
-			all, err = pgx.CollectRows(rows, scanEffectRow)
-			return err
-		})
-		queueCompactTombstones(b, tombstoneKeys, &compact)
-		if err := g.pool.SendBatch(ctx, b).Close(); err != nil {
+		all, compact, err := readEffectRows(ctx, g.pool, tombstoneKeys, effectsForEvents, consumers, ids)
+		if err != nil {
 			return err
 		}
 		for _, row := range all {

@@ -1,12 +1,11 @@
 package ledger_test
 
 import (
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/replayctl/replayctl/apikey"
+	"github.com/replayctl/replayctl/internal/testenv/benchenv"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 )
@@ -23,7 +22,7 @@ import (
 // REPLAYCTL_BENCH_DAYS (150) and REPLAYCTL_BENCH_ROWS_PER_DAY (20,000) size it; the windows are
 // 30 days of evidence, 7 before a tombstone is compacted, 60 of tombstone retention.
 func BenchmarkMonthsOfTrafficWithAMovedClock(b *testing.B) {
-	days, perDay := envInt(b, "REPLAYCTL_BENCH_DAYS", 150), envInt(b, "REPLAYCTL_BENCH_ROWS_PER_DAY", 20_000)
+	days, perDay := benchenv.Int(b, "REPLAYCTL_BENCH_DAYS", 150), benchenv.Int(b, "REPLAYCTL_BENCH_ROWS_PER_DAY", 20_000)
 	const evidenceDays, tombstoneDays = 30, 60
 	for range b.N {
 		b.StopTimer()
@@ -79,17 +78,4 @@ func BenchmarkMonthsOfTrafficWithAMovedClock(b *testing.B) {
 		b.ReportMetric(float64(slowest.Milliseconds()), "ms-slowest-prune")
 		b.ReportMetric(float64(total.Milliseconds())/float64(days), "ms/day-prune")
 	}
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	b.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		b.Fatalf("%s=%q: want a positive number", name, v)
-	}
-	return n
 }

@@ -39,7 +39,7 @@ type config struct {
 	// follow the job, not the history behind it.
 	ledgerRows int
 	keep       bool
-	jsonOut     bool
+	jsonOut    bool
 }
 
 func main() {
