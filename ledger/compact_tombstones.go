@@ -118,7 +118,7 @@ select effect_version, state, write_forbidden, lease_expires_at, request_hash, r
   from effects
  where consumer = %[1]s and event_id = %[2]s collate "default"
 union all
-select t.effect_version, 'expired', t.flags & %[3]d <> 0, null::timestamptz, 'none', 'none', 0,
+select distinct on (t.effect_version) t.effect_version, 'expired', t.flags & %[3]d <> 0, null::timestamptz, 'none', 'none', 0,
        null::text, case when t.flags & %[4]d <> 0 then 'business' end, '[]'::jsonb
   from effect_tombstones t
  where t.key = effect_tombstone_key(%[1]s, %[2]s)

@@ -230,8 +230,10 @@ pruned as (
 // pruneCompactBatch moves the oldest $3 whole tombstones of consumer $1 whose evidence ended
 // before $2 to their compact form: one statement deletes the rows and inserts their compact
 // tombstones, so every reader sees either (a reader of the event renders the compact one as the
-// expired row it was). A version already compact (moved before, then reopened and expired
-// again) is not inserted twice.
+// expired row it was). Every moved row gets its compact tombstone, even when one with the same key
+// and version is there already (the same version moved before, reopened and expired again, or
+// another event whose key collides on 8 bytes): skipping it could lose a tombstone to a
+// collision, while a duplicate costs 94 bytes and the readers take each version once.
 var pruneCompactBatch = pruneBatchHead + pruneCompactable("$2") + ` and ` + pruneUnprotected + `
      order by e.evidence_until
      limit $3),
@@ -241,15 +243,13 @@ moved as (
     returning e.consumer, e.event_id, e.effect_version, e.evidence_until, e.final_state, e.write_forbidden, e.outcome_kind),
 compacted as (
     insert into effect_tombstones (key, effect_version, consumer_key, evidence_until, flags)
-    select distinct on (1, 2) effect_tombstone_key(m.consumer, m.event_id), m.effect_version,
+    select effect_tombstone_key(m.consumer, m.event_id), m.effect_version,
            (select id from effect_tombstone_consumers where consumer = $1),
            (m.evidence_until at time zone 'UTC')::date + 1,
            (case m.final_state when 'reconciled' then ` + fmt.Sprint(compactFlagReconciled) + ` else ` + fmt.Sprint(compactFlagCompleted) + ` end)
            | (case when m.write_forbidden then ` + fmt.Sprint(compactFlagWriteForbidden) + ` else 0 end)
            | (case when m.outcome_kind = 'business' then ` + fmt.Sprint(compactFlagBusiness) + ` else 0 end)
       from moved m
-     where not exists (select 1 from effect_tombstones t
-                        where t.key = effect_tombstone_key(m.consumer, m.event_id) and t.effect_version = m.effect_version)
     returning 1)
 select (select count(*) from moved), (select count(*) from batch)`
 

@@ -39,9 +39,10 @@ create table effect_tombstones (
 );
 
 -- A hash index: an entry is a 4-byte hash code and the row pointer, and the only question asked
--- is equality. Uniqueness is kept by prune, the
--- only writer: it moves a row from effects, whose primary key is unique, and skips a version
--- that is already here.
+-- is equality. Not unique (a hash index cannot be, and need not be): prune, the only writer,
+-- moves every tombstone it deletes from effects, so a key and version may appear twice (moved,
+-- reopened, expired and moved again; or two events colliding on 8 bytes), and the readers take
+-- each version once.
 create index effect_tombstones_key_idx on effect_tombstones using hash (key);
 
 -- Prune deletes a consumer's tombstones by evidence_until. A B-tree, not BRIN: the space of deleted
