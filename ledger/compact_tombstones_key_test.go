@@ -1,6 +1,9 @@
 package ledger_test
 
 import (
+	"encoding/json"
+	"os"
+	"strconv"
 	"testing"
 
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
@@ -9,19 +12,35 @@ import (
 
 // The SDK computes an event's tombstone key in Go and prune stores it through SQL's
 // effect_tombstone_key: if the two ever differed, a late copy would not meet its compact
-// tombstone and would run as a new event.
-func TestTombstoneKeyInGoIsTheOneSQLStores(t *testing.T) {
+// tombstone. testdata/tombstone-keys.json is the file SDKs in other languages check themselves
+// with; both computations must give each of its keys.
+func TestTombstoneKeysMatchTheSharedVectorsInGoAndSQL(t *testing.T) {
+	raw, err := os.ReadFile("testdata/tombstone-keys.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Vectors []struct {
+			Consumer string `json:"consumer"`
+			EventID  string `json:"eventId"`
+			Key      string `json:"key"`
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil || len(doc.Vectors) < 8 {
+		t.Fatalf("testdata/tombstone-keys.json: %d vectors, %v", len(doc.Vectors), err)
+	}
 	store := pgtest.Ledger(t)
-	for _, tc := range []struct{ consumer, eventID string }{
-		{"billing", "ord-1"}, {"billing", "ord-2"}, {"shipping", "ord-1"}, {"b", "illing\x1ford-1"},
-		{"billing", "événement/ünïcode-€"}, {"billing", ""}, {"a-consumer-with-a-long-name", "2f1c9a7e-3b4d-4c5e-8f90-a1b2c3d4e5f6"},
-	} {
+	for _, v := range doc.Vectors {
+		want, err := strconv.ParseInt(v.Key, 10, 64)
+		if err != nil {
+			t.Fatalf("vector (%q, %q): key %q: %v", v.Consumer, v.EventID, v.Key, err)
+		}
 		var inSQL int64
-		if err := store.Pool().QueryRow(t.Context(), `select effect_tombstone_key($1, $2)`, tc.consumer, tc.eventID).Scan(&inSQL); err != nil {
+		if err := store.Pool().QueryRow(t.Context(), `select effect_tombstone_key($1, $2)`, v.Consumer, v.EventID).Scan(&inSQL); err != nil {
 			t.Fatal(err)
 		}
-		if got := ledger.TombstoneKey(tc.consumer, tc.eventID); got != inSQL {
-			t.Errorf("key of (%q, %q): %d in Go, %d in SQL", tc.consumer, tc.eventID, got, inSQL)
+		if got := ledger.TombstoneKey(v.Consumer, v.EventID); got != want || inSQL != want {
+			t.Errorf("key of (%q, %q): %d in Go, %d in SQL, %d in the vectors", v.Consumer, v.EventID, got, inSQL, want)
 		}
 	}
 }
