@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/ledger"
@@ -36,7 +35,7 @@ func TestLateCopiesRacingTheCompactionOfTheirTombstonesAreNeverChargedAgain(t *t
 	if _, err := e.db.Exec(e.ctx, `update effects set replay_until = now() - interval '9 days', evidence_until = now() - interval '8 days'`); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := e.store.Prune(e.ctx, ledger.PruneOptions{Consumer: consumerName, Actor: "test", CompactAfter: 30 * 24 * time.Hour}); err != nil || r.Total.Tombstoned != n {
+	if r, err := e.store.Prune(e.ctx, ledger.PruneOptions{Consumer: consumerName, Actor: "test"}); err != nil || r.Total.Tombstoned != n {
 		t.Fatalf("prune: %+v, %v; want %d tombstones", r, err, n)
 	}
 
@@ -47,7 +46,8 @@ func TestLateCopiesRacingTheCompactionOfTheirTombstonesAreNeverChargedAgain(t *t
 	var pruned *ledger.PruneReport
 	var pruneErr error
 	wg.Go(func() {
-		pruned, pruneErr = e.store.Prune(e.ctx, ledger.PruneOptions{Consumer: consumerName, Actor: "test", BatchSize: 7})
+		pruned, pruneErr = e.store.Prune(e.ctx, ledger.PruneOptions{Consumer: consumerName, Actor: "test", BatchSize: 7,
+			CompactAfter: ledger.SuggestedCompactAfter})
 	})
 	// A verdict that lost its compare-and-set to the move is answered in progress and redelivered.
 	outcomes := map[consumer.OutcomeKind]int{}

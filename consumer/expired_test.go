@@ -157,7 +157,7 @@ func (e *env) compactTombstone(eventID string) {
 	if _, err := e.db.Exec(e.ctx, `update effects set evidence_until = now() - interval '8 days' where event_id = $1`, eventID); err != nil {
 		e.t.Fatal(err)
 	}
-	r, err := e.store.Prune(e.ctx, ledger.PruneOptions{Consumer: consumerName, Actor: "test"})
+	r, err := e.store.Prune(e.ctx, ledger.PruneOptions{Consumer: consumerName, Actor: "test", CompactAfter: ledger.SuggestedCompactAfter})
 	if err != nil || r.Total.Compacted == 0 {
 		e.t.Fatalf("prune: %+v, %v; want the event's tombstone compacted", r, err)
 	}

@@ -17,7 +17,7 @@ func TestPruneCompactsTombstonesAndALateCopyStillMeetsThem(t *testing.T) {
 	seedRows(t, store,
 		lifecycleRows{consumer: "billing", prefix: "c-", state: "completed", n: 3, version: 1, replayIn: "-40 days", evidenceIn: "-10 days"},
 		lifecycleRows{consumer: "shipping", prefix: "c-", state: "completed", n: 2, version: 1, replayIn: "-40 days", evidenceIn: "-10 days"})
-	all := ledger.PruneOptions{AllConsumers: true, Actor: "alice"}
+	all := ledger.PruneOptions{AllConsumers: true, Actor: "alice", CompactAfter: ledger.SuggestedCompactAfter}
 
 	first, err := store.Prune(ctx, all)
 	if err != nil || first.Total.Tombstoned != 5 || first.Total.Compacted != 0 {

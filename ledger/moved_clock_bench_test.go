@@ -50,7 +50,8 @@ func BenchmarkMonthsOfTrafficWithAMovedClock(b *testing.B) {
 				  from generate_series(1, $3::int) i`, d, day, perDay, evidenceDays)
 			b.StartTimer()
 			t0 := time.Now()
-			if _, err := store.Prune(ctx, ledger.PruneOptions{Consumer: "billing", Actor: "bench", AsOf: day.Add(24 * time.Hour)}); err != nil {
+			if _, err := store.Prune(ctx, ledger.PruneOptions{Consumer: "billing", Actor: "bench", AsOf: day.Add(24 * time.Hour),
+				CompactAfter: ledger.SuggestedCompactAfter}); err != nil {
 				b.Fatal(err)
 			}
 			took := time.Since(t0)

@@ -19,10 +19,10 @@ var ErrPruneAsOfFuture = fault.New(fault.Invalid, "prune as of a future time")
 // DefaultPruneBatchSize is how many rows one prune transaction changes at most.
 const DefaultPruneBatchSize = 10_000
 
-// DefaultCompactAfter is how long after its evidence ended a tombstone keeps its whole row (its
-// request hash and external refs, which a look-up about a late copy is given) before prune moves
-// it to its compact form.
-const DefaultCompactAfter = 7 * 24 * time.Hour
+// SuggestedCompactAfter is how long after its evidence ended a tombstone should keep its whole
+// row (its request hash and external refs, which a look-up about a late copy is given) before
+// prune moves it to its compact form, once compaction is turned on (PruneOptions.CompactAfter).
+const SuggestedCompactAfter = 7 * 24 * time.Hour
 
 // DefaultTombstoneRetention is how long past its evidence_until an expired tombstone is kept: five
 // years, longer than any stream or backup a copy of the event could come back from.
@@ -45,7 +45,9 @@ type PruneOptions struct {
 	// (consumer.Config.TombstoneRetention), or DefaultTombstoneRetention where it registered none.
 	TombstoneRetention time.Duration
 	// CompactAfter moves a tombstone whose evidence_until is this far behind AsOf to its compact
-	// form (effect_tombstones); 0 means DefaultCompactAfter.
+	// form (effect_tombstones); 0 compacts nothing. Off unless asked: a consumer SDK older than
+	// migration 0035 reads effects only, would not see a compact tombstone, and would take a late
+	// copy of its event for a new one. Turn it on once every instance runs an SDK that reads them.
 	CompactAfter time.Duration
 	// Actor is recorded in the audit entry.
 	Actor string
@@ -92,9 +94,9 @@ type PruneReport struct {
 	// TombstonesBefore is as-of minus the tombstone retention given as an option, or the default
 	// one: the horizon of the consumers that registered none (each consumer's own is in Consumers).
 	TombstonesBefore time.Time `json:"tombstonesBefore"`
-	// CompactBefore is as-of minus the compaction age: tombstones whose evidence_until is before
-	// it are moved to their compact form.
-	CompactBefore time.Time `json:"compactBefore"`
+	// CompactBefore is as-of minus CompactAfter: tombstones whose evidence_until is before it are
+	// moved to their compact form; absent when compaction is off.
+	CompactBefore time.Time `json:"compactBefore,omitzero"`
 	BatchSize     int       `json:"batchSize"`
 	// Batches counts the transactions a real run committed.
 	Batches int `json:"batches"`
@@ -304,7 +306,7 @@ func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport
 			if err := s.tombstoneHorizon(ctx, tx, opts, r, &c); err != nil {
 				return err
 			}
-			if err := tx.QueryRow(ctx, pruneCountEffects, consumer, r.AsOf, c.TombstonesBefore, r.CompactBefore).
+			if err := tx.QueryRow(ctx, pruneCountEffects, consumer, r.AsOf, c.TombstonesBefore, nullableTime(r.CompactBefore)).
 				Scan(&c.Tombstoned, &c.Rows, &c.Bodies, &c.Compacted); err != nil {
 				return err
 			}
@@ -433,7 +435,10 @@ func (s *Store) pruneStart(ctx context.Context, opts *PruneOptions, dryRun bool)
 	opts.AsOf = asOf
 	r := &PruneReport{DryRun: dryRun, AsOf: asOf, Consumer: opts.Consumer, AllConsumers: opts.AllConsumers, Consumers: []PruneCounts{},
 		IncidentsBefore: asOf.Add(-opts.IncidentRetention), TombstonesBefore: asOf.Add(-cmp.Or(opts.TombstoneRetention, DefaultTombstoneRetention)),
-		CompactBefore: asOf.Add(-cmp.Or(opts.CompactAfter, DefaultCompactAfter)), BatchSize: opts.BatchSize}
+		BatchSize: opts.BatchSize}
+	if opts.CompactAfter > 0 {
+		r.CompactBefore = asOf.Add(-opts.CompactAfter)
+	}
 	return r, nil
 }
 
@@ -496,11 +501,13 @@ func (p *pruner) run(ctx context.Context, consumers []string) error {
 		if err := p.effects(ctx, consumer, pruneOldCompactBatch, c.TombstonesBefore, &c.Rows, &p.report.Total.Rows); err != nil {
 			return err
 		}
-		if _, err := p.store.pool.Exec(ctx, pruneRegisterTombstoneConsumer, consumer); err != nil {
-			return fmt.Errorf("prune consumer %s: number it for its compact tombstones: %w", consumer, err)
-		}
-		if err := p.effects(ctx, consumer, pruneCompactBatch, p.report.CompactBefore, &c.Compacted, &p.report.Total.Compacted); err != nil {
-			return err
+		if !p.report.CompactBefore.IsZero() {
+			if _, err := p.store.pool.Exec(ctx, pruneRegisterTombstoneConsumer, consumer); err != nil {
+				return fmt.Errorf("prune consumer %s: number it for its compact tombstones: %w", consumer, err)
+			}
+			if err := p.effects(ctx, consumer, pruneCompactBatch, p.report.CompactBefore, &c.Compacted, &p.report.Total.Compacted); err != nil {
+				return err
+			}
 		}
 		if err := p.effects(ctx, consumer, pruneTombstonesBatch, p.opts.AsOf, &c.Tombstoned, &p.report.Total.Tombstoned); err != nil {
 			return err

@@ -310,7 +310,7 @@ func TestPruneDeletesTombstonesOnlyPastTheirRetention(t *testing.T) {
 	seedRows(t, store,
 		lifecycleRows{consumer: "billing", prefix: "ancient-", state: "completed", n: 3, replayIn: "-40 days", evidenceIn: "-10 days"},
 		lifecycleRows{consumer: "billing", prefix: "recent-", state: "completed", n: 2, replayIn: "-40 days", evidenceIn: "-1 day"})
-	week := ledger.PruneOptions{Consumer: "billing", Actor: "alice", TombstoneRetention: 7 * 24 * time.Hour, CompactAfter: 365 * 24 * time.Hour}
+	week := ledger.PruneOptions{Consumer: "billing", Actor: "alice", TombstoneRetention: 7 * 24 * time.Hour}
 
 	first, err := store.Prune(t.Context(), week)
 	if err != nil {
@@ -319,7 +319,7 @@ func TestPruneDeletesTombstonesOnlyPastTheirRetention(t *testing.T) {
 	if first.Total != (ledger.PruneCounts{Tombstoned: 5}) {
 		t.Fatalf("first prune %+v, want the 5 rows past evidence_until tombstoned and none deleted", first.Total)
 	}
-	byDefault, err := store.PruneCount(t.Context(), ledger.PruneOptions{Consumer: "billing", CompactAfter: 365 * 24 * time.Hour})
+	byDefault, err := store.PruneCount(t.Context(), ledger.PruneOptions{Consumer: "billing"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,9 +353,9 @@ func TestPruneKeepsEachConsumersTombstonesForTheRetentionItRegistered(t *testing
 		ReplayWindow: 24 * time.Hour, EvidenceWindow: 48 * time.Hour, TombstoneWindow: 10 * 24 * time.Hour, RegisteredBy: "consumer billing"}}); err != nil {
 		t.Fatal(err)
 	}
-	// Kept whole, to count them where they are; compact ones leave the same way
+	// Without --compact-after they stay whole; compact ones leave the same way
 	// (TestPruneCompactsTombstonesAndALateCopyStillMeetsThem).
-	all := ledger.PruneOptions{AllConsumers: true, Actor: "alice", CompactAfter: 365 * 24 * time.Hour}
+	all := ledger.PruneOptions{AllConsumers: true, Actor: "alice"}
 	if first, err := store.Prune(t.Context(), all); err != nil || first.Total != (ledger.PruneCounts{Tombstoned: 9, Bodies: 0}) {
 		t.Fatalf("first prune %+v, %v: want the 9 rows past evidence_until tombstoned", first, err)
 	}
@@ -378,8 +378,7 @@ func TestPruneKeepsEachConsumersTombstonesForTheRetentionItRegistered(t *testing
 	if n := queryInt(t, store, `select count(*) from effects where consumer = 'shipping' and state = 'expired'`); n != 4 {
 		t.Errorf("%d of shipping's tombstones left, want its 4: it registered no retention, so the default five years hold", n)
 	}
-	override, err := store.PruneCount(t.Context(), ledger.PruneOptions{AllConsumers: true, TombstoneRetention: 7 * 24 * time.Hour,
-		CompactAfter: 365 * 24 * time.Hour})
+	override, err := store.PruneCount(t.Context(), ledger.PruneOptions{AllConsumers: true, TombstoneRetention: 7 * 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ select consumer, event_id, 2, 'completed', request_hash, request_hash_alg from e
 		if _, err := f.db.Exec(f.ctx, `update effects set evidence_until = now() - interval '10 days' where state = 'expired'`); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := f.store.Prune(f.ctx, ledger.PruneOptions{Consumer: "billing", Actor: "test"}); err != nil || r.Total.Compacted != 2 {
+		if r, err := f.store.Prune(f.ctx, ledger.PruneOptions{Consumer: "billing", Actor: "test", CompactAfter: ledger.SuggestedCompactAfter}); err != nil || r.Total.Compacted != 2 {
 			t.Fatalf("prune %+v, %v: want both tombstones compacted", r, err)
 		}
 	}

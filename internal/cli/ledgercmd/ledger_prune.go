@@ -46,10 +46,13 @@ row when its effect completed:
     hashes, the final state, the external refs and the dates stay; the body and every error
     text go. A copy of the event arriving later is not processed as new: the consumer's look-up
     is asked whether it happened, and without a clear answer it goes to manual review
-  - tombstones whose evidence_until is more than --compact-after (7 days) behind leave effects
-    for their compact form (about 95 bytes: a hash of the event ID, the version, the day, the
-    final state): a late copy still meets them as expired evidence, but its look-up is no longer
-    given the tombstone's external refs or request hash
+  - with --compact-after (7d is a good start), tombstones whose evidence_until is further behind
+    leave effects for their compact form (about 95 bytes instead of about 380: a hash of the event
+    ID, the version, the day, the final state): a late copy still meets them as expired evidence,
+    but its look-up is no longer given the tombstone's external refs or request hash. Turn it on
+    only once every instance of the consumers pruned runs an SDK that reads compact tombstones
+    (this release or later): an older SDK does not see them and would take a late copy for a new
+    event
   - tombstones whose evidence_until is more than the consumer's tombstone retention behind are
     deleted: what its SDK registered (consumer.Config.TombstoneRetention, how long a copy of an
     event can still arrive), five years where it registered none, or --tombstone-retention for
@@ -105,7 +108,7 @@ failed (run it again), 2 on bad flags or an unknown consumer, 3 when not confirm
 	fl.IntVar(&req.BatchSize, "batch-size", ledger.DefaultPruneBatchSize, "most rows changed per transaction")
 	fl.StringVar(&opts.AsOf, "as-of", "", "judge expiry at this time instead of the database's now(): an RFC 3339 time, a date, or a duration before now (36h); after now only with --dry-run")
 	fl.StringVar(&opts.IncidentRetention, "incident-retention", "90d", "keep effect_incidents younger than this (days as 30d, or as in 36h)")
-	fl.StringVar(&opts.CompactAfter, "compact-after", cmdutil.SpanString(ledger.DefaultCompactAfter), "move a tombstone to its compact form once its evidence_until is this far behind (days as 7d, or as in 36h)")
+	fl.StringVar(&opts.CompactAfter, "compact-after", "", "move a tombstone to its compact form once its evidence_until is this far behind (days as 7d, or as in 36h); off by default: only once every consumer instance runs an SDK that reads compact tombstones")
 	fl.StringVar(&opts.TombstoneRetention, "tombstone-retention", "", "keep every consumer's tombstones until their evidence_until is this far behind (days as 1825d, or as in 36h); default: each consumer's registered retention, else "+cmdutil.SpanString(ledger.DefaultTombstoneRetention))
 	return cmd
 }
@@ -180,8 +183,10 @@ func pruneFlags(opts *LedgerPruneOptions, req *ledger.PruneOptions) error {
 	if req.IncidentRetention, err = cmdutil.ParseSpan("incident-retention", opts.IncidentRetention); err != nil {
 		return err
 	}
-	if req.CompactAfter, err = cmdutil.ParseSpan("compact-after", opts.CompactAfter); err != nil {
-		return err
+	if opts.CompactAfter != "" {
+		if req.CompactAfter, err = cmdutil.ParseSpan("compact-after", opts.CompactAfter); err != nil {
+			return err
+		}
 	}
 	if opts.TombstoneRetention == "" {
 		return nil
@@ -249,7 +254,11 @@ func printPrune(opts *LedgerPruneOptions, r *ledger.PruneReport) error {
 	}
 	fmt.Fprintf(out, "result bodies in weeks whose replay windows ended (every consumer's, dropped a partition at a time): %d\n", r.PartitionedBodies)
 	fmt.Fprintf(out, "incidents recorded before %s: %d\n", r.IncidentsBefore.UTC().Format(time.RFC3339), r.Incidents)
-	fmt.Fprintf(out, "tombstones compacted: those whose evidence_until is before %s (--compact-after)\n", r.CompactBefore.UTC().Format(time.RFC3339))
+	if r.CompactBefore.IsZero() {
+		fmt.Fprintln(out, "tombstones compacted: none (--compact-after not given)")
+	} else {
+		fmt.Fprintf(out, "tombstones compacted: those whose evidence_until is before %s (--compact-after)\n", r.CompactBefore.UTC().Format(time.RFC3339))
+	}
 	for _, c := range r.Consumers {
 		fmt.Fprintf(out, "tombstones of %s deleted: those whose evidence_until is before %s (%s)\n", c.Consumer,
 			c.TombstonesBefore.UTC().Format(time.RFC3339), tombstoneRetentionFrom(c.TombstoneRetentionFrom))

@@ -42,6 +42,17 @@ func TestLedgerPruneRendersALiteralReport(t *testing.T) {
 		"COMPACTED",
 		"billing\t120000\t2985000\t12\t0",
 		"tombstones compacted: those whose evidence_until is before 2026-11-30T00:00:00Z (--compact-after)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, out.String())
+		}
+	}
+	ios, _, out, _ = iostreams.Test()
+	r.CompactBefore = time.Time{}
+	if err := printPrune(&LedgerPruneOptions{IO: ios}, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tombstones compacted: none (--compact-after not given)",
 		"tombstones of billing deleted: those whose evidence_until is before 2026-11-07T00:00:00Z (the retention its SDK registered)",
 		"tombstones of shipping deleted: those whose evidence_until is before 2021-12-07T00:00:00Z (the default 1825d: its SDK registered none)",
 	} {
