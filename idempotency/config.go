@@ -62,6 +62,11 @@ type Route struct {
 	// Retention is the route's contract; the windows are derived from it (apikey.Derive) and
 	// registered in the ledger when the middleware starts.
 	Retention apikey.Delays
+	// TombstoneRetention is how long past evidence_until `replayctl keys prune` keeps a record's
+	// tombstone: how long a request with its key can still come in after the contract's last
+	// inquiry (a restored offline queue, a replayed client log). Registered with the route's
+	// policy; 0 registers none, and prune keeps its default of five years.
+	TombstoneRetention time.Duration
 	// Fingerprint leaves volatile members out of the request fingerprint (a client's send time,
 	// trace IDs). Changing it changes the algorithm: list the old options in
 	// PreviousFingerprints for at least the replay window, so older records still compare.
@@ -160,6 +165,9 @@ func (c *Config) validate() error {
 		seen[name] = true
 		if _, _, err := apikey.Derive(r.Retention); err != nil {
 			add("route %s: %v", name, err)
+		}
+		if r.TombstoneRetention < 0 {
+			add("route %s: TombstoneRetention %s is negative", name, r.TombstoneRetention)
 		}
 		if _, err := fingerprint.New(r.Fingerprint); err != nil {
 			add("route %s: %v", name, err)

@@ -73,7 +73,7 @@ func New(ctx context.Context, cfg Config) (*Keeper, error) {
 		k.routes[rt.name] = rt
 		policies = append(policies, apikey.Policy{Kind: apikey.PolicyRoute, Name: rt.name, Delays: r.Retention,
 			ReplayWindow: replay, EvidenceWindow: evidence, Irreversible: r.Irreversible, ExpiredIsNew: r.ExpiredIsNew,
-			RegisteredBy: cfg.Service})
+			TombstoneWindow: r.TombstoneRetention, RegisteredBy: cfg.Service})
 	}
 	if err := cfg.Store.CheckSchema(ctx); err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)

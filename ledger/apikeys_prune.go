@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,8 +16,9 @@ type APIKeysPruneOptions struct {
 	Route string
 	// AsOf is when expiry is judged; zero means the database's now().
 	AsOf time.Time
-	// TombstoneRetention keeps a tombstone until its evidence_until is this far behind AsOf; 0
-	// means DefaultTombstoneRetention.
+	// TombstoneRetention keeps every route's tombstones until their evidence_until is this far
+	// behind AsOf; 0 means each route's registered retention (idempotency.Route.TombstoneRetention),
+	// or DefaultTombstoneRetention where it registered none.
 	TombstoneRetention time.Duration
 	// CountsRetention keeps the daily counts younger than AsOf minus it; 0 keeps them all.
 	CountsRetention time.Duration
@@ -37,7 +40,17 @@ type APIKeysPruneReport struct {
 	// Rows are tombstones deleted because evidence_until is more than the retention behind.
 	Rows int64 `json:"rows"`
 	// DailyCounts are daily count rows older than the counts retention.
-	DailyCounts      int64     `json:"dailyCounts"`
+	DailyCounts int64 `json:"dailyCounts"`
+	// TombstonesBefore is the horizon of the routes without a registered tombstone retention (of
+	// every route with TombstoneRetention); Routes holds the registered ones' own.
+	TombstonesBefore time.Time             `json:"tombstonesBefore"`
+	Routes           []APIKeysRouteHorizon `json:"routes"`
+}
+
+// APIKeysRouteHorizon is a route's own tombstone horizon: as-of minus the tombstone retention
+// the route registered.
+type APIKeysRouteHorizon struct {
+	Route            string    `json:"route"`
 	TombstonesBefore time.Time `json:"tombstonesBefore"`
 }
 
@@ -48,8 +61,10 @@ type APIKeysPruneReport struct {
 const (
 	apiKeysPruneBodiesWhere    = `response_sealed is not null and state in ('completed', 'reconciled') and replay_until <= $1 and ($2 = '' or route = $2)`
 	apiKeysPruneTombstoneWhere = `state in ('completed', 'reconciled') and evidence_until <= $1 and ($2 = '' or route = $2)`
-	apiKeysPruneDeleteWhere    = `state = 'expired' and evidence_until <= $1 and ($2 = '' or route = $2)`
-	apiKeysPruneDailyWhere     = `day < $1::date and ($2 = '' or route = $2)`
+	// $3 (in the batch statement $4, after the batch size) are the routes pruned at a horizon of
+	// their own, left out of this one.
+	apiKeysPruneDeleteWhere = `state = 'expired' and evidence_until <= $1 and ($2 = '' or route = $2) and not (route = any($3::text[]))`
+	apiKeysPruneDailyWhere  = `day < $1::date and ($2 = '' or route = $2)`
 	// Each batch locks at most $3 rows, oldest first by the step's date, and skips those another
 	// prune holds.
 	apiKeysPruneBatch = ` (select scope_hash, key_hash from api_keys where %s order by %s limit $3 for update skip locked) b where k.scope_hash = b.scope_hash and k.key_hash = b.key_hash`
@@ -58,9 +73,16 @@ const (
 var (
 	apiKeysPruneBodies     = `update api_keys k set response_sealed = null, response_key_id = null from` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneBodiesWhere, "replay_until")
 	apiKeysPruneTombstones = `update api_keys k set state = 'expired', response_sealed = null, response_key_id = null, response_status = null, note = null, lease_owner = null from` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneTombstoneWhere, "evidence_until")
-	apiKeysPruneDelete     = `delete from api_keys k using` + fmt.Sprintf(apiKeysPruneBatch, apiKeysPruneDeleteWhere, "evidence_until")
+	apiKeysPruneDelete     = `delete from api_keys k using` + fmt.Sprintf(apiKeysPruneBatch, strings.Replace(apiKeysPruneDeleteWhere, "$3", "$4", 1), "evidence_until")
 	apiKeysPruneDaily      = `delete from api_key_daily where ` + apiKeysPruneDailyWhere
 )
+
+// apiKeysRouteTombstoneWindows are the routes (route $1, or every one when empty) that registered
+// a tombstone retention, with it in seconds.
+const apiKeysRouteTombstoneWindows = `
+select name, tombstone_window_seconds from retention_policies
+ where kind = 'route' and tombstone_window_seconds is not null and ($1 = '' or name = $1)
+ order by name`
 
 // apiKeysPruneCount counts what a step would change: the table and condition of the step.
 func apiKeysPruneCount(table, where string) string {
@@ -78,26 +100,24 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 		}
 		o.AsOf = now
 	}
-	if o.TombstoneRetention == 0 {
-		o.TombstoneRetention = DefaultTombstoneRetention
-	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = DefaultPruneBatchSize
 	}
-	r := &APIKeysPruneReport{DryRun: o.DryRun, AsOf: o.AsOf, Route: o.Route, TombstonesBefore: o.AsOf.Add(-o.TombstoneRetention)}
+	r := &APIKeysPruneReport{DryRun: o.DryRun, AsOf: o.AsOf, Route: o.Route, Routes: []APIKeysRouteHorizon{},
+		TombstonesBefore: o.AsOf.Add(-cmp.Or(o.TombstoneRetention, DefaultTombstoneRetention))}
 	countsBefore := time.Time{}
 	if o.CountsRetention > 0 {
 		countsBefore = o.AsOf.Add(-o.CountsRetention)
 	}
-	steps := []struct {
-		table, where, query string
-		horizon             time.Time
-		into                *int64
-	}{
-		{"api_keys", apiKeysPruneBodiesWhere, apiKeysPruneBodies, o.AsOf, &r.Bodies},
-		{"api_keys", apiKeysPruneTombstoneWhere, apiKeysPruneTombstones, o.AsOf, &r.Tombstoned},
-		{"api_keys", apiKeysPruneDeleteWhere, apiKeysPruneDelete, r.TombstonesBefore, &r.Rows},
+	steps := []apiKeysPruneStep{
+		{where: apiKeysPruneBodiesWhere, query: apiKeysPruneBodies, horizon: o.AsOf, route: o.Route, into: &r.Bodies},
+		{where: apiKeysPruneTombstoneWhere, query: apiKeysPruneTombstones, horizon: o.AsOf, route: o.Route, into: &r.Tombstoned},
 	}
+	deletes, err := s.apiKeysTombstoneSteps(ctx, o, r)
+	if err != nil {
+		return nil, err
+	}
+	steps = append(steps, deletes...)
 	if o.DryRun {
 		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 			// As for ledger prune's counts: the planner cannot see that the records past a date are
@@ -106,9 +126,11 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 				return err
 			}
 			for _, step := range steps {
-				if err := tx.QueryRow(ctx, apiKeysPruneCount(step.table, step.where), step.horizon, o.Route).Scan(step.into); err != nil {
+				var n int64
+				if err := tx.QueryRow(ctx, apiKeysPruneCount("api_keys", step.where), step.args()...).Scan(&n); err != nil {
 					return fmt.Errorf("count the API records to prune: %w", err)
 				}
+				*step.into += n
 			}
 			if !countsBefore.IsZero() {
 				if err := tx.QueryRow(ctx, apiKeysPruneCount("api_key_daily", apiKeysPruneDailyWhere), countsBefore, o.Route).Scan(&r.DailyCounts); err != nil {
@@ -124,7 +146,7 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 	}
 	for _, step := range steps {
 		for {
-			tag, err := s.pool.Exec(ctx, step.query, step.horizon, o.Route, o.BatchSize)
+			tag, err := s.pool.Exec(ctx, step.query, step.args(o.BatchSize)...)
 			if err != nil {
 				return r, fmt.Errorf("prune API records (%d bodies, %d tombstoned, %d deleted so far; run it again to continue): %w",
 					r.Bodies, r.Tombstoned, r.Rows, err)
@@ -150,4 +172,61 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 		}
 	}
 	return r, nil
+}
+
+// apiKeysPruneStep is one step of APIKeysPrune: its condition (for the count), its batch statement,
+// its horizon, its route (empty: every route) and, for a deletion of tombstones, the routes it
+// leaves to a horizon of their own.
+type apiKeysPruneStep struct {
+	where, query string
+	horizon      time.Time
+	route        string
+	exclude      []string
+	deletes      bool
+	into         *int64
+}
+
+// args are the step's parameters: horizon, route, then the batch size when given, then the routes
+// left out for a deletion.
+func (st apiKeysPruneStep) args(batch ...int) []any {
+	out := []any{st.horizon, st.route}
+	for _, b := range batch {
+		out = append(out, b)
+	}
+	if st.deletes {
+		out = append(out, append([]string{}, st.exclude...))
+	}
+	return out
+}
+
+// apiKeysTombstoneSteps are the deletions of tombstones past their retention: with
+// o.TombstoneRetention one for every route; otherwise one per route that registered its own
+// (idempotency.Route.TombstoneRetention), then one for the others at the default.
+func (s *Store) apiKeysTombstoneSteps(ctx context.Context, o APIKeysPruneOptions, r *APIKeysPruneReport) ([]apiKeysPruneStep, error) {
+	step := func(horizon time.Time, route string, exclude []string) apiKeysPruneStep {
+		return apiKeysPruneStep{where: apiKeysPruneDeleteWhere, query: apiKeysPruneDelete, horizon: horizon, route: route,
+			exclude: exclude, deletes: true, into: &r.Rows}
+	}
+	if o.TombstoneRetention > 0 {
+		return []apiKeysPruneStep{step(r.TombstonesBefore, o.Route, nil)}, nil
+	}
+	rows, err := s.pool.Query(ctx, apiKeysRouteTombstoneWindows, o.Route)
+	if err != nil {
+		return nil, fmt.Errorf("read the routes' registered tombstone retention: %w", err)
+	}
+	var steps []apiKeysPruneStep
+	var registered []string
+	var name string
+	var seconds int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &seconds}, func() error {
+		horizon := o.AsOf.Add(-time.Duration(seconds) * time.Second)
+		steps = append(steps, step(horizon, name, nil))
+		registered = append(registered, name)
+		r.Routes = append(r.Routes, APIKeysRouteHorizon{Route: name, TombstonesBefore: horizon})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the routes' registered tombstone retention: %w", err)
+	}
+	return append(steps, step(r.TombstonesBefore, o.Route, registered)), nil
 }

@@ -21,7 +21,10 @@ func ChargesRoute(p *Provider) idempotency.Route {
 		// client retries for up to a day, the mobile app's offline queue resends for up to three
 		// days, and a card dispute may ask about a charge 120 days later.
 		Retention: apikey.Delays{ClientRetry: 24 * time.Hour, OfflineResend: 72 * time.Hour, Inquiry: 120 * 24 * time.Hour},
-		Lookup:    APILookup(p),
+		// The app's support tools replay a customer's archived requests for up to a year after
+		// the inquiry window: a key's tombstone must outlive that.
+		TombstoneRetention: 365 * 24 * time.Hour,
+		Lookup:             APILookup(p),
 	}
 }
 

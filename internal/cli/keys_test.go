@@ -190,6 +190,33 @@ func TestKeysPruneDropsBodiesPastTheReplayWindowAndKeepsUncertain(t *testing.T) 
 	if strings.Join(states, ",") != "expired:true,uncertain:true" {
 		t.Fatalf("after prune: %v (the uncertain record must stay uncertain)", states)
 	}
+
+	// The tombstone leaves at the retention the route registered (a year), not the default five.
+	if _, err := pool.Exec(t.Context(), `update api_keys set evidence_until = now() - interval '400 days' where state = 'expired'`); err != nil {
+		t.Fatal(err)
+	}
+	var due struct {
+		Rows   int64
+		Routes []struct {
+			Route            string
+			TombstonesBefore time.Time
+		}
+		TombstonesBefore time.Time
+	}
+	out, _, code = w.replayctl(t, "keys prune --all-routes --dry-run --json")
+	validateJSON(t, "keys-prune.schema.json", out)
+	if code != 0 || json.Unmarshal([]byte(out), &due) != nil || due.Rows != 1 || len(due.Routes) != 1 ||
+		due.Routes[0].Route != "POST /v1/charges" || time.Since(due.Routes[0].TombstonesBefore) < 364*24*time.Hour {
+		t.Fatalf("dry run past the route's registered year: %d %s", code, out)
+	}
+	if out, _, code = w.replayctl(t, "keys prune --all-routes --dry-run --json --tombstone-retention 1825d"); code != 0 ||
+		json.Unmarshal([]byte(out), &due) != nil || due.Rows != 0 {
+		t.Fatalf("dry run with --tombstone-retention 1825d for every route: %d %s", code, out)
+	}
+	if out, errOut, code = w.replayctl(t, "keys prune --all-routes --yes"); code != 0 || !strings.Contains(out, "1 tombstones") ||
+		!strings.Contains(out, "tombstones of POST /v1/charges: before") {
+		t.Fatalf("prune past the route's retention: %d %s %s", code, out, errOut)
+	}
 }
 
 // A verb's required flag is a usage error (exit 2) from the root, before anything is opened.

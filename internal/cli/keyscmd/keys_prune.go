@@ -44,9 +44,10 @@ record when it completed (the route's registered policy), with ledger prune's ru
     fingerprint and its external reference stay, so a retry is looked up, never run blindly
   - records whose evidence_until passed become expired tombstones (hashes, state, reference
     and dates stay)
-  - tombstones whose evidence_until is more than --tombstone-retention behind are deleted;
-    after that only the provider's look-up by operation ID stands between a very late
-    retry and a second call
+  - tombstones whose evidence_until is more than the route's tombstone retention behind are
+    deleted: what the middleware registered (idempotency.Route.TombstoneRetention), five years
+    where it registered none, or --tombstone-retention for every route; after that only the
+    provider's look-up by operation ID stands between a very late retry and a second call
   - daily counts older than --counts-retention are deleted
 
 Never pruned: processing and uncertain records. Expiry is judged in SQL against the database's
@@ -76,7 +77,7 @@ confirmed, 1 when the database failed (run it again).`,
 	fl.BoolVarP(&opts.Yes, "yes", "y", false, "do not ask for confirmation (required without a terminal)")
 	fl.IntVar(&req.BatchSize, "batch-size", ledger.DefaultPruneBatchSize, "most rows changed per statement")
 	fl.StringVar(&opts.AsOf, "as-of", "", "judge expiry at this time instead of the database's now() (RFC 3339, a date, or a duration before now)")
-	fl.StringVar(&opts.TombstoneRetention, "tombstone-retention", cmdutil.SpanString(ledger.DefaultTombstoneRetention), "keep a tombstone until its evidence_until is this far behind")
+	fl.StringVar(&opts.TombstoneRetention, "tombstone-retention", "", "keep every route's tombstones until their evidence_until is this far behind; default: each route's registered retention (idempotency.Route.TombstoneRetention), else "+cmdutil.SpanString(ledger.DefaultTombstoneRetention))
 	fl.StringVar(&opts.CountsRetention, "counts-retention", "400d", "keep daily counts younger than this")
 	return cmd
 }
@@ -102,8 +103,10 @@ func keysPruneRun(ctx context.Context, opts *KeysPruneOptions) error {
 		}
 		req.AsOf = *asOf
 	}
-	if req.TombstoneRetention, err = cmdutil.ParseSpan("tombstone-retention", opts.TombstoneRetention); err != nil {
-		return err
+	if opts.TombstoneRetention != "" {
+		if req.TombstoneRetention, err = cmdutil.ParseSpan("tombstone-retention", opts.TombstoneRetention); err != nil {
+			return err
+		}
 	}
 	if req.CountsRetention, err = cmdutil.ParseSpan("counts-retention", opts.CountsRetention); err != nil {
 		return err
@@ -139,6 +142,14 @@ func keysPruneRun(ctx context.Context, opts *KeysPruneOptions) error {
 		verb = "would prune"
 	}
 	fmt.Fprintf(opts.IO.Out, "keys prune as of %s %s: %s\n", r.AsOf.UTC().Format(time.RFC3339), verb, keysPruneSummary(r))
+	for _, h := range r.Routes {
+		fmt.Fprintf(opts.IO.Out, "  tombstones of %s: before %s (the retention the route registered)\n", h.Route, h.TombstonesBefore.UTC().Format(time.RFC3339))
+	}
+	others := "tombstones of every other route"
+	if len(r.Routes) == 0 {
+		others = "tombstones"
+	}
+	fmt.Fprintf(opts.IO.Out, "  %s: before %s\n", others, r.TombstonesBefore.UTC().Format(time.RFC3339))
 	return nil
 }
 
