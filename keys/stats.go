@@ -22,8 +22,11 @@ type RouteStats struct {
 	// LapsedLeases are the records awaiting a decision now.
 	UncertainInWindow int64 `json:"uncertainInWindow"`
 	Records           int64 `json:"records"`
-	Uncertain         int64 `json:"uncertain"`
-	LapsedLeases      int64 `json:"lapsedLeases"`
+	// RecordsEstimated says Records is PostgreSQL's estimate, not a count (a large ledger: a count
+	// would read every record).
+	RecordsEstimated bool  `json:"recordsEstimated"`
+	Uncertain        int64 `json:"uncertain"`
+	LapsedLeases     int64 `json:"lapsedLeases"`
 	// OldestUncertainAgeSeconds is how long the oldest uncertain record has waited; 0 with none.
 	OldestUncertainAgeSeconds int64 `json:"oldestUncertainAgeSeconds"`
 }
@@ -89,7 +92,7 @@ func Stats(ctx context.Context, store Store, since, now time.Time, route string)
 	}
 	for _, a := range attention {
 		s := get(a.Route)
-		s.Records, s.Uncertain, s.LapsedLeases = a.Records, a.Uncertain, a.LapsedLeases
+		s.Records, s.RecordsEstimated, s.Uncertain, s.LapsedLeases = a.Records, a.RecordsEstimated, a.Uncertain, a.LapsedLeases
 		if a.OldestUncertain != nil {
 			s.OldestUncertainAgeSeconds = max(0, int64(now.Sub(*a.OldestUncertain)/time.Second))
 		}

@@ -45,6 +45,9 @@ against the design's thresholds (the same as ledger stats'):
                    reconcile worker could not settle it and a person must
   lapsed leases    records processing under a lapsed lease after a call started
 
+The records each route holds (--json records) are counted up to 100,000 and estimated from
+PostgreSQL's statistics beyond (recordsEstimated), so the report costs the same at any size.
+
 It reads only and exits 0 even with warnings; alert on the JSON:
 replayctl keys stats --json | jq -e '.warnings | length == 0'.`,
 		Example: `  replayctl keys stats
