@@ -68,7 +68,7 @@ type APIKeyAttention struct {
 	// route's share in its statistics), not a count: past apiKeysCountedUpTo records a count
 	// would read the whole table.
 	RecordsEstimated bool
-	Uncertain int64
+	Uncertain        int64
 	// LapsedLeases are processing records whose lease lapsed after a call started.
 	LapsedLeases int64
 	// OldestUncertain is when the oldest uncertain record last changed; nil with none.
