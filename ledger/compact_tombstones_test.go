@@ -1,6 +1,9 @@
 package ledger_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -97,5 +100,47 @@ func TestPruneCompactsTombstonesAndALateCopyStillMeetsThem(t *testing.T) {
 	}
 	if n := queryInt(t, store, `select count(*) from effect_tombstones`); n != 2 {
 		t.Errorf("%d compact tombstones left, want shipping's 2", n)
+	}
+}
+
+// A prune stopped between two batches of the move loses no tombstone: every event reads as
+// expired, from its whole row or its compact one, and the rerun moves the rest.
+func TestACompactionStoppedBetweenBatchesLosesNoTombstone(t *testing.T) {
+	store := pgtest.Ledger(t)
+	seedRows(t, store, lifecycleRows{consumer: "billing", prefix: "c-", state: "completed", n: 10, version: 1,
+		replayIn: "-40 days", evidenceIn: "-10 days"})
+	if _, err := store.Prune(t.Context(), ledger.PruneOptions{Consumer: "billing", Actor: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	compact := ledger.PruneOptions{Consumer: "billing", Actor: "alice", BatchSize: 3, CompactAfter: ledger.SuggestedCompactAfter}
+	stop := compact
+	stop.Progress = func(done, total int64) { cancel() }
+	r, err := store.Prune(ctx, stop)
+	if !errors.Is(err, context.Canceled) || r.Total.Compacted != 3 {
+		t.Fatalf("compaction cancelled after its first batch: %+v, %v; want 3 moved and context.Canceled", r.Total, err)
+	}
+	expiredReads := func() int {
+		n := 0
+		for i := 1; i <= 10; i++ {
+			rows, err := store.EffectsForEvent(t.Context(), "billing", fmt.Sprintf("c-%04d", i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) == 1 && rows[0].State == ledger.EffectExpired {
+				n++
+			}
+		}
+		return n
+	}
+	if n := expiredReads(); n != 10 {
+		t.Fatalf("%d of 10 events read as expired after the interruption, want all", n)
+	}
+	if r, err := store.Prune(t.Context(), compact); err != nil || r.Total.Compacted != 7 {
+		t.Fatalf("rerun %+v, %v: want the other 7 moved", r, err)
+	}
+	if n := expiredReads(); n != 10 || queryInt(t, store, `select count(*) from effects`) != 0 {
+		t.Fatalf("after the rerun: %d of 10 read as expired, effects rows left %d", n, queryInt(t, store, `select count(*) from effects`))
 	}
 }
