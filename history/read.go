@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,44 +139,22 @@ func (c *csvLines) next() (int64, Record, error) {
 	return int64(line), r, nil
 }
 
-// setField sets one CSV cell; an empty cell leaves the field at its default.
+// setField sets one CSV cell into the Record field named name (one of fieldNames): a string as
+// it is, a number field (*int) from a whole number; an empty cell leaves the field at its default.
 func setField(r *Record, name, v string) error {
-	if v == "" {
+	i := slices.Index(fieldNames, name)
+	if v == "" || i < 0 {
 		return nil
 	}
-	number := func() (*int, error) {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a whole number", v)
-		}
-		return &n, nil
+	f := reflect.ValueOf(r).Elem().Field(i)
+	if f.Kind() == reflect.String {
+		f.SetString(v)
+		return nil
 	}
-	var err error
-	switch name {
-	case "eventId":
-		r.EventID = v
-	case "consumer":
-		r.Consumer = v
-	case "effectVersion":
-		r.EffectVersion, err = number()
-	case "state":
-		r.State = v
-	case "outcome":
-		r.Outcome = v
-	case "processedAt":
-		r.ProcessedAt = v
-	case "requestHash":
-		r.RequestHash = v
-	case "requestHashAlg":
-		r.RequestHashAlg = v
-	case "resultHash":
-		r.ResultHash = v
-	case "effectCount":
-		r.EffectCount, err = number()
-	case "replayUntil":
-		r.ReplayUntil = v
-	case "evidenceUntil":
-		r.EvidenceUntil = v
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", v)
 	}
-	return err
+	f.Set(reflect.ValueOf(&n))
+	return nil
 }

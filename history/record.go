@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
@@ -33,9 +34,17 @@ type Record struct {
 	EvidenceUntil  string `json:"evidenceUntil,omitempty"`
 }
 
-// fieldNames are the names a CSV header and a JSON line may use, in the order of Record.
-var fieldNames = []string{"eventId", "consumer", "effectVersion", "state", "outcome", "processedAt", "requestHash",
-	"requestHashAlg", "resultHash", "effectCount", "replayUntil", "evidenceUntil"}
+// fieldNames are the names a CSV header and a JSON line may use, in the order of Record: its
+// fields' JSON names, read off the struct so a new field needs no second list (setField sets a CSV
+// cell through the same names).
+var fieldNames = func() []string {
+	t := reflect.TypeFor[Record]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return names
+}()
 
 // LineError is a line of the file that cannot be imported: its number (from 1, the CSV header
 // included), the field, and what is wrong with it.
