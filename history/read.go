@@ -132,18 +132,17 @@ func (c *csvLines) next() (int64, Record, error) {
 	}
 	var r Record
 	for i, v := range fields {
-		if err := setField(&r, fieldNames[c.columns[i]], strings.TrimSpace(v)); err != nil {
+		if err := setField(&r, c.columns[i], strings.TrimSpace(v)); err != nil {
 			return int64(line), r, &LineError{Line: int64(line), Field: fieldNames[c.columns[i]], Problem: err.Error()}
 		}
 	}
 	return int64(line), r, nil
 }
 
-// setField sets one CSV cell into the Record field named name (one of fieldNames): a string as
-// it is, a number field (*int) from a whole number; an empty cell leaves the field at its default.
-func setField(r *Record, name, v string) error {
-	i := slices.Index(fieldNames, name)
-	if v == "" || i < 0 {
+// setField sets one CSV cell into Record field i (the field fieldNames[i] names): a string as it
+// is, a number field (*int) from a whole number; an empty cell leaves the field at its default.
+func setField(r *Record, i int, v string) error {
+	if v == "" {
 		return nil
 	}
 	f := reflect.ValueOf(r).Elem().Field(i)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/apikey"
 )
 
 // APIKeysPruneOptions says what `replayctl keys prune` removes; the rules are ledger prune's.
@@ -76,13 +78,6 @@ var (
 	apiKeysPruneDelete     = `delete from api_keys k using` + fmt.Sprintf(apiKeysPruneBatch, strings.Replace(apiKeysPruneDeleteWhere, "$3", "$4", 1), "evidence_until")
 	apiKeysPruneDaily      = `delete from api_key_daily where ` + apiKeysPruneDailyWhere
 )
-
-// apiKeysRouteTombstoneWindows are the routes (route $1, or every one when empty) that registered
-// a tombstone retention, with it in seconds.
-const apiKeysRouteTombstoneWindows = `
-select name, tombstone_window_seconds from retention_policies
- where kind = 'route' and tombstone_window_seconds is not null and ($1 = '' or name = $1)
- order by name`
 
 // apiKeysPruneCount counts what a step would change: the table and condition of the step.
 func apiKeysPruneCount(table, where string) string {
@@ -194,6 +189,7 @@ func (st apiKeysPruneStep) args(batch ...int) []any {
 		out = append(out, b)
 	}
 	if st.deletes {
+		// Never nil: a NULL array would make "not (route = any(...))" NULL and delete nothing.
 		out = append(out, append([]string{}, st.exclude...))
 	}
 	return out
@@ -210,23 +206,20 @@ func (s *Store) apiKeysTombstoneSteps(ctx context.Context, o APIKeysPruneOptions
 	if o.TombstoneRetention > 0 {
 		return []apiKeysPruneStep{step(r.TombstonesBefore, o.Route, nil)}, nil
 	}
-	rows, err := s.pool.Query(ctx, apiKeysRouteTombstoneWindows, o.Route)
+	policies, err := s.RetentionPoliciesList(ctx, apikey.PolicyRoute, o.Route)
 	if err != nil {
 		return nil, fmt.Errorf("read the routes' registered tombstone retention: %w", err)
 	}
 	var steps []apiKeysPruneStep
 	var registered []string
-	var name string
-	var seconds int64
-	_, err = pgx.ForEachRow(rows, []any{&name, &seconds}, func() error {
-		horizon := o.AsOf.Add(-time.Duration(seconds) * time.Second)
-		steps = append(steps, step(horizon, name, nil))
-		registered = append(registered, name)
-		r.Routes = append(r.Routes, APIKeysRouteHorizon{Route: name, TombstonesBefore: horizon})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the routes' registered tombstone retention: %w", err)
+	for _, p := range policies {
+		if p.TombstoneWindow <= 0 {
+			continue
+		}
+		horizon := o.AsOf.Add(-p.TombstoneWindow)
+		steps = append(steps, step(horizon, p.Name, nil))
+		registered = append(registered, p.Name)
+		r.Routes = append(r.Routes, APIKeysRouteHorizon{Route: p.Name, TombstonesBefore: horizon})
 	}
 	return append(steps, step(r.TombstonesBefore, o.Route, registered)), nil
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/replayctl/replayctl/fingerprint"
 )
 
 // A compact tombstone (migration 0035) is what stays of an expired row after prune's compaction
@@ -92,7 +94,7 @@ func withCompactTombstones(rows []EffectRow, consumer, eventID string, compact [
 		}
 		evidence := c.evidenceUntil
 		r := EffectRow{Consumer: consumer, EventID: eventID, EffectVersion: c.effectVersion, State: EffectExpired,
-			RequestHash: fingerprintNone, RequestHashAlg: fingerprintNone, ExternalRefs: json.RawMessage(`[]`),
+			RequestHash: fingerprint.NoneHash, RequestHashAlg: fingerprint.AlgorithmNone, ExternalRefs: json.RawMessage(`[]`),
 			EvidenceUntil: &evidence, WriteForbidden: c.flags&compactFlagWriteForbidden != 0, CreatedAt: evidence, UpdatedAt: evidence}
 		if c.flags&compactFlagBusiness != 0 {
 			r.OutcomeKind = "business"
@@ -102,10 +104,6 @@ func withCompactTombstones(rows []EffectRow, consumer, eventID string, compact [
 	slices.SortFunc(rows, func(a, b EffectRow) int { return a.EffectVersion - b.EffectVersion })
 	return rows
 }
-
-// fingerprintNone is fingerprint.AlgorithmNone and NoneHash: a compact tombstone keeps no
-// fingerprint, so every payload matches it and the event ID alone decides.
-const fingerprintNone = "none"
 
 // planLedgerRows selects what plan reads of an event's ledger rows (the event named by the SQL
 // expressions consumer and eventID), its compact tombstones rendered as expired rows among them.

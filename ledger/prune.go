@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/fault"
 )
 
@@ -110,7 +111,7 @@ type PruneReport struct {
 
 // Changes is the number of rows the report deletes or updates.
 func (r *PruneReport) Changes() int64 {
-	return r.Total.Tombstoned + r.Total.Rows + r.Total.Compacted + r.Total.Bodies + r.Incidents + r.PartitionedBodies
+	return r.Total.changes() + r.Incidents + r.PartitionedBodies
 }
 
 // bodyPartitionsAhead is how far ahead of now every prune makes the weekly partitions of
@@ -303,7 +304,7 @@ func (s *Store) PruneCount(ctx context.Context, opts PruneOptions) (*PruneReport
 		}
 		for _, consumer := range consumers {
 			c := PruneCounts{Consumer: consumer}
-			if err := s.tombstoneHorizon(ctx, tx, opts, r, &c); err != nil {
+			if err := s.tombstoneHorizon(ctx, opts, r, &c); err != nil {
 				return err
 			}
 			if err := tx.QueryRow(ctx, pruneCountEffects, consumer, r.AsOf, c.TombstonesBefore, nullableTime(r.CompactBefore)).
@@ -343,34 +344,29 @@ const (
 	TombstoneRetentionFromDefault = "default"
 )
 
-const pruneTombstoneWindow = `
-select tombstone_window_seconds from retention_policies
- where kind = 'consumer' and name = $1 and tombstone_window_seconds is not null`
-
 // tombstoneHorizon sets c's tombstone horizon: as-of minus opts.TombstoneRetention when given,
 // else minus the retention the consumer registered, else minus DefaultTombstoneRetention.
-func (s *Store) tombstoneHorizon(ctx context.Context, q Querier, opts PruneOptions, r *PruneReport, c *PruneCounts) error {
+func (s *Store) tombstoneHorizon(ctx context.Context, opts PruneOptions, r *PruneReport, c *PruneCounts) error {
 	retention, from := opts.TombstoneRetention, TombstoneRetentionFromOption
 	if retention <= 0 {
-		var seconds int64
-		switch err := q.QueryRow(ctx, pruneTombstoneWindow, c.Consumer).Scan(&seconds); {
-		case errors.Is(err, pgx.ErrNoRows):
-			retention, from = DefaultTombstoneRetention, TombstoneRetentionFromDefault
-		case err != nil:
+		policies, err := s.RetentionPoliciesList(ctx, apikey.PolicyConsumer, c.Consumer)
+		if err != nil {
 			return fmt.Errorf("read the tombstone retention consumer %s registered: %w", c.Consumer, err)
-		default:
-			retention, from = time.Duration(seconds)*time.Second, TombstoneRetentionFromPolicy
+		}
+		retention, from = DefaultTombstoneRetention, TombstoneRetentionFromDefault
+		if len(policies) == 1 && policies[0].TombstoneWindow > 0 {
+			retention, from = policies[0].TombstoneWindow, TombstoneRetentionFromPolicy
 		}
 	}
 	c.TombstonesBefore, c.TombstoneRetentionFrom = r.AsOf.Add(-retention), from
 	return nil
 }
 
-// Prune deletes the expired tombstones whose evidence_until is more than TombstoneRetention behind
-// AsOf, then turns the rows whose evidence_until passed into expired tombstones, then drops the
-// result bodies whose replay_until passed, then deletes effect_incidents older than
-// IncidentRetention, in batches of
-// BatchSize rows, each its own short transaction under the consumer's execute lock (so no job
+// Prune deletes the tombstones (whole, then compact) whose evidence_until is more than each
+// consumer's tombstone retention behind AsOf, then with CompactAfter moves the older whole
+// tombstones to their compact form, then turns the rows whose evidence_until passed into expired
+// tombstones, then drops the result bodies whose replay_until passed, then deletes
+// effect_incidents older than IncidentRetention, in batches of BatchSize rows, each its own short transaction under the consumer's execute lock (so no job
 // starts executing half-way through a batch that might touch its targets). A kill or ctx ending
 // mid-way loses nothing: committed batches stay pruned, the batch in flight rolls back, and
 // running Prune again continues. It writes one audit entry with the counts, also when stopped
@@ -455,14 +451,17 @@ func (r *PruneReport) auditDetails() map[string]any {
 		perConsumer[c.Consumer] = map[string]any{"tombstoned": c.Tombstoned, "rows": c.Rows, "compacted": c.Compacted, "bodies": c.Bodies,
 			"tombstonesBefore": c.TombstonesBefore.UTC().Format(time.RFC3339Nano), "tombstoneRetentionFrom": c.TombstoneRetentionFrom}
 	}
-	return map[string]any{
+	details := map[string]any{
 		"scope": r.scope(), "asOf": r.AsOf.UTC().Format(time.RFC3339Nano), "batchSize": r.BatchSize,
 		"batches": r.Batches, "tombstoned": r.Total.Tombstoned, "rows": r.Total.Rows, "compacted": r.Total.Compacted, "bodies": r.Total.Bodies,
-		"compactBefore": r.CompactBefore.UTC().Format(time.RFC3339Nano),
-		"incidents":     r.Incidents, "incidentsBefore": r.IncidentsBefore.UTC().Format(time.RFC3339Nano),
+		"incidents": r.Incidents, "incidentsBefore": r.IncidentsBefore.UTC().Format(time.RFC3339Nano),
 		"tombstonesBefore": r.TombstonesBefore.UTC().Format(time.RFC3339Nano), "consumers": perConsumer,
 		"interrupted": r.Interrupted, "partitionedBodies": r.PartitionedBodies,
 	}
+	if !r.CompactBefore.IsZero() {
+		details["compactBefore"] = r.CompactBefore.UTC().Format(time.RFC3339Nano)
+	}
+	return details
 }
 
 // pruneBodyPartitions drops the weeks of effect_bodies whose replay windows all ended by the
@@ -488,7 +487,7 @@ type pruner struct {
 func (p *pruner) run(ctx context.Context, consumers []string) error {
 	for _, consumer := range consumers {
 		counts := PruneCounts{Consumer: consumer}
-		if err := p.store.tombstoneHorizon(ctx, p.store.pool, p.opts, p.report, &counts); err != nil {
+		if err := p.store.tombstoneHorizon(ctx, p.opts, p.report, &counts); err != nil {
 			return err
 		}
 		p.report.Consumers = append(p.report.Consumers, counts)
