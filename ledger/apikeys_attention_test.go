@@ -10,6 +10,7 @@ import (
 // route's records are estimated from the statistics, and what needs a person (uncertain records,
 // lapsed leases) is still counted exactly, from the partial index of records awaiting an outcome.
 func TestAPIKeysAttentionEstimatesRecordsOfALargeTableAndCountsUncertainExactly(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	execSQL(t, store, `
 insert into api_keys (scope_hash, key_hash, route, client_hash, request_hash, request_hash_alg, state, evidence_until)

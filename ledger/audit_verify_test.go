@@ -11,6 +11,7 @@ import (
 // The audit log shows tampering: an entry edited, one deleted, one inserted around replayctl each
 // break the chain at that place, and an untouched log verifies (issue 41).
 func TestTheAuditChainNamesTheFirstTamperedEntry(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	for i, action := range []string{"plan", "shadow.verdict", "approve", "execute.start", "execute.end"} {
@@ -73,6 +74,7 @@ func TestTheAuditChainNamesTheFirstTamperedEntry(t *testing.T) {
 // statement inserting into audit directly would write entries log --verify reports as written
 // around replayctl, and execute would refuse their jobs.
 func TestNoLedgerStatementInsertsIntoAuditAroundTheChain(t *testing.T) {
+	t.Parallel()
 	for f, src := range ledgerSources(t) {
 		if i := strings.Index(strings.ToLower(src), "insert into audit "); i >= 0 {
 			t.Errorf("%s:%d inserts into audit directly; call audit_append (AuditInsert) so the entry joins its chain",
@@ -84,6 +86,7 @@ func TestNoLedgerStatementInsertsIntoAuditAroundTheChain(t *testing.T) {
 // Reconcile's and the expired-evidence look-up's entries, written in bulk statements, join the
 // chain like the others.
 func TestBulkAuditEntriesJoinTheChain(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	if _, err := store.Pool().Exec(t.Context(), `
 insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg, final_state, evidence_until)

@@ -17,6 +17,7 @@ import (
 // handler calls out, commits synchronously again. A setting that outlived the claim would make
 // every later mark on that pooled connection skippable by a crash.
 func TestAClaimAloneCommitsWithoutWaitingForTheFlush(t *testing.T) {
+	t.Parallel()
 	_, url := pgtest.LedgerWithURL(t)
 	// One connection: every claim and every look below shares it.
 	sdk, err := ledger.Open(t.Context(), url+"&pool_max_conns=1", ledger.ForHandlers(8))

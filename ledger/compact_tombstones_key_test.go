@@ -15,6 +15,7 @@ import (
 // tombstone. testdata/tombstone-keys.json is the file SDKs in other languages check themselves
 // with; both computations must give each of its keys.
 func TestTombstoneKeysMatchTheSharedVectorsInGoAndSQL(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("testdata/tombstone-keys.json")
 	if err != nil {
 		t.Fatal(err)

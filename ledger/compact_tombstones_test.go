@@ -15,6 +15,7 @@ import (
 // looks the event up still meets it as the expired row it was: a live claim of another version is
 // refused, a reopened version takes its place, and it leaves at the consumer's retention.
 func TestPruneCompactsTombstonesAndALateCopyStillMeetsThem(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	seedRows(t, store,
@@ -106,6 +107,7 @@ func TestPruneCompactsTombstonesAndALateCopyStillMeetsThem(t *testing.T) {
 // A prune stopped between two batches of the move loses no tombstone: every event reads as
 // expired, from its whole row or its compact one, and the rerun moves the rest.
 func TestACompactionStoppedBetweenBatchesLosesNoTombstone(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	seedRows(t, store, lifecycleRows{consumer: "billing", prefix: "c-", state: "completed", n: 10, version: 1,
 		replayIn: "-40 days", evidenceIn: "-10 days"})

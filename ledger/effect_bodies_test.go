@@ -13,6 +13,7 @@ import (
 // prune drops a week whose replay windows all ended as one partition (its disk returned, no row
 // updated), keeps the weeks still in their window, and makes the weeks ahead.
 func TestResultBodiesLeaveAWeekAtATimeByPartition(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	keys := claimed(t, store, 2, "i-1")
@@ -80,6 +81,7 @@ func TestResultBodiesLeaveAWeekAtATimeByPartition(t *testing.T) {
 // once for the partitions it would drop and once for those it would make, then leaves them to
 // the next run: a DDL lock waiting longer would queue every completion of the SDK behind it.
 func TestPruneSkipsAPartitionItCannotLockSoon(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	week := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -14)

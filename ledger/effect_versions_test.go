@@ -10,6 +10,7 @@ import (
 )
 
 func TestEffectVersionsRegisterRefusesAReusedVersion(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", 2, ledger.EffectVersionExecuting, "job-1", "alice"); err != nil {
@@ -28,6 +29,7 @@ func TestEffectVersionsRegisterRefusesAReusedVersion(t *testing.T) {
 }
 
 func TestEffectVersionsIsExecutingOnlyForItsJob(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	for _, r := range []struct {

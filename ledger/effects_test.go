@@ -64,6 +64,7 @@ func hitFor(t *testing.T) func(bool, error) bool {
 }
 
 func TestEffectsClaimTakesOverOnlyALapsedLeaseWithoutCalls(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	if ok, attempts := claim(t, store, claimFor("a", "sha256:1")); !ok || attempts != 1 {
@@ -108,6 +109,7 @@ func TestEffectsClaimTakesOverOnlyALapsedLeaseWithoutCalls(t *testing.T) {
 }
 
 func TestEffectsMarkLapsedUncertainSparesALiveOrCallFreeLease(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
@@ -124,6 +126,7 @@ func TestEffectsMarkLapsedUncertainSparesALiveOrCallFreeLease(t *testing.T) {
 }
 
 func TestEffectsClaimRefusesAChangedPayload(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
@@ -140,6 +143,7 @@ func TestEffectsClaimRefusesAChangedPayload(t *testing.T) {
 // hash is compared with the payload recomputed under its own algorithm, and a take-over moves the
 // row to the current algorithm.
 func TestEffectsClaimComparesUnderTheStoredAlgorithm(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:v1-hash"))
@@ -167,6 +171,7 @@ func TestEffectsClaimComparesUnderTheStoredAlgorithm(t *testing.T) {
 }
 
 func TestEffectsLeaseWritesNeedTheOwner(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	ctx, q := t.Context(), store.Pool()
@@ -197,6 +202,7 @@ func TestEffectsLeaseWritesNeedTheOwner(t *testing.T) {
 }
 
 func TestEffectsHeartbeatExtendsTheLease(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	c := claimFor("a", "sha256:1")
@@ -214,6 +220,7 @@ func TestEffectsHeartbeatExtendsTheLease(t *testing.T) {
 }
 
 func TestEffectsCompleteStoresTheOutcomeAndRetention(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
@@ -244,6 +251,7 @@ func TestEffectsCompleteStoresTheOutcomeAndRetention(t *testing.T) {
 }
 
 func TestEffectsReleaseLetsTheEventBeClaimedAgain(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
@@ -261,6 +269,7 @@ func TestEffectsReleaseLetsTheEventBeClaimedAgain(t *testing.T) {
 }
 
 func TestEffectsMarkUncertainKeepsTheEvidence(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	hit := hitFor(t)
 	claim(t, store, claimFor("a", "sha256:1"))
@@ -280,6 +289,7 @@ func TestEffectsMarkUncertainKeepsTheEvidence(t *testing.T) {
 }
 
 func TestEffectsForEventReadsEveryVersionInOrder(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	var rows []ledger.EffectRow
 	for _, v := range []int{3, 1, 2} {
@@ -304,6 +314,7 @@ func TestEffectsForEventReadsEveryVersionInOrder(t *testing.T) {
 }
 
 func TestEffectsClaimRefusesWhileAnotherVersionIsLeasedUncertainOrSettled(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	v2 := claimFor("replay", "sha256:1")
 	v2.Key.EffectVersion = 2
@@ -342,6 +353,7 @@ func TestEffectsClaimRefusesWhileAnotherVersionIsLeasedUncertainOrSettled(t *tes
 // replay's (version 2), many times: different keys, so only the per-event lock keeps both from
 // winning and calling out twice.
 func TestEffectsClaimAcrossVersionsHasOneWinner(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	for i := range 40 {
 		live := claimFor("live", "sha256:1")

@@ -69,6 +69,7 @@ select pg_get_constraintdef(oid) from pg_constraint
 // constraint does not allow: a statement that can never match, as the claim that compared
 // resolution with 'not-happened' after migration 0025 renamed the value.
 func TestEveryEnumLiteralTheLedgerComparesIsAValueItsCheckConstraintAllows(t *testing.T) {
+	t.Parallel()
 	values := enumValues(t)
 	checked := 0
 	for file, src := range ledgerSources(t) {
@@ -91,6 +92,7 @@ func TestEveryEnumLiteralTheLedgerComparesIsAValueItsCheckConstraintAllows(t *te
 // TestTheAPIRecordsEnumsMatchTheirCheckConstraints holds apikey's states and resolutions to the
 // values api_keys allows: a Go value the table refuses fails every write of it.
 func TestTheAPIRecordsEnumsMatchTheirCheckConstraints(t *testing.T) {
+	t.Parallel()
 	values := enumValues(t)
 	for _, s := range []apikey.State{apikey.StateReceived, apikey.StateProcessing, apikey.StateCompleted,
 		apikey.StateUncertain, apikey.StateExpired, apikey.StateReconciled} {
@@ -151,6 +153,7 @@ func comparedLiterals(src, column string) []comparedLiteral {
 }
 
 func TestComparedLiteralsFindsEachForm(t *testing.T) {
+	t.Parallel()
 	src := "where k.state = 'a' and resolution <> 'b'\n and x.state in ('c', 'd') and review_state = 'no' and state not in ('e')"
 	var got []string
 	for _, l := range comparedLiterals(src, "state") {

@@ -20,6 +20,7 @@ func executeStart(jobID string) ledger.ExecuteStart {
 // Each refusal of ExecuteStart leaves the job, the version and the audit log as they were: the
 // transaction is the whole start or nothing.
 func TestExecuteStartIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	execTargets(t, store, "job-a", "e0", "e1")

@@ -81,6 +81,7 @@ func execTargetStates(t *testing.T, store *ledger.Store, jobID string) []string 
 }
 
 func TestJobTargetsPageToPublishLeavesOutTargetsWithARowUnderTheVersion(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	execTargets(t, store, "job-x", "a", "b", "c", "d", "e", "f", "g", "h")
@@ -134,6 +135,7 @@ func TestJobTargetsPageToPublishLeavesOutTargetsWithARowUnderTheVersion(t *testi
 }
 
 func TestJobTargetsMarkPublishedKeepsTheFirstPublish(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	execTargets(t, store, "job-p", "a", "b", "c", "d")
@@ -171,6 +173,7 @@ func TestJobTargetsMarkPublishedKeepsTheFirstPublish(t *testing.T) {
 }
 
 func TestJobTargetsSetOutcomeSettlesOnlyUnsettledTargets(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	execTargets(t, store, "job-o", "a", "b", "c")
@@ -193,6 +196,7 @@ func TestJobTargetsSetOutcomeSettlesOnlyUnsettledTargets(t *testing.T) {
 // TestJobTargetsDriftReportsEachKind plans through the ledger's plan session, so planned_states
 // is what a real plan stores, then changes the ledger under each target.
 func TestJobTargetsDriftReportsEachKind(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	events := []string{"unchanged", "completed-since", "uncertain", "live-lease", "lapsed-lease", "conflict",
@@ -388,6 +392,7 @@ func execJobRows(t *testing.T, store *ledger.Store) {
 }
 
 func TestEffectsJobCountsCountsOnlyTheJobsRows(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	execJobRows(t, store)
 	got, err := store.EffectsJobCounts(t.Context(), "billing", 2, "job-c")
@@ -408,6 +413,7 @@ func TestEffectsJobCountsCountsOnlyTheJobsRows(t *testing.T) {
 }
 
 func TestEffectsJobItemsListsWhatNeedsReview(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	execJobRows(t, store)
@@ -437,6 +443,7 @@ func TestEffectsJobItemsListsWhatNeedsReview(t *testing.T) {
 }
 
 func TestJobTargetsSettleCopiesTheLedgersOutcome(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	execJobRows(t, store)
@@ -462,6 +469,7 @@ func TestJobTargetsSettleCopiesTheLedgersOutcome(t *testing.T) {
 }
 
 func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-t")); err != nil {
@@ -508,6 +516,7 @@ func TestJobsTransitionRecordsWhoAndWhy(t *testing.T) {
 }
 
 func TestJobsSetRunStateIsReadBack(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-r")); err != nil {
@@ -531,6 +540,7 @@ func TestJobsSetRunStateIsReadBack(t *testing.T) {
 }
 
 func TestJobsActiveForConsumerListsOtherRunningJobsOldestFirst(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	base := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
@@ -564,6 +574,7 @@ func TestJobsActiveForConsumerListsOtherRunningJobsOldestFirst(t *testing.T) {
 }
 
 func TestLockConsumerExecutionsSerialisesTransactions(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	first, err := store.Pool().Begin(ctx)
@@ -600,6 +611,7 @@ func TestLockConsumerExecutionsSerialisesTransactions(t *testing.T) {
 }
 
 func TestEffectVersionsSetStateMovesOnlyTheJobsVersion(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.EffectVersionsRegister(ctx, store.Pool(), "billing", 2, ledger.EffectVersionExecuting, "job-1", "alice"); err != nil {
@@ -628,6 +640,7 @@ func TestEffectVersionsSetStateMovesOnlyTheJobsVersion(t *testing.T) {
 }
 
 func TestEffectVersionsHighestOutsideJobIgnoresOnlyTheJobsOwn(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	highest := func() int {
@@ -686,6 +699,7 @@ func TestEffectVersionsHighestOutsideJobIgnoresOnlyTheJobsOwn(t *testing.T) {
 }
 
 func TestExecuteLockAdmitsOneExecutorPerJob(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	release, err := store.ExecuteLock(ctx, "job-e")

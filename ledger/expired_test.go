@@ -10,6 +10,7 @@ import (
 // A verdict about expired evidence is a compare-and-set: it writes a missing row or a tombstone,
 // never a row someone settled or claimed since it was read.
 func TestAnExpiredVerdictOnlyReplacesATombstoneOrNothing(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	seedRows(t, store,
 		lifecycleRows{consumer: "billing", prefix: "tomb-", state: "completed", n: 1, replayIn: "-40 days", evidenceIn: "-1 day"},

@@ -10,6 +10,7 @@ import (
 )
 
 func TestFingerprintAlgorithmsListTheCurrentFirstAndRefuseAClash(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	register := func(consumer, alg, opts string) error {
@@ -46,6 +47,7 @@ func TestFingerprintAlgorithmsListTheCurrentFirstAndRefuseAClash(t *testing.T) {
 }
 
 func TestFingerprintAlgorithmRegisterOnAnOldSchemaSaysToMigrate(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	if _, err := store.Pool().Exec(t.Context(), "drop table fingerprint_algorithms"); err != nil {
 		t.Fatal(err)

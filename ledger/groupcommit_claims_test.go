@@ -10,6 +10,7 @@ import (
 )
 
 func TestGroupCommitClaimsHaveOneWinnerPerEventAcrossVersions(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	const events = 20
 	claims := make([]ledger.EffectClaim, 0, 2*events)
@@ -48,6 +49,7 @@ func TestGroupCommitClaimsHaveOneWinnerPerEventAcrossVersions(t *testing.T) {
 }
 
 func TestGroupCommitClaimBatchTakesOverWhatASingleClaimWould(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	// Each event's existing rows, and whether a claim of its version 1 wins.
 	cases := []struct {

@@ -93,6 +93,7 @@ func batched(t *testing.T, store *ledger.Store, kind string, n int, call func(i 
 }
 
 func TestGroupCommitSendsConcurrentCallStartedMarksAsOneStatement(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	const n = 32
 	keys := claimed(t, store, n, "i-1")
@@ -125,6 +126,7 @@ func TestGroupCommitSendsConcurrentCallStartedMarksAsOneStatement(t *testing.T) 
 }
 
 func TestGroupCommitDropsACallerThatGaveUpBeforeItsBatchWasSent(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	keys := claimed(t, store, 3, "i-1")
 	held, release := heldBatches(t, store, "call-started")
@@ -162,6 +164,7 @@ func TestGroupCommitDropsACallerThatGaveUpBeforeItsBatchWasSent(t *testing.T) {
 }
 
 func TestGroupCommitBatchesCompletionsAndHeartbeatsPerRow(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	const n = 8
 	keys := claimed(t, store, n, "i-1")
@@ -216,6 +219,7 @@ func TestGroupCommitBatchesCompletionsAndHeartbeatsPerRow(t *testing.T) {
 }
 
 func TestGroupCommitRunsARefusedBatchRowByRow(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	const n = 6
 	keys := claimed(t, store, n, "i-1")

@@ -12,6 +12,7 @@ import (
 )
 
 func TestConcurrentReadsOfEventsGoOutAsOneQueryAndEachGetsItsOwnRows(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	// evt-000 has rows under versions 2 and 1 (written in that order), evt-001..evt-009 one row
 	// each, evt-010.. none.

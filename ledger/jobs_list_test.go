@@ -11,6 +11,7 @@ import (
 )
 
 func TestJobsListCountsEachJobInOneQuery(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	execJobRows(t, store)
@@ -79,6 +80,7 @@ func TestJobsListCountsEachJobInOneQuery(t *testing.T) {
 }
 
 func TestJobsSetPaceAuditsBeforeAndAfterAndRefusesFinishedJobs(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-p")); err != nil {

@@ -35,6 +35,7 @@ var latestVersion = func() int {
 }()
 
 func TestMigrateTwice(t *testing.T) {
+	t.Parallel()
 	store := openStore(t, pgtest.URL(t))
 	first, err := store.Migrate(t.Context())
 	if err != nil {
@@ -61,6 +62,7 @@ func TestMigrateTwice(t *testing.T) {
 }
 
 func TestMigrateConcurrently(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	const runs = 4
 	stores := make([]*ledger.Store, runs)
@@ -107,6 +109,7 @@ func TestMigrateConcurrently(t *testing.T) {
 }
 
 func TestMigrateWaitsOnlyForItsOwnSchema(t *testing.T) {
+	t.Parallel()
 	busy := openStore(t, pgtest.URL(t))
 	other := openStore(t, pgtest.URL(t))
 
@@ -144,6 +147,7 @@ func TestMigrateWaitsOnlyForItsOwnSchema(t *testing.T) {
 }
 
 func TestMigrateWithoutSchema(t *testing.T) {
+	t.Parallel()
 	store := openStore(t, pgtest.URL(t)+"&search_path=replayctl_no_such_schema")
 	_, err := store.Migrate(t.Context())
 	if err == nil || err.Error() != "migrate: the search_path names no existing schema; create the schema or fix search_path in --database-url" {
@@ -152,6 +156,7 @@ func TestMigrateWithoutSchema(t *testing.T) {
 }
 
 func TestCheckSchema(t *testing.T) {
+	t.Parallel()
 	store := openStore(t, pgtest.URL(t))
 	current, wanted, err := store.SchemaVersion(t.Context())
 	if err != nil || current != 0 || wanted != latestVersion {
@@ -184,6 +189,7 @@ func TestCheckSchema(t *testing.T) {
 // Migration numbers have gaps; a schema at the wanted maximum that lacks an earlier migration is
 // outdated, and the error names what is missing.
 func TestCheckSchemaNamesAMissingEarlierMigration(t *testing.T) {
+	t.Parallel()
 	store := openStore(t, pgtest.URL(t))
 	if _, err := store.Migrate(t.Context()); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 // Each instance's share of a job, through the SDK's own statements: the completion clears the
 // lease owner, and the trigger of migration 0022 keeps it as completed_by.
 func TestEffectsJobOwnersGivesEachInstanceItsShare(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	lease := func(id, owner string, d time.Duration) ledger.EffectKey {

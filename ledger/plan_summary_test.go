@@ -10,6 +10,7 @@ import (
 // Every count of the summary has a figure of its own here, so a count read into another field
 // (two columns swapped in the query, or a column renamed) fails the comparison.
 func TestPlanSummaryReadsEachCountIntoItsField(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	p, err := store.PlanBegin(ctx)

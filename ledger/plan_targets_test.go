@@ -17,6 +17,7 @@ import (
 // and a linguistic collation sort differently, they come back sorted, each with its own ledger
 // rows in the digest, and every one is in job_targets.
 func TestRecordTargetsReturnsTheTargetsInByteOrder(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	execSQL(t, store, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestOpenForHandlersSizesThePoolUnlessTheURLDoes(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	for _, c := range []struct {
 		url      string
@@ -44,6 +45,7 @@ func TestOpenForHandlersSizesThePoolUnlessTheURLDoes(t *testing.T) {
 // the batching uses at once, or the handlers can keep busy, when it starts; a command's store
 // (no handlers) and a URL that sets pool_min_conns open none beyond the ping's.
 func TestAnSDKStoreOpensItsBatchingsConnectionsAsItStarts(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	for _, c := range []struct {
 		url      string

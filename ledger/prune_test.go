@@ -126,6 +126,7 @@ func seedBilling(t *testing.T, store *ledger.Store) {
 }
 
 func TestPruneDryRunCountsWhatTheRunThenDoes(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	seedBilling(t, store)
 	opts := ledger.PruneOptions{Consumer: "billing", Actor: "alice", IncidentRetention: 90 * 24 * time.Hour}
@@ -201,6 +202,7 @@ func TestPruneDryRunCountsWhatTheRunThenDoes(t *testing.T) {
 }
 
 func TestPruneInterruptedAfterOneBatchThenRerunEndsInTheSameState(t *testing.T) {
+	t.Parallel()
 	seed := func(store *ledger.Store) {
 		seedRows(t, store,
 			lifecycleRows{consumer: "billing", prefix: "old-", state: "completed", n: 10, replayIn: "-40 days", evidenceIn: "-1 day"},
@@ -257,6 +259,7 @@ func TestPruneInterruptedAfterOneBatchThenRerunEndsInTheSameState(t *testing.T) 
 }
 
 func TestPruneAllConsumersIncidentsAndAsOf(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	seedRows(t, store,
 		lifecycleRows{consumer: "billing", prefix: "old-", state: "completed", n: 2, replayIn: "-40 days", evidenceIn: "-1 day"},
@@ -306,6 +309,7 @@ select now(), 'billing', 'evt-' || i, 1, 'payload_conflict', 'k' || i from gener
 
 // A tombstone outlives the evidence window by the retention the operator sets, and only then goes.
 func TestPruneDeletesTombstonesOnlyPastTheirRetention(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	seedRows(t, store,
 		lifecycleRows{consumer: "billing", prefix: "ancient-", state: "completed", n: 3, replayIn: "-40 days", evidenceIn: "-10 days"},
@@ -344,6 +348,7 @@ func TestPruneDeletesTombstonesOnlyPastTheirRetention(t *testing.T) {
 // A consumer's tombstones leave at the retention its SDK registered; another consumer's, which
 // registered none, stay for the default five years; --tombstone-retention overrides both.
 func TestPruneKeepsEachConsumersTombstonesForTheRetentionItRegistered(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	seedRows(t, store,
 		lifecycleRows{consumer: "billing", prefix: "ancient-", state: "completed", n: 3, replayIn: "-60 days", evidenceIn: "-20 days"},
@@ -398,6 +403,7 @@ func countsOnly(cs []ledger.PruneCounts) []ledger.PruneCounts {
 }
 
 func TestPruneOfAnUnknownConsumerNamesTheKnownOnes(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	seedRows(t, store, lifecycleRows{consumer: "billing", prefix: "old-", state: "completed", n: 1, evidenceIn: "-1 day"})
 	for name, run := range map[string]func(context.Context, ledger.PruneOptions) (*ledger.PruneReport, error){

@@ -14,6 +14,7 @@ import (
 )
 
 func TestEffectVersionsMaxKnown(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	maxKnown := func(consumer string) int {
@@ -71,6 +72,7 @@ func sampleJob(id string) ledger.Job {
 }
 
 func TestJobsInsertAndGet(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	want := sampleJob("job-1")
@@ -99,6 +101,7 @@ func TestJobsInsertAndGet(t *testing.T) {
 }
 
 func TestJobsInsertDefaults(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	j := sampleJob("job-2")
@@ -116,6 +119,7 @@ func TestJobsInsertDefaults(t *testing.T) {
 }
 
 func TestJobsInsertInACallersTransaction(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	tx, err := store.Pool().Begin(ctx)
@@ -134,6 +138,7 @@ func TestJobsInsertInACallersTransaction(t *testing.T) {
 }
 
 func TestJobsGetMissing(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	_, err := store.JobsGet(t.Context(), "job-404")
 	if !errors.Is(err, ledger.ErrJobNotFound) {
@@ -145,6 +150,7 @@ func TestJobsGetMissing(t *testing.T) {
 }
 
 func TestAudit(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -184,6 +190,7 @@ func TestAudit(t *testing.T) {
 }
 
 func TestJobTargets(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-1")); err != nil {

@@ -59,6 +59,7 @@ func uncertainKeys(rows []ledger.UncertainRow) []string {
 }
 
 func TestEffectsUncertainPageListsOneConsumersUncertainRowsInKeysetPages(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	seedReconcileRows(t, store, 5)
 	// The same event uncertain under a second version, written by a job: listed after version 1.
@@ -90,6 +91,7 @@ func TestEffectsUncertainPageListsOneConsumersUncertainRowsInKeysetPages(t *test
 }
 
 func TestEffectsReconcileApplySettlesRowsTargetsAndAuditTogether(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	seedReconcileRows(t, store, 4)

@@ -43,6 +43,7 @@ func completion(owner, hash string) ledger.EffectCompletion {
 }
 
 func TestEffectsCompleteIsSentAgainAfterItsSessionWasKilled(t *testing.T) {
+	t.Parallel()
 	admin, url := pgtest.LedgerWithURL(t)
 	worker := openStore(t, url)
 	claim(t, admin, claimFor("a", "sha256:1"))
@@ -61,6 +62,7 @@ func TestEffectsCompleteIsSentAgainAfterItsSessionWasKilled(t *testing.T) {
 // row, and must not be reported as a lost lease (the consumer would mark an effect made once and
 // recorded as uncertain).
 func TestEffectsCompleteAppliedBeforeItsAnswerWasLostCountsAsRecorded(t *testing.T) {
+	t.Parallel()
 	admin, url := pgtest.LedgerWithURL(t)
 	worker := openStore(t, url)
 	claim(t, admin, claimFor("a", "sha256:1"))
@@ -80,6 +82,7 @@ func TestEffectsCompleteAppliedBeforeItsAnswerWasLostCountsAsRecorded(t *testing
 }
 
 func TestEffectsMarkUncertainAppliedBeforeItsAnswerWasLostCountsAsMarked(t *testing.T) {
+	t.Parallel()
 	admin, url := pgtest.LedgerWithURL(t)
 	worker := openStore(t, url)
 	claim(t, admin, claimFor("a", "sha256:1"))
@@ -100,6 +103,7 @@ func TestEffectsMarkUncertainAppliedBeforeItsAnswerWasLostCountsAsMarked(t *test
 }
 
 func TestJobTargetsMarkPublishedIsSentAgainAfterItsSessionWasKilled(t *testing.T) {
+	t.Parallel()
 	admin, url := pgtest.LedgerWithURL(t)
 	worker := openStore(t, url)
 	execTargets(t, admin, "job-retry", "e0", "e1", "e2")
@@ -114,6 +118,7 @@ func TestJobTargetsMarkPublishedIsSentAgainAfterItsSessionWasKilled(t *testing.T
 }
 
 func TestConnectionLost(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		want bool
@@ -137,6 +142,7 @@ func TestConnectionLost(t *testing.T) {
 // Refused is the other side of ConnectionLost: the server's answer to the statement, with its
 // SQLSTATE; a lost connection is never a refusal, even when the server named it.
 func TestRefused(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		code string
@@ -159,6 +165,7 @@ func TestRefused(t *testing.T) {
 // The SDK starts call n of a handling; the statement is sent again after a lost answer and calls
 // may start concurrently: calls_started is the highest call begun, never a count of statements.
 func TestEffectsCallStartedIsIdempotentAndSentAgainAfterItsSessionWasKilled(t *testing.T) {
+	t.Parallel()
 	admin, url := pgtest.LedgerWithURL(t)
 	worker := openStore(t, url)
 	hit := hitFor(t)

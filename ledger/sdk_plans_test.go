@@ -20,6 +20,7 @@ import (
 // index, and a replay slows as it goes: the batched claim's insert did, and held the whole
 // consumer at ~330 events/s however many handlers ran (docs/benchmarks.md).
 func TestSDKStatementsUseThePrimaryKeyUnderGenericPlans(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	// Thousands of rows of one version, none analyzed: what a replay's first minutes look like.
 	if _, err := store.Pool().Exec(t.Context(), `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg, lease_owner, lease_expires_at)
@@ -35,6 +36,7 @@ func TestSDKStatementsUseThePrimaryKeyUnderGenericPlans(t *testing.T) {
 // execution for the table as it is (sdkPlannerSettings), where a plan kept from the empty table
 // scanned it whole.
 func TestAnSDKStoreReplansItsStatementsAsTheTableGrows(t *testing.T) {
+	t.Parallel()
 	_, url := pgtest.LedgerWithURL(t)
 	sdk, err := ledger.Open(t.Context(), url, ledger.ForHandlers(64))
 	if err != nil {

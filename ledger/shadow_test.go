@@ -34,6 +34,7 @@ func shadowJob(t *testing.T, store *ledger.Store, id string, n int, reasons ...s
 }
 
 func TestJobTargetsSampleTakesTheSmallestHashesPerReason(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	targets := shadowJob(t, store, "job-s", 30, "timeout", "http 503", "bad schema")
 	shadowJob(t, store, "job-other", 30, "timeout")
@@ -84,6 +85,7 @@ func TestJobTargetsSampleTakesTheSmallestHashesPerReason(t *testing.T) {
 }
 
 func TestJobTargetsPageBySeqWalksTheJobInStreamOrder(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	shadowJob(t, store, "job-p", 25, "timeout")
 	shadowJob(t, store, "job-q", 5, "timeout")
@@ -113,6 +115,7 @@ func TestJobTargetsPageBySeqWalksTheJobInStreamOrder(t *testing.T) {
 }
 
 func TestEffectsOriginalsPicksTheLatestComparableResult(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	row := func(consumer, eventID string, version int, state, hash, body string, count int) ledger.EffectRow {
@@ -159,6 +162,7 @@ func TestEffectsOriginalsPicksTheLatestComparableResult(t *testing.T) {
 }
 
 func TestJobTargetsRecordShadowStoresOutcomesInOneStatement(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	shadowJob(t, store, "job-r", 3, "timeout")
@@ -217,6 +221,7 @@ func TestJobTargetsRecordShadowStoresOutcomesInOneStatement(t *testing.T) {
 }
 
 func TestShadowVerdictsLatest(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	if err := ledger.JobsInsert(ctx, store.Pool(), sampleJob("job-v")); err != nil {
@@ -254,6 +259,7 @@ func TestShadowVerdictsLatest(t *testing.T) {
 }
 
 func TestShadowLockAdmitsOneRunPerJob(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	release, err := store.ShadowLock(ctx, "job-l")
@@ -279,6 +285,7 @@ func TestShadowLockAdmitsOneRunPerJob(t *testing.T) {
 // Advisory locks are database-wide; a job ID held in one schema (the demo's, a test run's) must not
 // refuse the same job ID in another ledger of the same database.
 func TestSessionLocksAreScopedToTheLedgerSchema(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	one, two := pgtest.Ledger(t), pgtest.Ledger(t)
 	release, err := one.ShadowLock(ctx, "job-shared-id")

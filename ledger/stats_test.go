@@ -78,6 +78,7 @@ values ('billing', (now() at time zone 'utc')::date - $1::int, $2, $3)`, daysAgo
 // the SDK's daily counts. (It used to be the share of effects rows written by replay jobs, which
 // reported 0 for 20 duplicates of 21 deliveries: issue 15.)
 func TestLedgerStatsReplayRateWarnsAboveHalfAPercent(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		duplicates int
 		rate       float64
@@ -114,6 +115,7 @@ func TestLedgerStatsReplayRateWarnsAboveHalfAPercent(t *testing.T) {
 }
 
 func TestLedgerStatsIncidentsWarnAtTenADay(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		kind, metric string
 		pick         func(*health.Report) health.RateStat
@@ -143,6 +145,7 @@ func TestLedgerStatsIncidentsWarnAtTenADay(t *testing.T) {
 }
 
 func TestLedgerStatsUncertainWarnsWhenAnyIsOlderThanFifteenMinutes(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	// Uncertain for 1 to 14 minutes: every age, the p95 and the oldest, is under the threshold.
 	ages := make([]float64, 14)
@@ -168,6 +171,7 @@ func TestLedgerStatsUncertainWarnsWhenAnyIsOlderThanFifteenMinutes(t *testing.T)
 }
 
 func TestLedgerStatsWarnsOfLeasesLapsedLongAgoThatNobodyTookOver(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	execSQL(t, store, `
 insert into effects (consumer, event_id, effect_version, state, request_hash, lease_owner, lease_expires_at, calls_started)
@@ -196,6 +200,7 @@ values ('billing', 'stuck-called', 2, 'processing', 'sha256:d', 'w2', now() - in
 }
 
 func TestLedgerStatsOfAQuietConsumerWarnsOfNothing(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	seedEffects(t, store, "live-", 3, "30 minutes", "")
 	st := stats(t, store, time.Hour)
@@ -211,6 +216,7 @@ func TestLedgerStatsOfAQuietConsumerWarnsOfNothing(t *testing.T) {
 }
 
 func TestEffectIncidentsInsertRecordsTheSameIncidentOnce(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	expiry := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
 	row := ledger.EffectRow{Consumer: "billing", EventID: "evt-1", EffectVersion: 2, LeaseOwner: "billing-7f", LeaseExpiresAt: &expiry}

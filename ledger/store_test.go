@@ -10,6 +10,7 @@ import (
 )
 
 func TestOpenSetsSessionDefaults(t *testing.T) {
+	t.Parallel()
 	base := pgtest.URL(t)
 	tests := []struct {
 		name, suffix, appName, timeout string
@@ -33,6 +34,7 @@ func TestOpenSetsSessionDefaults(t *testing.T) {
 }
 
 func TestOpenErrorsHideThePassword(t *testing.T) {
+	t.Parallel()
 	const secret = "s3cret-pw"
 	tests := []struct {
 		name, url   string
@@ -71,6 +73,7 @@ func TestOpenErrorsHideThePassword(t *testing.T) {
 }
 
 func TestRedactURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"postgres://ops:s3cret@db.internal:5432/ledger?sslmode=require", "postgres://ops:xxxxx@db.internal:5432/ledger?sslmode=require"},
 		{"postgresql://ops:s3cret@db1,db2:5433/ledger", "postgresql://ops:xxxxx@db1,db2:5433/ledger"},

@@ -14,6 +14,7 @@ import (
 // job (docs/decisions.md, "A fleet's in-flight window"). A measurement, so it runs only when
 // asked: REPLAYCTL_WINDOW_COST=1 go test -count=1 ./ledger -run TestWindowRecountCost -v
 func TestWindowRecountCost(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("REPLAYCTL_WINDOW_COST") == "" {
 		t.Skip("a measurement: set REPLAYCTL_WINDOW_COST=1 to run it")
 	}

@@ -9,6 +9,7 @@ import (
 // The window's count between polls must be the full poll's settled figure, or the two would
 // fight over the in-flight count.
 func TestEffectsJobSettledIsTheSettledFigureOfTheJobCounts(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	execJobRows(t, store)
 	full, err := store.EffectsJobCounts(t.Context(), "billing", 2, "job-c")

@@ -23,8 +23,9 @@ func Ledger(t testing.TB) *ledger.Store {
 // same rows.
 func LedgerWithURL(t testing.TB) (*ledger.Store, string) {
 	t.Helper()
-	url := URL(t)
-	return LedgerAt(t, url), url
+	var store *ledger.Store
+	url := reusableURL(t, func(url string) { store = LedgerAt(t, url) })
+	return store, url
 }
 
 // LedgerAt opens a store at databaseURL, migrated to the current version and closed at cleanup:

@@ -1,0 +1,237 @@
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Migrating a schema costs about a third of a second and dropping it a little more, most of what
+// a short ledger test takes. Ledger therefore keeps the schemas its tests are done with, emptied
+// (truncated, the migrations' own rows kept), and hands them to the binary's next tests: a schema
+// whose structure a test changed (prune making or dropping a week's partition, a grant, a column)
+// is dropped instead, so every test still starts from a freshly migrated layout.
+//
+// A reused schema is named after the backend of a connection the binary holds open for its
+// lifetime (reuseOwner): a schema whose owner backend is gone belongs to a binary that exited,
+// and the next binary to start drops it.
+
+var (
+	reuseMu   sync.Mutex
+	reuseFree []string
+	reuseNext int
+	// reuseShape is each reusable schema's structure when it was migrated, to compare at reset.
+	reuseShape = map[string]string{}
+
+	ownerOnce sync.Once
+	ownerPID  uint32
+	ownerConn *pgx.Conn
+	ownerErr  error
+)
+
+const reusePrefix = "pgtest_"
+
+// reuseOwner opens the connection whose backend names this binary's schemas, and drops the
+// schemas of binaries that exited.
+func reuseOwner(t testing.TB) (uint32, error) {
+	t.Helper()
+	pool := shared(t)
+	ownerOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		ownerConn, ownerErr = pgx.Connect(ctx, base)
+		if ownerErr != nil {
+			return
+		}
+		ownerPID = ownerConn.PgConn().PID()
+		rows, err := pool.Query(ctx, `select nspname from pg_namespace
+			where nspname like 'pgtest\_%\_%'
+			  and split_part(nspname, '_', 2) ~ '^[0-9]+$'
+			  and split_part(nspname, '_', 2)::int not in (select pid from pg_stat_activity)`)
+		if err != nil {
+			ownerErr = err
+			return
+		}
+		stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			ownerErr = err
+			return
+		}
+		for _, name := range stale {
+			// Two binaries starting together may both find it; the advisory lock lets one drop it.
+			dropIfUnclaimed(ctx, name)
+		}
+	})
+	return ownerPID, ownerErr
+}
+
+func dropIfUnclaimed(ctx context.Context, schema string) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a failed drop leaves the schema to the next binary
+	var mine bool
+	if err := tx.QueryRow(ctx, `select pg_try_advisory_xact_lock(hashtext($1))`, schema).Scan(&mine); err != nil || !mine {
+		return
+	}
+	if _, err := tx.Exec(ctx, "drop schema if exists "+pgx.Identifier{schema}.Sanitize()+" cascade"); err != nil {
+		return
+	}
+	_ = tx.Commit(ctx)
+}
+
+// reusableURL returns the URL of an empty, migrated schema of t's own: one an earlier test of
+// this binary emptied, or a new one migrate must fill. At cleanup the schema is emptied for the
+// next test, or dropped if its structure changed or it cannot be emptied.
+func reusableURL(t testing.TB, migrate func(url string)) string {
+	t.Helper()
+	pid, err := reuseOwner(t)
+	if err != nil {
+		t.Logf("pgtest: schemas are not reused (%v)", err)
+		url := URL(t)
+		migrate(url)
+		return url
+	}
+	reuseMu.Lock()
+	var schema string
+	if n := len(reuseFree); n > 0 {
+		schema, reuseFree = reuseFree[n-1], reuseFree[:n-1]
+	} else {
+		reuseNext++
+		schema = fmt.Sprintf("%s%d_%d", reusePrefix, pid, reuseNext)
+	}
+	reuseMu.Unlock()
+	ident := pgx.Identifier{schema}.Sanitize()
+	pool := shared(t)
+	url := withSearchPath(base, schema)
+
+	t.Cleanup(func() { release(t, schema) })
+	reuseMu.Lock()
+	_, known := reuseShape[schema]
+	reuseMu.Unlock()
+	if !known {
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		if _, err := pool.Exec(ctx, "create schema "+ident); err != nil {
+			t.Fatalf("pgtest: create schema %s: %v", schema, err)
+		}
+		migrate(url)
+		shape, err := schemaShape(ctx, pool, schema)
+		if err != nil {
+			t.Fatalf("pgtest: read schema %s: %v", schema, err)
+		}
+		reuseMu.Lock()
+		reuseShape[schema] = shape
+		reuseMu.Unlock()
+		return url
+	}
+	migrate(url)
+	return url
+}
+
+// release empties schema for the next test, or drops it.
+func release(t testing.TB, schema string) {
+	// The test's context is already cancelled when cleanups run.
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	reuseMu.Lock()
+	want, known := reuseShape[schema]
+	reuseMu.Unlock()
+	err := errors.New("never migrated")
+	if known {
+		err = empty(ctx, schema, want)
+	}
+	if err == nil {
+		reuseMu.Lock()
+		reuseFree = append(reuseFree, schema)
+		reuseMu.Unlock()
+		return
+	}
+	reuseMu.Lock()
+	delete(reuseShape, schema)
+	reuseMu.Unlock()
+	if _, err := pool.Exec(ctx, "drop schema if exists "+pgx.Identifier{schema}.Sanitize()+" cascade"); err != nil {
+		t.Errorf("pgtest: drop schema %s: %v", schema, err)
+	}
+}
+
+// errShapeChanged says a test changed the schema's structure: it is dropped, not reused.
+var errShapeChanged = errors.New("the schema's structure changed")
+
+// empty truncates every table of schema but the migrations' record, in one transaction that
+// first checks the structure is still the migrated one.
+func empty(ctx context.Context, schema, want string) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	// A session left behind by the test (a subprocess, an idle transaction) must not hold the
+	// next test up: the schema is dropped instead.
+	if _, err := tx.Exec(ctx, `set local lock_timeout = '2s'`); err != nil {
+		return err
+	}
+	got, err := schemaShape(ctx, tx, schema)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return errShapeChanged
+	}
+	rows, err := tx.Query(ctx, `select format('%I.%I', n.nspname, c.relname) from pg_class c
+		join pg_namespace n on n.oid = c.relnamespace
+		where n.nspname = $1 and c.relkind in ('r', 'p') and not c.relispartition
+		  and c.relname <> 'replayctl_migrations'`, schema)
+	if err != nil {
+		return err
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "truncate "+strings.Join(tables, ", ")+" restart identity cascade"); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// shapeQuery digests what a test could change in a schema's structure: relations and their
+// columns, defaults, options and grants; functions; triggers; constraints; the schema's grants.
+const shapeQuery = `select md5(coalesce(string_agg(x, ',' order by x), '')) from (
+	select c.relname || ':' || c.relkind::text || ':' || coalesce(c.relacl::text, '') || ':' ||
+	       coalesce(array_to_string(c.reloptions, ','), '') as x
+	  from pg_class c where c.relnamespace = $1::regnamespace
+	union all
+	select c.relname || '.' || a.attname || ':' || a.atttypid::text || ':' || a.attnotnull::text || ':' ||
+	       coalesce(pg_get_expr(d.adbin, d.adrelid), '')
+	  from pg_attribute a join pg_class c on c.oid = a.attrelid
+	  left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+	 where c.relnamespace = $1::regnamespace and a.attnum > 0 and not a.attisdropped
+	union all
+	select 'f:' || p.proname || ':' || coalesce(p.proacl::text, '') || ':' || md5(p.prosrc)
+	  from pg_proc p where p.pronamespace = $1::regnamespace
+	union all
+	select 't:' || t.tgname || ':' || t.tgenabled::text
+	  from pg_trigger t join pg_class c on c.oid = t.tgrelid where c.relnamespace = $1::regnamespace
+	union all
+	select 'c:' || conname from pg_constraint where connamespace = $1::regnamespace
+	union all
+	select 'n:' || coalesce(nspacl::text, '') from pg_namespace where oid = $1::regnamespace
+) s`
+
+// queryRower is a pool or a transaction.
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func schemaShape(ctx context.Context, db queryRower, schema string) (string, error) {
+	var shape string
+	err := db.QueryRow(ctx, shapeQuery, schema).Scan(&shape)
+	return shape, err
+}
