@@ -12,6 +12,7 @@ import (
 )
 
 func TestNewNamesEveryBadField(t *testing.T) {
+	t.Parallel()
 	_, err := consumer.New(consumer.Config{Name: "billing.v2", Lease: time.Second, Heartbeat: 500 * time.Millisecond,
 		MaxDeliver: -1, DLQSubject: "dlq.>", ResultRetention: 48 * time.Hour, EvidenceRetention: time.Hour})
 	if !errors.Is(err, consumer.ErrBadConfig) {

@@ -9,6 +9,7 @@ import (
 // Two thousand orders failing for one cause must give one reason class, or plan's histogram
 // shows one row per event (issue 16).
 func TestReasonClassIsTheCauseWithoutTheEventData(t *testing.T) {
+	t.Parallel()
 	unavailable := errors.New("payments provider unavailable")
 	classes := map[string]int{}
 	for i := range 2000 {

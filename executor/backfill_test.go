@@ -43,6 +43,7 @@ func planBackfill(e *exectest.Env, jobID string, writeForbidden bool) *manifest.
 // whose fee the fix changes (processedAt as noise), and execute re-processes them under v2 on
 // their own subject.
 func TestBackfillFindsExactlyTheChangedFeesAndRecordsV2Results(t *testing.T) {
+	t.Parallel()
 	const n = 40
 	e := exectest.New(t, exectest.Options{})
 	e.RunConsumer(e.NewConsumer(nil, nil))
@@ -127,6 +128,7 @@ func TestBackfillFindsExactlyTheChangedFeesAndRecordsV2Results(t *testing.T) {
 // with their calls suppressed, the provider is never reached, and the next real backfill still
 // targets every order, charged the v1 calls, diffed against v1.
 func TestWriteForbiddenBackfillMakesNoCallAndSettlesNothing(t *testing.T) {
+	t.Parallel()
 	const n = 20
 	e := exectest.New(t, exectest.Options{})
 	e.RunConsumer(e.NewConsumer(nil, nil))

@@ -3,6 +3,7 @@ package executor
 import "testing"
 
 func TestTheBudgetWindowReservesEachTargetInFlight(t *testing.T) {
+	t.Parallel()
 	b := budgetWindow{budget: 100, maxPerTarget: 2}
 	cases := []struct {
 		name                                           string

@@ -16,6 +16,7 @@ import (
 // enforced the plan's figure after every call was made. The budget is the verdict's measured
 // calls, and it is the shadow's figure that the run is held to.
 func TestTheBudgetIsTheVerdictsMeasuredCalls(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	e.Seed(30)
 	m := e.Plan("job-exec-budget-source")
@@ -40,6 +41,7 @@ func TestTheBudgetIsTheVerdictsMeasuredCalls(t *testing.T) {
 // The executor never has more targets in flight than the remaining budget covers: with a window
 // far above the job, a run starts at most the budget plus one target's calls.
 func TestTheBudgetHoldsBeforeTheCalls(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	const n = 300
 	e.Seed(n)

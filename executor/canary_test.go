@@ -16,6 +16,7 @@ import (
 // Issue 14: with no --rate and a window of 1,000, a job was wholly published before the first
 // guard check. The canary publishes the first targets only and judges them before the rest.
 func TestTheCanaryStopsABadJobAfterItsTargets(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(200, "job-exec-canary-bad")
 	// Under the new version one order in three is declined: a terminal business outcome.
@@ -51,6 +52,7 @@ func TestTheCanaryStopsABadJobAfterItsTargets(t *testing.T) {
 }
 
 func TestACanaryThatPassesOpensTheRun(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(40, "job-exec-canary-good")
 	e.RunConsumer(e.NewConsumer(nil, nil))
@@ -74,6 +76,7 @@ func TestACanaryThatPassesOpensTheRun(t *testing.T) {
 // targets). The durable says when the consumers have acknowledged every message, and the run
 // counts then.
 func TestTheCanaryOpensWhenItsLastOutcomeLands(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	const targets, canary = 30, 10
 	m := e.Shadowed(targets, "job-exec-canary-prompt")

@@ -16,6 +16,7 @@ import (
 // and the job finishes: before, its row stayed received with nothing left to deliver it and
 // every execute waited out its settle timeout, for ever (found by the fault soak, issue 33).
 func TestAReplayDeadLetteredAgainFailsItsTargetAndTheJobFinishes(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(3, "job-exec-deadlettered-again")
 	poisoned := exectest.EventID(1)

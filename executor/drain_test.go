@@ -25,6 +25,7 @@ func dlqMessages(t *testing.T, e *exectest.Env) uint64 {
 // TestDrainLeavesTheDLQWithWhatIsLeft: after a job completed, drain deletes its targets' DLQ
 // messages (every copy), so the DLQ holds only what arrived since, and the next plan finds that.
 func TestDrainLeavesTheDLQWithWhatIsLeft(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	e.Seed(10)
 	e.PublishDLQ(exectest.EventID(0), exectest.Order(0)) // dead-lettered twice
@@ -62,6 +63,7 @@ func TestDrainLeavesTheDLQWithWhatIsLeft(t *testing.T) {
 }
 
 func TestDrainNeverTouchesABackfillSource(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	e.RunConsumer(e.NewConsumer(nil, nil))
 	processedLive(t, e, 5)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestExecuteReplaysEveryTargetOnceAndCompletesTheJob(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(30, "job-exec-all")
 	e.RunConsumer(e.NewConsumer(nil, nil))
@@ -67,6 +68,7 @@ func TestExecuteReplaysEveryTargetOnceAndCompletesTheJob(t *testing.T) {
 }
 
 func TestReplayedMessagesCarryTheProtocolHeaders(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(3, "job-exec-headers")
 	// No consumer: the messages stay in the stream to be read. The run stalls, by design.
@@ -97,6 +99,7 @@ func TestReplayedMessagesCarryTheProtocolHeaders(t *testing.T) {
 }
 
 func TestDryRunPublishesNothingAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(12, "job-exec-dry")
 
@@ -123,6 +126,7 @@ func TestDryRunPublishesNothingAndChangesNothing(t *testing.T) {
 }
 
 func TestEachGateRefusesWithNothingPublished(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		gate  string
@@ -231,6 +235,7 @@ func completeUnderV1(t *testing.T, e *exectest.Env, i int) {
 }
 
 func TestDriftWithinTheThresholdIsSkipped(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(10, "job-exec-drift")
 	completeUnderV1(t, e, 3)
@@ -250,6 +255,7 @@ func TestDriftWithinTheThresholdIsSkipped(t *testing.T) {
 }
 
 func TestPauseStopsPublishingAndResumeContinues(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(60, "job-exec-pause")
 	e.RunConsumer(e.NewConsumer(nil, nil))
@@ -312,6 +318,7 @@ func TestPauseStopsPublishingAndResumeContinues(t *testing.T) {
 }
 
 func TestCancelStopsTheRunAndKeepsWhatWasReplayed(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(60, "job-exec-cancel")
 	e.RunConsumer(e.NewConsumer(nil, nil))
@@ -355,6 +362,7 @@ func TestCancelStopsTheRunAndKeepsWhatWasReplayed(t *testing.T) {
 }
 
 func TestCallBudgetGuardStopsAndPausesTheJob(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(40, "job-exec-budget")
 	// The consumer now makes a third external call per event: over the plan's two.
@@ -388,6 +396,7 @@ func TestCallBudgetGuardStopsAndPausesTheJob(t *testing.T) {
 }
 
 func TestUncertainTargetsAreListedForReview(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(10, "job-exec-uncertain")
 	unsure := map[string]bool{exectest.EventID(2): true, exectest.EventID(7): true}
@@ -416,6 +425,7 @@ func TestUncertainTargetsAreListedForReview(t *testing.T) {
 }
 
 func TestErrorRateGuardStopsOnBusinessFailures(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(60, "job-exec-errors")
 	// Under the new version one order in three is declined: a terminal business outcome.
@@ -443,6 +453,7 @@ func TestErrorRateGuardStopsOnBusinessFailures(t *testing.T) {
 }
 
 func TestUncertainGuardStopsPublishing(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(40, "job-exec-unsure")
 	handler := func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
@@ -470,6 +481,7 @@ func TestUncertainGuardStopsPublishing(t *testing.T) {
 // A run that stalls with targets in progress says where leases of a dead consumer show and what
 // settles them; one with nothing in progress (TestReplayedMessagesCarryTheProtocolHeaders) need not.
 func TestAStallWithTargetsInProgressPointsAtStuckLeases(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(3, "job-exec-stall-leases")
 	hung := make(chan struct{})

@@ -17,6 +17,7 @@ import (
 // shadowed and replayed once; the one it said happened and the one it could not tell are never
 // charged (issue 15 item 2, end to end).
 func TestAnExpiredEventTheLookupSaysDidNotHappenIsReplayedOnce(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	e.Seed(3)
 	verdicts := map[string]string{exectest.EventID(0): protocol.VerdictHappened, exectest.EventID(1): protocol.VerdictNotHappened,

@@ -10,6 +10,7 @@ import (
 // Each guard judged on figures alone: the threshold itself passes, one more stops, and the
 // sample and end-of-run rules decide when the prorated guards may speak.
 func TestGuardsStopJustAboveTheirThresholds(t *testing.T) {
+	t.Parallel()
 	budget := CallBudget{Source: BudgetFromPlan, Calls: 100, MaxCallsOver: 0.1, Budget: 110, PlanExpected: 100, PerTarget: 1}
 	base := func() guardInput {
 		return guardInput{Guards: Guards{MaxCallsOver: 0.1, MaxErrorRatio: 0.05, MaxUncertain: 2}, Budget: budget,
@@ -72,6 +73,7 @@ func TestGuardsStopJustAboveTheirThresholds(t *testing.T) {
 }
 
 func TestAGuardPassedWithNothingLeftCompletesTheJob(t *testing.T) {
+	t.Parallel()
 	f := &guardFinding{kind: StopErrorRate, found: "3 of 40 settled targets failed", advice: "see the failed list, fix the cause, then resume"}
 	if s := guardStop("job-1", 4, f); s.Completed || s.Message != "3 of 40 settled targets failed; see the failed list, fix the cause, then resume" {
 		t.Errorf("with targets left: %+v", s)

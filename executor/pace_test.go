@@ -30,6 +30,7 @@ func (s *stages) has(sub string) bool {
 }
 
 func TestPaceSlowsAndSpeedsARunningExecute(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(100, "job-exec-pace")
 	e.RunConsumer(e.NewConsumer(nil, nil))

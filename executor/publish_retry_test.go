@@ -18,6 +18,7 @@ import (
 // lost): it counts as published and is not sent again. One is sent again. One is larger than the
 // server's max_payload: that target fails with the reason, and nothing else does.
 func TestRetryRoundSkipsTargetsTheLedgerHasAndFailsOnlyTheRefusedOne(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	const jobID, version = "job-retry-round", 2
 	_, err := e.Store.EffectsImport(e.Ctx, []ledger.EffectRow{{Consumer: exectest.Consumer, EventID: "evt-landed", EffectVersion: version,

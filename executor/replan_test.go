@@ -42,6 +42,7 @@ func cancelPartway(t *testing.T, e *exectest.Env, m *manifest.Manifest) int64 {
 // was targeted too. Now each plan targets only what no version completed, and across three jobs
 // every order is charged exactly once.
 func TestReplanningNeverChargesAnEventTwice(t *testing.T) {
+	t.Parallel()
 	const n = 60
 	e := exectest.New(t, exectest.Options{})
 	e.Seed(n)

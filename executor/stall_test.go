@@ -19,6 +19,7 @@ import (
 // The settle timeout still stops it, as a stall (exit 4), saying how many published targets
 // have no outcome and what the durable shows; the job stays executing.
 func TestAThrottledRunWithNoConsumerStopsOnTheSettleTimeoutNamingTheCause(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(30, "job-exec-stall-throttled")
 	// A consumer instance ran once (the durable exists) and is gone.
@@ -55,6 +56,7 @@ func TestAThrottledRunWithNoConsumerStopsOnTheSettleTimeoutNamingTheCause(t *tes
 // run publishing long after the settle timeout, with nobody consuming. Publishing more is not
 // progress: the run stops as a stall while it is still publishing.
 func TestAPublishingRunWithNoConsumerStopsOnTheSettleTimeout(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(40, "job-exec-stall-publishing")
 	var states []string

@@ -14,6 +14,7 @@ import (
 // TestStoppedByTellsALostConnectionFromABug feeds stoppedBy the two errors PostgreSQL really
 // gives: a statement on a session an administrator terminated, and a constraint violation.
 func TestStoppedByTellsALostConnectionFromABug(t *testing.T) {
+	t.Parallel()
 	db := pgtest.Pool(t, pgtest.Ledger(t))
 	ctx := t.Context()
 

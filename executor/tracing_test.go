@@ -21,6 +21,7 @@ import (
 // the delivery that dead-lettered it. The DLQ message's traceparent (W3C's lower case, as a
 // producer writes it) never travels as the replay's own.
 func TestATracedExecuteGivesEachReplayItsOwnTraceLinkedToTheOriginal(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	originals := map[string]string{}
 	for i := range 3 {
@@ -102,6 +103,7 @@ func TestATracedExecuteGivesEachReplayItsOwnTraceLinkedToTheOriginal(t *testing.
 // Sampled out, a replay still carries its traceparent (not sampled), so the consumers, parent
 // based, follow execute's decision instead of starting traces of their own.
 func TestASampledOutExecuteStillTellsTheConsumersNotToSample(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(2, "job-exec-sampled-out")
 	rec := tracetest.NewSpanRecorder()

@@ -9,6 +9,7 @@ import (
 
 // The watch's own rate, when no executor reports one, and no ETA while the job is paused.
 func TestWatchRateGivesAnETAExceptWhilePaused(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 4, 22, 0, 0, 0, time.UTC)
 	report := func(status jobtype.Status, completed int64) *StatusReport {
 		return &StatusReport{Status: status, Counts: Progress{Targets: 100, Completed: completed, Remaining: 100 - completed, State: string(status)}}

@@ -17,6 +17,7 @@ import (
 // cannot be reached is tried once, not at every report, and every report says the durable's
 // counts are left out.
 func TestWatchEndsWithItsContextAndDoesNotReconnectEveryReport(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	m := e.Shadowed(3, "job-exec-watch")
 	ctx, cancel := context.WithCancel(e.Ctx)

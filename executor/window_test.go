@@ -17,6 +17,7 @@ import (
 // few seconds, and the window still holds: never more than 5 published targets without an
 // outcome.
 func TestSettledOutcomesOpenTheWindowAsTheyLand(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	const targets, window = 50, 5
 	m := e.Shadowed(targets, "job-exec-window")
@@ -75,6 +76,7 @@ func TestSettledOutcomesOpenTheWindowAsTheyLand(t *testing.T) {
 // counts about once a second until the durable is empty, and then at once, so the run still ends
 // as soon as the last outcome lands (the poll, every 5 s here, does not end it).
 func TestADrainedRunCountsTheLedgerWhenTheDurableIsEmpty(t *testing.T) {
+	t.Parallel()
 	d := drainedRun(t, 5*time.Second)
 	// The clock alone counted about every 100 ms of the drain; the durable allows one a second,
 	// and the last when it empties.
@@ -90,6 +92,7 @@ func TestADrainedRunCountsTheLedgerWhenTheDurableIsEmpty(t *testing.T) {
 // have ended, nothing changes the job's target statuses until the run finishes, so the polls
 // (every 100 ms here) read them once and count only the ledger rows after that.
 func TestADrainedRunReadsTheTargetStatusesOnce(t *testing.T) {
+	t.Parallel()
 	d := drainedRun(t, 100*time.Millisecond)
 	// Two allows for a poll that began as the last acknowledgement was being recorded.
 	if d.targetCounts > 2 {

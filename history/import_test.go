@@ -33,6 +33,7 @@ func writeFile(t *testing.T, name, body string) string {
 // the DLQ would charge them again. Imported, plan keeps them out as done, with or without a
 // fingerprint, and a live copy of one is a duplicate the provider never sees.
 func TestImportedHistoryIsDoneForPlanAndForTheSDK(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	for i := range 4 {
 		e.PublishDLQ(exectest.EventID(i), exectest.Order(i))
@@ -80,6 +81,7 @@ func TestImportedHistoryIsDoneForPlanAndForTheSDK(t *testing.T) {
 // Plan warns about DLQ messages older than the consumer's history, and the warning goes once
 // the history reaches back far enough.
 func TestPlanWarnsAboutMessagesOlderThanTheConsumersHistory(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	for i := range 3 {
 		e.PublishDLQ(exectest.EventID(i), exectest.Order(i))
@@ -126,6 +128,7 @@ func containsWarning(warnings []string, parts ...string) bool {
 // imports in batches, and running it again writes nothing twice and keeps what a consumer
 // recorded.
 func TestABadLineWritesNothingAndARerunWritesNothingTwice(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	bad := writeFile(t, "bad.jsonl", `{"eventId":"a","processedAt":"2026-01-01"}
@@ -200,6 +203,7 @@ func countRows(t *testing.T, store *ledger.Store) int {
 // A file that is one long line (a JSON array, say) is refused at its first line, once: the
 // check ends instead of counting the same line for ever.
 func TestAFileWithoutLineBreaksIsRefusedOnce(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	big := `[` + strings.Repeat(`{"eventId":"a","processedAt":"2026-01-01"},`, 40_000) + `{}]`
 	path := writeFile(t, "array.jsonl", big)
@@ -234,6 +238,7 @@ func (c cancelAfterDefaults) RetentionPoliciesList(ctx context.Context, kind api
 
 // A Ctrl-C during the check of a large file stops it there, with nothing written.
 func TestTheCheckOfALargeFileStopsWhenCancelled(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	var b strings.Builder
 	for i := range 50_000 {

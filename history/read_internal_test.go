@@ -11,6 +11,7 @@ import (
 // CSV reader sets fields through the names Record's JSON tags give (fieldNames), so a field added
 // to Record is read from both formats or from neither.
 func TestACSVRowReadsLikeTheJSONLineOfTheSameValues(t *testing.T) {
+	t.Parallel()
 	const jsonLine = `{"eventId":"evt-1","consumer":"billing","effectVersion":2,"state":"completed","outcome":"business",` +
 		`"processedAt":"2026-01-02T03:04:05Z","requestHash":"sha256:aa","requestHashAlg":"canonical-json-v1","resultHash":"sha256:bb",` +
 		`"effectCount":3,"replayUntil":"2026-02-01T00:00:00Z","evidenceUntil":"2027-01-01T00:00:00Z"}` + "\n"

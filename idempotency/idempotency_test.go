@@ -18,6 +18,7 @@ import (
 )
 
 func TestTwoHundredConcurrentRequestsWithOneKeyMakeOneProviderCall(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	var mu sync.Mutex
 	byStatus := map[int]int{}
@@ -55,6 +56,7 @@ func TestTwoHundredConcurrentRequestsWithOneKeyMakeOneProviderCall(t *testing.T)
 }
 
 func TestTheTableHoldsNoRawKeyAndNoPlaintextBodyField(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	const rawKey = "raw-key-4f1d9a77"
 	if got := a.post("demo-alice", rawKey, order); got.status != http.StatusCreated {
@@ -91,6 +93,7 @@ func TestTheTableHoldsNoRawKeyAndNoPlaintextBodyField(t *testing.T) {
 }
 
 func TestOldRowsOpenAfterRotationAndNewRowsUseTheNewKey(t *testing.T) {
+	t.Parallel()
 	oldLine := seal.NewKeyLine("2026-11")
 	oldRing, err := seal.ParseKeyring([]byte(oldLine))
 	if err != nil {
@@ -135,6 +138,7 @@ func TestOldRowsOpenAfterRotationAndNewRowsUseTheNewKey(t *testing.T) {
 }
 
 func TestOneKeyUnderTwoTenantsIsTwoRecordsAndNeverReplaysAcross(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	// Each caller's own order (the provider charges an order once, whatever the key).
 	orderOf := func(n string) billing.Order { o := order; o.OrderID += "-" + n; return o }
@@ -155,6 +159,7 @@ func TestOneKeyUnderTwoTenantsIsTwoRecordsAndNeverReplaysAcross(t *testing.T) {
 }
 
 func TestARevokedPrincipalGets403NeverTheStoredResponse(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	if got := a.post("demo-alice", "k-revoke", order); got.status != http.StatusCreated {
 		t.Fatalf("first: %d", got.status)
@@ -171,6 +176,7 @@ func TestARevokedPrincipalGets403NeverTheStoredResponse(t *testing.T) {
 }
 
 func TestAChangedBodyIs422AndAMissingKey400(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	a.post("demo-alice", "k-422", order)
 	changed := order
@@ -189,6 +195,7 @@ func TestAChangedBodyIs422AndAMissingKey400(t *testing.T) {
 }
 
 func TestARetryAfterTheReplayWindowOnAnIrreversibleRouteIsLookedUpNeverChargedAgain(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	first := a.post("demo-alice", "k-expired", order)
 	if first.status != http.StatusCreated {
@@ -214,6 +221,7 @@ func TestARetryAfterTheReplayWindowOnAnIrreversibleRouteIsLookedUpNeverChargedAg
 }
 
 func TestAnExpiredKeyTheProviderNeverChargedRunsAndOneItCannotTellGoesToReview(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	// The first request failed at the provider before anything was charged: no charge exists.
 	a.provider.Fail = func(string, string) error { return billing.ErrConnectRefused }
@@ -251,6 +259,7 @@ func TestAnExpiredKeyTheProviderNeverChargedRunsAndOneItCannotTellGoesToReview(t
 }
 
 func TestAHandlerThatFailsAfterItsCallLeavesTheRecordUncertainUntilALookUpSettlesIt(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	a.provider.FailAfter = func(string, string) error { return errors.New("connection reset after the request was sent") }
 	if got := a.post("demo-alice", "k-uncertain", order); got.status != http.StatusBadGateway {
@@ -274,6 +283,7 @@ func TestAHandlerThatFailsAfterItsCallLeavesTheRecordUncertainUntilALookUpSettle
 }
 
 func TestARecordFingerprintedBeforeAnOptionsChangeIsComparedUnderItsOwnAlgorithm(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	first := a.post("demo-alice", "k-alg", order)
 	if first.status != http.StatusCreated {
@@ -302,6 +312,7 @@ func TestARecordFingerprintedBeforeAnOptionsChangeIsComparedUnderItsOwnAlgorithm
 }
 
 func TestTheMetricsCountAnswersByRouteAndNeverNameAKeyOrAClient(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	a := newAPI(t, apiOptions{metrics: reg})
 	a.post("demo-alice", "metric-key-1", order)
@@ -332,6 +343,7 @@ func TestTheMetricsCountAnswersByRouteAndNeverNameAKeyOrAClient(t *testing.T) {
 }
 
 func TestAHandlerThatOutlivesItsFirstLeaseKeepsItByHeartbeat(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{lease: time.Second})
 	a.provider.Fail = func(string, string) error { time.Sleep(2500 * time.Millisecond); return nil }
 	done := make(chan answer, 1)

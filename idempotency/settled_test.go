@@ -43,6 +43,7 @@ func (a *api) uncertainWithoutCharge(key string) {
 }
 
 func TestARecordTheLookUpSettledAsNotHappenedRunsOnTheNextRetry(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	a.uncertainWithoutCharge("k-settled")
 	rep, err := a.keeper.ReconcileOnce(t.Context(), 0)
@@ -65,6 +66,7 @@ func TestARecordTheLookUpSettledAsNotHappenedRunsOnTheNextRetry(t *testing.T) {
 }
 
 func TestARecordAPersonResolvedAsNotHappenedRunsOnTheNextRetry(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	a.uncertainWithoutCharge("k-resolved")
 	_, err := keys.Resolve(t.Context(), a.store, keys.ResolveRequest{
@@ -107,6 +109,7 @@ func (a *api) lapse() {
 }
 
 func TestACallThatResumesAfterTheLookUpSaidNotHappenedCorrectsTheVerdictAndIsChargedOnce(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	a := newAPI(t, apiOptions{metrics: reg})
 	entered, thaw := a.frozenCall()
@@ -159,6 +162,7 @@ func lateCompletions(t *testing.T, reg *prometheus.Registry, was string) float64
 }
 
 func TestARetryThatRunsWhileTheFrozenCallIsStillOutIsChargedOnceByTheOperationID(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	entered, thaw := a.frozenCall()
 	first := make(chan answer, 1)
@@ -188,6 +192,7 @@ func TestARetryThatRunsWhileTheFrozenCallIsStillOutIsChargedOnceByTheOperationID
 }
 
 func TestOneOrderThroughTwoKeysIsChargedOnce(t *testing.T) {
+	t.Parallel()
 	a := newAPI(t, apiOptions{})
 	first := a.post("demo-alice", "k-order-1", order)
 	if first.status != http.StatusCreated {

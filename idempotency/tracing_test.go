@@ -13,6 +13,7 @@ import (
 // Each request through the middleware is a span with its route and its answer; the key is named
 // by the short form of its keyed hash, never raw, and no body field shows.
 func TestEachKeyedRequestIsASpanWithItsAnswerAndNoRawKey(t *testing.T) {
+	t.Parallel()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	a := newAPI(t, apiOptions{tracer: tp})

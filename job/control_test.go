@@ -15,6 +15,7 @@ import (
 // The controls apply to a job that never ran too: a planned job can be cancelled (and not paused
 // or resumed), with its audit entry, and nothing but PostgreSQL is needed to say so.
 func TestControlsOfAPlannedJob(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	err := ledger.JobsInsert(ctx, pgtest.Pool(t, store), ledger.Job{

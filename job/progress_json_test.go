@@ -11,6 +11,7 @@ import (
 
 // A duration is seconds in every --json document: the ETA too, and it reads back the same.
 func TestProgressGivesItsETAInSeconds(t *testing.T) {
+	t.Parallel()
 	p := job.Progress{Targets: 10, Remaining: 4, Rate: 2, ETA: 90 * time.Second, State: "publishing"}
 	data, err := json.Marshal(p)
 	if err != nil {

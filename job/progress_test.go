@@ -11,6 +11,7 @@ import (
 // mid-run, status showed 53 published beside 61 completed. A target with a ledger row under the
 // job was published, so published is never below the rows.
 func TestPublishedIsNeverBelowTheTargetsWithALedgerRow(t *testing.T) {
+	t.Parallel()
 	ts := map[string]int64{ledger.TargetPublished: 53, ledger.TargetPending: 45, ledger.TargetFailed: 2}
 	e := ledger.JobEffectCounts{Completed: 61, BusinessFailed: 1, Uncertain: 1, Processing: 3, Retrying: 1}
 	p := job.ProgressOf(100, ts, e, false)
@@ -31,6 +32,7 @@ func TestPublishedIsNeverBelowTheTargetsWithALedgerRow(t *testing.T) {
 // "failed at the source", before and after the job settles (issue 39 item 8: execute printed
 // "published (all runs) 0" and "not published: 10" for ten messages delivered five times each).
 func TestTargetsDeadLetteredAgainArePublishedFailuresNotSourceFailures(t *testing.T) {
+	t.Parallel()
 	e := ledger.JobEffectCounts{DeadLettered: 10}
 	for _, settled := range []bool{false, true} {
 		ts := map[string]int64{ledger.TargetFailed: 10}

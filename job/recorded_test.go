@@ -14,6 +14,7 @@ import (
 )
 
 func TestCheckRecorded(t *testing.T) {
+	t.Parallel()
 	store := pgtest.Ledger(t)
 	ctx := t.Context()
 	recorded := "sha256:" + strings.Repeat("a", 64)

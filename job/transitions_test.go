@@ -11,6 +11,7 @@ import (
 // TestCanTransitionEveryPair lists every move the lifecycle allows; every other pair of statuses
 // must be refused, so a row added to the table without a row here fails.
 func TestCanTransitionEveryPair(t *testing.T) {
+	t.Parallel()
 	allowed := map[[2]jobtype.Status]bool{
 		{jobtype.Planned, jobtype.Shadowing}:   true,
 		{jobtype.Shadowing, jobtype.Shadowing}: true,
@@ -41,6 +42,7 @@ func TestCanTransitionEveryPair(t *testing.T) {
 }
 
 func TestEventsStartFromAndLeadTo(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		event job.Event
 		from  []jobtype.Status
@@ -80,6 +82,7 @@ func TestEventsStartFromAndLeadTo(t *testing.T) {
 
 // From hands out a copy: a caller appending to it must not widen the table.
 func TestFromIsACopy(t *testing.T) {
+	t.Parallel()
 	from := job.From(job.EventPause)
 	from[0] = jobtype.Completed
 	if job.Allows(job.EventPause, jobtype.Completed) || !job.Allows(job.EventPause, jobtype.Executing) {
@@ -88,6 +91,7 @@ func TestFromIsACopy(t *testing.T) {
 }
 
 func TestFinalAndUnfinished(t *testing.T) {
+	t.Parallel()
 	var unfinished []jobtype.Status
 	for _, s := range jobtype.Statuses {
 		final := s == jobtype.Completed || s == jobtype.Cancelled || s == jobtype.Failed
@@ -108,6 +112,7 @@ func TestFinalAndUnfinished(t *testing.T) {
 // Execute moves the job from the status its gates saw, not from any it may start from: a job an
 // operator moved in between is refused by the ledger.
 func TestTransitionFromNarrowsToTheStatusSeen(t *testing.T) {
+	t.Parallel()
 	for _, s := range jobtype.Statuses {
 		tr := job.TransitionFrom(job.EventExecute, s, "job-1", "started by alice", "alice")
 		want := []jobtype.Status{}
@@ -121,6 +126,7 @@ func TestTransitionFromNarrowsToTheStatusSeen(t *testing.T) {
 }
 
 func TestShadowStoppedEventReturnsToThePriorStatus(t *testing.T) {
+	t.Parallel()
 	for prev, want := range map[jobtype.Status]jobtype.Status{jobtype.Planned: jobtype.Planned, jobtype.Shadowed: jobtype.Shadowed} {
 		e, ok := job.ShadowStoppedEvent(prev)
 		if !ok || job.To(e) != want || !slices.Equal(job.From(e), []jobtype.Status{jobtype.Shadowing}) {

@@ -17,6 +17,7 @@ import (
 // happened is recorded reconciled without running anything, not happened becomes the only target,
 // unknown stays kept out as evidenceExpired for manual review.
 func TestPlanAsksTheLookupAboutExpiredEvidence(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	verdicts := map[string]string{"charged": protocol.VerdictHappened, "never-charged": protocol.VerdictNotHappened,
 		"provider-unsure": protocol.VerdictUnknown}

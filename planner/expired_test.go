@@ -15,6 +15,7 @@ import (
 // An event whose ledger evidence expired is never a target on the plan's word (issue 15): a
 // tombstone, or no row for a message older than the evidence window, is counted and listed.
 func TestPlanKeepsEventsWithExpiredEvidenceOutOfTheTargets(t *testing.T) {
+	t.Parallel()
 	for _, compact := range []bool{false, true} {
 		name := "whole tombstones"
 		if compact {
@@ -79,6 +80,7 @@ select consumer, event_id, 2, 'completed', request_hash, request_hash_alg from e
 // Plan judges old events by the EvidenceRetention the consumer's SDK registered (issue 30), and
 // a --evidence-window that differs wins with a warning.
 func TestPlanReadsTheConsumersRegisteredEvidenceRetention(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.dlq("dlq.billing", "old-no-row", "timeout", `{"n":4}`)
 	time.Sleep(1500 * time.Millisecond)

@@ -17,6 +17,7 @@ import (
 // under an algorithm it cannot compute is a conflict, and DLQ copies that differ only in an
 // excluded field are one intent.
 func TestPlanComparesEachRowUnderItsOwnAlgorithm(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	opts := fingerprint.Options{Exclude: []string{"sentAt"}, Sets: []string{"tags"}}
 	v2, err := fingerprint.New(opts)

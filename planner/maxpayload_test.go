@@ -23,6 +23,7 @@ import (
 // headers. Plan must count and list it, name the fix, and keep it out of the targets, so the job
 // is not blocked by a publish no retry can make (issue 16 item 4).
 func TestPlanKeepsOutMessagesWhoseReplayExceedsMaxPayload(t *testing.T) {
+	t.Parallel()
 	const maxPayload = 4096
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 // A misspelt --consumer would plan every DLQ message as never processed: a consumer the ledger
 // has never seen is refused, naming the known ones, unless the plan says it is a first replay.
 func TestPlanRefusesAConsumerTheLedgerHasNeverSeen(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.dlq("dlq.billing", "e1", "timeout", `{"n":1}`)
 	f.dlq("dlq.billing", "e2", "timeout", `{"n":2}`)

@@ -93,6 +93,7 @@ func (f *fixture) options(mod func(*planner.Options)) planner.Options {
 }
 
 func TestPlanCountsEveryStatExactly(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	past, future := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
 	f.dlq("dlq.billing", "e1", "timeout", `{"n":1}`)
@@ -206,6 +207,7 @@ func TestPlanCountsEveryStatExactly(t *testing.T) {
 }
 
 func TestPlanBoundary(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.dlq("dlq.billing", "old-1", "timeout", `{}`)
 	f.dlq("dlq.refunds", "old-2", "timeout", `{}`)
@@ -265,6 +267,7 @@ func cancelJob(t testing.TB, f *fixture, id string) {
 }
 
 func TestPlanRefusesBadRequestsAndRecordsNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.dlq("dlq.billing", "e1", "timeout", `{}`)
 	f.effect("e0", "completed", `{}`, 1, nil)
@@ -304,6 +307,7 @@ func TestPlanRefusesBadRequestsAndRecordsNothing(t *testing.T) {
 }
 
 func TestPlanRefusesAWorkQueueStream(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	if _, err := f.js.CreateStream(f.ctx, jetstream.StreamConfig{Name: "WQ", Subjects: []string{"wq.>"}, Retention: jetstream.WorkQueuePolicy}); err != nil {
 		t.Fatal(err)
@@ -322,6 +326,7 @@ func TestPlanRefusesAWorkQueueStream(t *testing.T) {
 // TestPlanSkipsDeletedMessages: a DLQ with holes (messages deleted by hand or by limits) scans to
 // its end and counts only what is there.
 func TestPlanSkipsDeletedMessages(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.dlq("dlq.billing", "e1", "timeout", `{}`)
 	gone := f.dlq("dlq.billing", "e2", "timeout", `{}`)
@@ -349,6 +354,7 @@ func TestPlanSkipsDeletedMessages(t *testing.T) {
 // job with 0 targets and exit 0, and its shadow passed (issue 14). Now it records nothing and
 // names the exclusion that took the messages, with what to do.
 func TestPlanWithoutTargetsRecordsNothingAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	if _, err := f.js.CreateStream(f.ctx, jetstream.StreamConfig{Name: "SRC", Subjects: []string{"billing.>"}}); err != nil {
 		t.Fatal(err)
@@ -397,6 +403,7 @@ func TestPlanWithoutTargetsRecordsNothingAndSaysWhy(t *testing.T) {
 // TestPlanInterruptedLeavesNothing cancels a plan mid-scan, as Ctrl-C does: no job, no targets, no
 // audit row and no manifest may be left behind.
 func TestPlanInterruptedLeavesNothing(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.largeDLQ(t, 5000, 64)
 	ctx, cancel := context.WithCancel(f.ctx)
@@ -429,6 +436,7 @@ func TestPlanInterruptedLeavesNothing(t *testing.T) {
 // TestPlanKeepsOutTheTargetsOfUnfinishedJobs: a job that has not finished may still replay its
 // targets, so a second plan over the same DLQ leaves them out until it is cancelled (issue 14).
 func TestPlanKeepsOutTheTargetsOfUnfinishedJobs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, id := range []string{"e1", "e2", "e3"} {
 		f.dlq("dlq.billing", id, "timeout", `{"id":"`+id+`"}`)
@@ -466,6 +474,7 @@ func TestPlanKeepsOutTheTargetsOfUnfinishedJobs(t *testing.T) {
 // targets the event, charges it the consumer's real calls per effect, not the row's 0, and the
 // drift check does not take a write-forbidden row appearing after plan for a completion.
 func TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	f.dlq("dlq.billing", "e1", "timeout", `{"n":1}`)
 	f.dlq("dlq.billing", "e2", "timeout", `{"n":2}`)
@@ -525,6 +534,7 @@ func TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted(t *testing.T) {
 // commit and sees its targets, so one job holds the events and the other plan says so; without the
 // wait both recorded a job for the same events and the loser stayed shadowed for ever.
 func TestTwoPlansStartedTogetherDoNotBothTakeTheTargets(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, id := range []string{"e1", "e2", "e3"} {
 		f.dlq("dlq.billing", id, "timeout", `{"id":"`+id+`"}`)

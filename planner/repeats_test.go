@@ -10,6 +10,7 @@ import (
 // would reach the manifest twice and hide a source conflict. The filter is sized for a tenth of
 // the IDs it gets, so its bits fill up and false positives are common.
 func TestRepeatFilterListsEveryRepeatedID(t *testing.T) {
+	t.Parallel()
 	const n = 20_000
 	f := newRepeatFilter(n / 10)
 	var repeated []string
@@ -36,6 +37,7 @@ func TestRepeatFilterListsEveryRepeatedID(t *testing.T) {
 }
 
 func TestRepeatFilterOfUniqueIDsHasFewCandidates(t *testing.T) {
+	t.Parallel()
 	const n = 100_000
 	f := newRepeatFilter(n)
 	for i := range n {
@@ -49,6 +51,7 @@ func TestRepeatFilterOfUniqueIDsHasFewCandidates(t *testing.T) {
 }
 
 func TestRepeatFilterGivesUpPastItsBound(t *testing.T) {
+	t.Parallel()
 	f := newRepeatFilter(1)
 	for i := range maxRepeatCandidates + 1 {
 		id := fmt.Sprintf("evt-%06d", i)

@@ -3,6 +3,7 @@ package planner
 import "testing"
 
 func TestSubjectMatchesAStreamFilterAsNATSDoes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		filter, subject string
 		want            bool

@@ -9,6 +9,7 @@ import (
 )
 
 func TestWhereRefusesAnExpressionWhoseEstimateIsOverTheCostLimit(t *testing.T) {
+	t.Parallel()
 	for _, nested := range []string{
 		`payload.items.exists(a, payload.items.exists(b, a == b))`,
 		`payload.items.map(a, payload.items.filter(b, b > a).size()).exists(n, n > 3)`,
@@ -26,6 +27,7 @@ func TestWhereRefusesAnExpressionWhoseEstimateIsOverTheCostLimit(t *testing.T) {
 }
 
 func TestWhereCountsAMessageOverTheCostLimitAsAWhereError(t *testing.T) {
+	t.Parallel()
 	// Estimated on lists of 10 elements, within the limit; run on one of 10,000, over it.
 	w, err := compileWhereWithin(`payload.items.exists(i, i == -1)`, 1_000, 10)
 	if err != nil {
@@ -41,6 +43,7 @@ func TestWhereCountsAMessageOverTheCostLimitAsAWhereError(t *testing.T) {
 }
 
 func TestWhereStopsWhenTheCommandIsInterrupted(t *testing.T) {
+	t.Parallel()
 	// Within the cost limit on a list of 400,000 elements, and long enough to be interrupted.
 	w, err := compileWhere(`payload.items.exists(i, i == -1)`)
 	if err != nil {
@@ -57,6 +60,7 @@ func TestWhereStopsWhenTheCommandIsInterrupted(t *testing.T) {
 }
 
 func TestWhereComparesJSONIntegersExactly(t *testing.T) {
+	t.Parallel()
 	w, err := compileWhere(`payload.amountCents == 9007199254740992`)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // the event. Kept in this process's memory, its record says "unknown" for what the other did;
 // kept in the database, every instance answers alike (issue 16, "Also").
 func TestReconcileAnswersAlikeWhicheverBillingInstanceLooksUp(t *testing.T) {
+	t.Parallel()
 	// Instance A handles the events and serves no look-up.
 	w := newWorldKeeping(t, 6, []int{1, 4}, []int{2}, false, true)
 	req := consumer.LookupRequest{EventID: exectest.EventID(1)}

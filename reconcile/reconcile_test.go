@@ -17,6 +17,7 @@ import (
 const afterHandling = "evt-00000:completed evt-00001:uncertain evt-00002:uncertain evt-00003:completed evt-00004:uncertain evt-00005:completed"
 
 func TestReconcileSettlesChargedRowsAndLeavesTheRestForReview(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 6, []int{1, 4}, []int{2}, true)
 	if got := w.states(); got != afterHandling {
 		t.Fatalf("rows after handling: %s", got)
@@ -65,6 +66,7 @@ func TestReconcileSettlesChargedRowsAndLeavesTheRestForReview(t *testing.T) {
 }
 
 func TestReconcileDryRunChangesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 6, []int{1, 4}, []int{2}, true)
 	r, err := w.run(reconcile.Options{DryRun: true})
 	if err != nil {
@@ -90,6 +92,7 @@ func TestReconcileDryRunChangesNothing(t *testing.T) {
 }
 
 func TestReconcileWithoutALookupResponderChangesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 4, []int{1}, []int{2}, false)
 	r, err := w.run(reconcile.Options{})
 	if !errors.Is(err, reconcile.ErrNoResponder) || r != nil {
@@ -109,6 +112,7 @@ func TestReconcileWithoutALookupResponderChangesNothing(t *testing.T) {
 }
 
 func TestReconcileLeavesARowThatChangedAfterItWasListed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 6, []int{1, 4}, []int{2}, true)
 	// Between the look-ups and the apply, another operator settles evt-00001 by hand.
 	confirm := func(r *reconcile.Report) (bool, error) {
@@ -137,6 +141,7 @@ func TestReconcileLeavesARowThatChangedAfterItWasListed(t *testing.T) {
 }
 
 func TestReconcileNotConfirmedChangesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3, []int{1}, nil, true)
 	r, err := w.run(reconcile.Options{Confirm: func(*reconcile.Report) (bool, error) { return false, nil }})
 	if !errors.Is(err, reconcile.ErrNotConfirmed) || r == nil || r.Applied || r.Totals.Happened != 1 {
@@ -148,6 +153,7 @@ func TestReconcileNotConfirmedChangesNothing(t *testing.T) {
 }
 
 func TestReconcileStopsWhenTheResponderNeverReplies(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3, nil, []int{0, 2}, false)
 	// Subscribed, so requests find a responder, but it never answers.
 	sub, err := w.NATS.Conn.Subscribe(protocol.ReconcileSubject("billing"), func(*nats.Msg) {})
@@ -172,6 +178,7 @@ func TestReconcileStopsWhenTheResponderNeverReplies(t *testing.T) {
 }
 
 func TestOptionsNormaliseReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	o := reconcile.Options{Consumer: "bad name", OlderThan: -time.Second, Concurrency: 65, Max: -1, Timeout: -time.Second}
 	err := o.Normalise()
 	if !errors.Is(err, reconcile.ErrBadOptions) {
@@ -192,6 +199,7 @@ func TestOptionsNormaliseReportsEveryProblem(t *testing.T) {
 // redeliver it, is never looked at by an SDK again: reconcile lists it beside the uncertain rows
 // and settles it as one. Younger lapses, and stuck rows without a call, are not its business.
 func TestReconcileSettlesStuckLeasesWithACallStarted(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 6, []int{1}, []int{2}, true)
 	stuck := func(event int, lapsedAgo string, calls int) {
 		t.Helper()

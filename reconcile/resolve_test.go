@@ -18,6 +18,7 @@ func resolveOptions(event string, as string) reconcile.ResolveOptions {
 // A row changed while the person was looking at it (a look-up marked it) is left alone: the
 // decision was made on what the row said before.
 func TestResolveLeavesARowThatChangedWhileItWasShown(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 3, []int{1}, nil, false)
 	o := resolveOptions(exectest.EventID(1), ledger.VerdictNotHappened)
 	o.Confirm = func(r *reconcile.Resolution) (bool, error) {
@@ -39,6 +40,7 @@ func TestResolveLeavesARowThatChangedWhileItWasShown(t *testing.T) {
 
 // An event uncertain under two versions needs --effect-version; with it only that row changes.
 func TestResolvePicksTheRowByVersionWhenThereAreSeveral(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, 2, []int{1}, nil, false)
 	if _, err := w.DB.Exec(w.Ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
 		select consumer, event_id, 7, 'uncertain', request_hash, request_hash_alg from effects where event_id = $1`, exectest.EventID(1)); err != nil {

@@ -7,6 +7,7 @@ import (
 )
 
 func TestDiffResultsNamesEveryDifferingPathOnce(t *testing.T) {
+	t.Parallel()
 	a := `{"amountCents": 1200, "feeCents": 12, "lines": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}],
 	       "meta": {"region": "eu", "gone": true}, "tags": ["x"], "n": 1.0}`
 	b := `{"amountCents": 1200, "feeCents": 17, "lines": [{"sku": "A", "qty": 1}, {"sku": "B", "qty": 2}],
@@ -42,6 +43,7 @@ func TestDiffResultsNamesEveryDifferingPathOnce(t *testing.T) {
 }
 
 func TestClassifyPrefersIgnoredOverNoiseAndCoversSubpaths(t *testing.T) {
+	t.Parallel()
 	diffs := []difference{{path: "feeCents"}, {path: "lines[*].sku"}, {path: "meta.trace.id"}, {path: "processedAt"}, {path: "receipt"}}
 	c := classify(diffs, newPathSet([]string{"lines", "processedAt"}), newPathSet([]string{"meta.trace", "processedAt"}))
 	var changed []string
@@ -62,6 +64,7 @@ func TestClassifyPrefersIgnoredOverNoiseAndCoversSubpaths(t *testing.T) {
 }
 
 func TestValidatePath(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"processedAt", "lines[*].sku", "a.b.c", "[*].id", "matrix[*][*]", "x-request-id"} {
 		if err := validatePath(ok); err != nil {
 			t.Errorf("%q refused: %v", ok, err)

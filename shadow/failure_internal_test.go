@@ -3,6 +3,7 @@ package shadow
 import "testing"
 
 func TestBusinessFailureIsTheLedgersErrorBodyOnly(t *testing.T) {
+	t.Parallel()
 	for body, want := range map[string]bool{
 		`{"error":"order has no currency"}`: true,
 		` { "error" : "card declined" } `:   true,

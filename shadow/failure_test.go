@@ -14,6 +14,7 @@ import (
 // no currency") under the old version and the new one alike read as identical, the verdict
 // passed, and execute then stopped on its error guard. They are failures: the verdict fails.
 func TestShadowFailsOnTerminalBusinessFailures(t *testing.T) {
+	t.Parallel()
 	e := exectest.New(t, exectest.Options{})
 	e.Seed(10)
 	for i := 10; i < 60; i++ {

@@ -12,6 +12,7 @@ import (
 // max_payload lowered since) fails its target, not the run: before, shadow exited 1 on every run
 // and the job could never be executed (issue 16 item 4).
 func TestShadowCountsARequestOverMaxPayloadAsThatTargetsFailure(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for _, id := range []string{"e01", "e02", "e03"} {
 		f.dlq(id, "timeout", charge{AmountCents: 1200, Plain: true})

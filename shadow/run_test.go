@@ -20,6 +20,7 @@ import (
 )
 
 func TestShadowCountsStoresAndRecordsTheVerdict(t *testing.T) {
+	t.Parallel()
 	f, m := standardJob(t)
 	f.serve(behaviour{})
 	var progress []int64
@@ -104,6 +105,7 @@ func TestShadowCountsStoresAndRecordsTheVerdict(t *testing.T) {
 }
 
 func TestShadowDiffSeparatesChangesNoiseAndIgnoredFields(t *testing.T) {
+	t.Parallel()
 	f, m := standardJob(t)
 	f.serve(behaviour{})
 	r := f.mustRun(f.options(m, func(o *shadow.Options) { o.Sample = 100 }))
@@ -188,6 +190,7 @@ func TestShadowDiffSeparatesChangesNoiseAndIgnoredFields(t *testing.T) {
 }
 
 func TestShadowSampleIsStableAndCoversEveryReason(t *testing.T) {
+	t.Parallel()
 	f, m := standardJob(t)
 	f.serve(behaviour{})
 	sampleOf := func(r *shadow.Report) []string {
@@ -225,6 +228,7 @@ func TestShadowSampleIsStableAndCoversEveryReason(t *testing.T) {
 }
 
 func TestShadowStopsWhenTheResponderHangs(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for i := range 500 {
 		f.dlq(eventID(i), []string{"timeout", "http 503"}[i%2], charge{AmountCents: 100 + i})
@@ -269,6 +273,7 @@ func TestShadowStopsWhenTheResponderHangs(t *testing.T) {
 }
 
 func TestShadowWithASilentOrMissingResponderSkipsTheFullPass(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name   string
 		serve  bool
@@ -317,6 +322,7 @@ func TestShadowWithASilentOrMissingResponderSkipsTheFullPass(t *testing.T) {
 }
 
 func TestShadowVerdictFailsOnCallsAndErrors(t *testing.T) {
+	t.Parallel()
 	t.Run("calls above the plan", func(t *testing.T) {
 		f, m := standardJob(t)
 		f.serve(behaviour{effects: 2})
@@ -376,6 +382,7 @@ func TestShadowVerdictFailsOnCallsAndErrors(t *testing.T) {
 }
 
 func TestShadowRefusesAManifestThatIsNotItsJob(t *testing.T) {
+	t.Parallel()
 	f, m := standardJob(t)
 	f.serve(behaviour{})
 
@@ -409,6 +416,7 @@ func TestShadowRefusesAManifestThatIsNotItsJob(t *testing.T) {
 }
 
 func TestShadowCountsDeletedDLQMessagesAsSourceMissing(t *testing.T) {
+	t.Parallel()
 	f, m := standardJob(t)
 	f.serve(behaviour{})
 	stream, err := f.env.JS.Stream(f.ctx, "DLQ")
@@ -446,6 +454,7 @@ func TestShadowCountsDeletedDLQMessagesAsSourceMissing(t *testing.T) {
 }
 
 func TestShadowCancelledStopsPromptlyAndKeepsOutcomes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for i := range 300 {
 		f.dlq(eventID(i), "timeout", charge{AmountCents: 100 + i})
@@ -496,6 +505,7 @@ func TestShadowCancelledStopsPromptlyAndKeepsOutcomes(t *testing.T) {
 // A shadowed job interrupted while shadowing again is shadowed again, its earlier verdict the
 // latest: execute may go on under the verdict it had.
 func TestShadowInterruptedRerunReturnsToShadowed(t *testing.T) {
+	t.Parallel()
 	f, m := standardJob(t)
 	first, err := f.run(f.options(m, nil))
 	if err != nil {
@@ -528,6 +538,7 @@ func TestShadowInterruptedRerunReturnsToShadowed(t *testing.T) {
 }
 
 func TestShadowRefusesASecondRunOfTheSameJob(t *testing.T) {
+	t.Parallel()
 	f, m := standardJob(t)
 	release, err := f.store.ShadowLock(f.ctx, m.ID)
 	if err != nil {
@@ -543,6 +554,7 @@ func TestShadowRefusesASecondRunOfTheSameJob(t *testing.T) {
 }
 
 func TestNormaliseReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	o := shadow.Options{
 		Concurrency: 2000, Sample: -1, Timeout: -time.Second, IgnoreFields: []string{"ok.path", "a..b", "lines[0]"},
 		Thresholds: shadow.Thresholds{MaxErrorRatio: 2, MaxCallsOverExpected: -1}, ReportPath: "/nonexistent/dir/r.json",
@@ -585,6 +597,7 @@ func hasReason(v shadow.Verdict, part string) bool {
 // Reasons that carry numbers and hosts are one failure group to the sample, as to inspect: 40
 // targets over 40 raw reasons are one stratum, and the raw reason stays on each item.
 func TestShadowSampleIsStratifiedByFailureGroupNotRawReason(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	for i := range 40 {
 		f.dlq(fmt.Sprintf("g%02d", i), fmt.Sprintf("provider timeout after %ds on host pay-%d", 10+i, i), charge{AmountCents: 1000 + i})

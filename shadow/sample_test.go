@@ -8,6 +8,7 @@ import (
 )
 
 func TestQuotasAreProportionalAndCoverEveryReason(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		counts map[string]int64
@@ -33,6 +34,7 @@ func TestQuotasAreProportionalAndCoverEveryReason(t *testing.T) {
 }
 
 func TestQuotasSumToTheSampleSize(t *testing.T) {
+	t.Parallel()
 	counts := map[string]int64{"a": 1234, "b": 777, "c": 31, "d": 3, "e": 1, "f": 1}
 	for size := 1; size <= 2047; size += 13 {
 		q := quotas(counts, size)
@@ -53,12 +55,14 @@ func TestQuotasSumToTheSampleSize(t *testing.T) {
 }
 
 func TestSeedIsTheDigestPrefix(t *testing.T) {
+	t.Parallel()
 	if got := seedOf("sha256:0123456789abcdef0123"); got != "0123456789abcdef" {
 		t.Fatalf("seed %q", got)
 	}
 }
 
 func TestParseReplyRefusesWhatBreaksTheProtocol(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, reply, status string
 	}{

@@ -20,6 +20,7 @@ func (f *fixture) sealOriginals(kr *seal.Keyring, ids ...string) {
 }
 
 func TestSealedOriginalsOpenWithTheKeyringAndAreComparedOnTheirHashesWithoutIt(t *testing.T) {
+	t.Parallel()
 	kr, err := seal.ParseKeyring([]byte(seal.NewKeyLine("k1")))
 	if err != nil {
 		t.Fatal(err)

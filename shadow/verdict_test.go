@@ -7,6 +7,7 @@ import (
 )
 
 func TestVerdictSpellsOutEveryFailedThreshold(t *testing.T) {
+	t.Parallel()
 	totals := Totals{
 		Targets: 4506, Identical: 4000, Changed: 400, ShadowErrors: 10, SourceMissing: 2, Timeouts: 3, NoResponder: 1,
 		ShadowExternalCalls: 9012, ExpectedExternalCalls: 7510, Aborted: true, AbortReason: "the full pass stopped early",
@@ -35,6 +36,7 @@ func TestVerdictSpellsOutEveryFailedThreshold(t *testing.T) {
 }
 
 func TestCountUsesThousandsSeparators(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 4506: "4,506", 1234567: "1,234,567"} {
 		if got := count(n); got != want {
 			t.Errorf("count(%d) = %q, want %q", n, got, want)
@@ -45,6 +47,7 @@ func TestCountUsesThousandsSeparators(t *testing.T) {
 // Each threshold on figures alone: at the threshold the verdict passes, one target more fails it
 // with that threshold's sentence only.
 func TestEachThresholdFailsJustAboveIt(t *testing.T) {
+	t.Parallel()
 	th := Thresholds{MaxErrorRatio: 0.01, MaxUnansweredRatio: 0.01, MaxFailureRatio: 0.01, MaxChangedRatio: 0.5, MaxCallsOverExpected: 0.1}
 	// 200 targets, all identical, 100 calls as planned: a pass with every threshold.
 	base := Totals{Targets: 200, Answered: 200, Identical: 200, ShadowExternalCalls: 100, ExpectedExternalCalls: 100}
@@ -95,6 +98,7 @@ func TestEachThresholdFailsJustAboveIt(t *testing.T) {
 
 // A verdict says loudly which thresholds a flag loosened, with what it let through.
 func TestAVerdictNamesEveryLoosenedThreshold(t *testing.T) {
+	t.Parallel()
 	th := DefaultThresholds()
 	th.MaxCallsOverExpected, th.MaxErrorRatio = 1, 0.05
 	v := judgeVerdict(Totals{Targets: 20, Answered: 20, ExpectedExternalCalls: 20, ShadowExternalCalls: 40}, th)

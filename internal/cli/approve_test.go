@@ -108,6 +108,7 @@ func TestExecuteRefusesAJobReadFromACopyOfItsLedger(t *testing.T) {
 // trailing space is trimmed, a zero-width space, a Cyrillic letter or a bidirectional override
 // is exit 2 (issue 41, names that cannot be spoofed).
 func TestALookalikeActorNameIsRefusedBeforeAnythingRuns(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{"alice\u200b", "\u0430lice", "ali\u202ece"} {
 		_, stderr, code := runCommand(t, false, "jobs --database-url postgres://127.0.0.1:1/none --actor '"+name+"'")
 		if code != cmdutil.ExitUsage || !strings.Contains(stderr, "--actor") {

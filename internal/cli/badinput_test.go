@@ -223,6 +223,7 @@ func writeEdited(t *testing.T, src, dst, old, new string) string {
 }
 
 func TestBadInputManifests(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	m := w.Shadowed(5, "job-bad-input")
 	job := w.ManifestPath()
@@ -309,6 +310,7 @@ func TestBadInputManifests(t *testing.T) {
 }
 
 func TestBadInputFlags(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	w.Shadowed(3, "job-bad-flags")
 	job := w.ManifestPath()
@@ -369,6 +371,7 @@ func TestBadInputFlags(t *testing.T) {
 // name: each is refused before anything is read or written, like --reason, and the refusal
 // quotes it escaped, so the terminal showing the error does not obey it either.
 func TestBadInputActor(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	w.Shadowed(3, "job-bad-actor")
 	job := w.ManifestPath()
@@ -405,6 +408,7 @@ func TestBadInputActor(t *testing.T) {
 // reads (a job's reason, who paused it and why), as a writer that
 // bypassed replayctl's checks could, and checks status shows them escaped, not obeyed.
 func TestStatusEscapesLedgerText(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	w.Shadowed(3, "job-escapes")
 	const osc = "\x1b]0;PWNED\x1b\\"
@@ -436,6 +440,7 @@ func TestStatusEscapesLedgerText(t *testing.T) {
 // their fingerprint is kept); the unroutable ones are counted and excluded, instead of failing
 // the whole plan on the first one PostgreSQL refuses to store.
 func TestPlanCountsUnusableDLQMessages(t *testing.T) {
+	t.Parallel()
 	dbURL, env := newLedgerAndDLQ(t)
 	big := []byte(strings.Repeat("P", 1000*1000))
 	for i, m := range []struct {

@@ -12,6 +12,7 @@ import (
 
 // The shell completes job IDs and consumers from the ledger, through cobra's __complete verb.
 func TestCompletionOffersJobIDsAndConsumersFromTheLedger(t *testing.T) {
+	t.Parallel()
 	e := newPlanEnv(t)
 	out := filepath.Join(e.dir, "job.json")
 	if _, stderr, code := e.plan(t, false, "--reason '"+planReason+"' -o "+out); code != cmdutil.ExitOK {
@@ -39,6 +40,7 @@ func TestCompletionOffersJobIDsAndConsumersFromTheLedger(t *testing.T) {
 
 // An unreachable ledger costs the prompt a moment and offers nothing; it never hangs the shell.
 func TestCompletionDoesNotHangOnAnUnreachableLedger(t *testing.T) {
+	t.Parallel()
 	start := time.Now()
 	stdout, _, code := runCommand(t, false, "__complete status --database-url postgres://ops@10.255.255.1:5432/ledger ''")
 	if d := time.Since(start); d > cmdutil.CompletionTimeout+time.Second {

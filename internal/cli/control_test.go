@@ -14,6 +14,7 @@ import (
 )
 
 func TestControlFlags(t *testing.T) {
+	t.Parallel()
 	for _, action := range []string{"pause", "resume", "cancel"} {
 		var got *controlcmd.ControlOptions
 		capture := func(f *cmdutil.Factory, root *cobra.Command) {
@@ -31,6 +32,7 @@ func TestControlFlags(t *testing.T) {
 }
 
 func TestControlVerbsRefuseBadArgumentsAndUnknownJobsWithExit2(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	for _, verb := range []string{"status", "pause", "resume", "cancel"} {
 		_, stderr, code := w.replayctl(t, verb)
@@ -52,6 +54,7 @@ func TestControlVerbsRefuseBadArgumentsAndUnknownJobsWithExit2(t *testing.T) {
 }
 
 func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	m := w.Shadowed(6, "job-cli-control")
 	// No consumer runs: the run publishes everything, sees no outcome and stops on the settle
@@ -141,6 +144,7 @@ func TestPauseResumeCancelOfAnInterruptedJob(t *testing.T) {
 }
 
 func TestControlOfAJobThatNeverRan(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	m := w.Shadowed(3, "job-cli-never-ran")
 

@@ -9,6 +9,7 @@ import (
 // Examples import the product, never the reverse: no package outside examples/ imports one
 // inside it, so an example can be changed or deleted without touching the product.
 func TestNoProductPackageImportsAnExample(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-test", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "github.com/replayctl/replayctl/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

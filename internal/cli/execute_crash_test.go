@@ -26,6 +26,7 @@ const helperArgsEnv = "REPLAYCTL_HELPER_ARGS"
 // binary, it runs replayctl on the args in $REPLAYCTL_HELPER_ARGS, on the process's own streams,
 // and exits with replayctl's exit code. Without the variable it does nothing.
 func TestHelperProcessReplayctl(t *testing.T) {
+	t.Parallel()
 	raw := os.Getenv(helperArgsEnv)
 	if raw == "" {
 		return

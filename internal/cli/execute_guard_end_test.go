@@ -16,6 +16,7 @@ import (
 // Issue 14: a guard passed on the last targets of a job said "fix the cause, then resume" about a
 // job that was completed and that resume refused. The job completes, and the run says so, exit 4.
 func TestAGuardPassedAtTheEndReportsACompletedJob(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	// Ten targets, under the guards' minimum sample: the error ratio is judged once, at the end.
 	m := w.Shadowed(10, "job-cli-guard-at-end")

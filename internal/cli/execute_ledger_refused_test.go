@@ -11,6 +11,7 @@ import (
 // a bug, not a lost connection. Before, the executor told the operator "nothing is lost, run
 // execute again" for any PostgreSQL error, and a rerun hit the same bug.
 func TestExecuteStoppedByAStatementTheLedgerRefusesExits1WithTheSQLError(t *testing.T) {
+	t.Parallel()
 	w, m := newShadowedWorld(t, 20, "job-cli-ledger-refused")
 	// A schema bug the executor's "mark published" write runs into.
 	if _, err := w.DB.Exec(w.Ctx, `alter table job_targets add constraint replay_test_no_published check (status <> 'published') not valid`); err != nil {

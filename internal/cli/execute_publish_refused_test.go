@@ -15,6 +15,7 @@ import (
 // would). Before, JetStream's refusal was retried three times and then stopped the whole run
 // (exit 1, "run execute again"), on every run, so the job could never finish.
 func TestExecuteAMessageTheStreamRefusesFailsThatTargetOnly(t *testing.T) {
+	t.Parallel()
 	const n = 40
 	w := newExecWorld(t)
 	w.Seed(n)

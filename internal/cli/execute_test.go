@@ -17,6 +17,7 @@ import (
 )
 
 func TestExecuteDryRunSaysNothingWasPublished(t *testing.T) {
+	t.Parallel()
 	w, m := newShadowedWorld(t, 12, "job-cli-dry")
 
 	stdout, stderr, code := w.replayctl(t, "execute --dry-run "+w.ManifestPath())
@@ -71,6 +72,7 @@ func TestExecuteDryRunSaysNothingWasPublished(t *testing.T) {
 }
 
 func TestExecuteWithoutATerminalRequiresYes(t *testing.T) {
+	t.Parallel()
 	w, m := newShadowedWorld(t, 5, "job-cli-noyes")
 
 	stdout, stderr, code := w.replayctl(t, "execute "+w.ManifestPath())
@@ -92,6 +94,7 @@ func TestExecuteWithoutATerminalRequiresYes(t *testing.T) {
 }
 
 func TestExecuteOnATerminalAsksForTheJobID(t *testing.T) {
+	t.Parallel()
 	w, m := newShadowedWorld(t, 8, "job-cli-confirm")
 	args := "execute " + w.ManifestPath() + " " + w.flags
 
@@ -124,6 +127,7 @@ func TestExecuteOnATerminalAsksForTheJobID(t *testing.T) {
 }
 
 func TestExecuteReplaysEveryTargetOnceAndStatusShowsTheCounts(t *testing.T) {
+	t.Parallel()
 	const n = 30
 	w, m := newShadowedWorld(t, n, "job-cli-all")
 
@@ -169,6 +173,7 @@ func TestExecuteReplaysEveryTargetOnceAndStatusShowsTheCounts(t *testing.T) {
 }
 
 func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
+	t.Parallel()
 	t.Run("job not shadowed", func(t *testing.T) {
 		w := newExecWorld(t)
 		w.Seed(5)
@@ -242,6 +247,7 @@ func TestExecuteGatesRefuseWithExit3AndSayWhatToDo(t *testing.T) {
 }
 
 func TestExecuteWithAnUncertainTargetExits5AndListsIt(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	m := w.Shadowed(10, "job-cli-uncertain")
 	unsure := exectest.EventID(4)

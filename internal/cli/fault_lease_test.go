@@ -39,6 +39,7 @@ var chargedLine = regexp.MustCompile(`(?m)^CHARGED (\S+) event (\S+)$`)
 // hangs while its lease is heartbeated, until the process is killed. Without the variable it
 // does nothing.
 func TestHelperProcessStuckConsumer(t *testing.T) {
+	t.Parallel()
 	raw := os.Getenv(consumerHelperEnv)
 	if raw == "" {
 		return

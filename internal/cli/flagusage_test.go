@@ -14,6 +14,7 @@ import (
 // pflag reads a `quoted` word in a flag's usage as the name of its value: a switch such as
 // execute's --drain would read in --help as a flag that takes one. No usage may quote that way.
 func TestNoFlagUsageQuotesAWordWithBackticks(t *testing.T) {
+	t.Parallel()
 	ios, _, _, _ := iostreams.Test()
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

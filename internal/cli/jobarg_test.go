@@ -27,6 +27,7 @@ func (w *execWorld) planByCLI(t *testing.T, path string) *manifest.Manifest {
 }
 
 func TestEveryJobVerbTakesAJobIDLikeItsManifestFile(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	w.Seed(6)
 	dir := t.TempDir()
@@ -87,6 +88,7 @@ func TestEveryJobVerbTakesAJobIDLikeItsManifestFile(t *testing.T) {
 }
 
 func TestAManifestThatIsNotTheRecordedOneIsStillRefused(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	w.Seed(3)
 	dir := t.TempDir()

@@ -50,6 +50,7 @@ func jobIDs(stdout string) []string {
 }
 
 func TestJobsListsFiltersAndCounts(t *testing.T) {
+	t.Parallel()
 	w, versions := jobsWorld(t)
 
 	stdout, stderr, code := w.replayctl(t, "jobs")
@@ -89,6 +90,7 @@ func TestJobsListsFiltersAndCounts(t *testing.T) {
 }
 
 func TestJobsJSONHasStableFieldNames(t *testing.T) {
+	t.Parallel()
 	w, _ := jobsWorld(t)
 	stdout, stderr, code := w.replayctl(t, "jobs --json --status paused")
 	if code != cmdutil.ExitOK {
@@ -118,6 +120,7 @@ func TestJobsJSONHasStableFieldNames(t *testing.T) {
 }
 
 func TestJobsRefusesUnknownStatusAndConsumer(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	_, stderr, code := w.replayctl(t, "jobs --status pausd")
 	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `no job status "pausd"; did you mean paused?`) ||
@@ -136,6 +139,7 @@ func TestJobsRefusesUnknownStatusAndConsumer(t *testing.T) {
 }
 
 func TestJobsTableFits100ColumnsOnATerminal(t *testing.T) {
+	t.Parallel()
 	w, _ := jobsWorld(t)
 	stdout, stderr, code := runCommand(t, true, "jobs "+w.flags)
 	if code != cmdutil.ExitOK {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestJQSelectsFromTheJSONOutputAndImpliesJSON(t *testing.T) {
+	t.Parallel()
 	m := testManifest(t)
 	path := writeManifest(t, m)
 	out, errOut, code := runCommand(t, false, "validate "+path+" --jq .jobId")
@@ -26,6 +27,7 @@ func TestJQSelectsFromTheJSONOutputAndImpliesJSON(t *testing.T) {
 }
 
 func TestABadJQExpressionIsAUsageErrorThatPointsAtItsColumn(t *testing.T) {
+	t.Parallel()
 	m := testManifest(t)
 	_, errOut, code := runCommand(t, false, "validate "+writeManifest(t, m)+" --jq '.targets | ('")
 	if code != cmdutil.ExitUsage || !strings.Contains(errOut, "--jq") || !strings.Contains(errOut, "^") {

@@ -73,6 +73,7 @@ func (w *keysWorld) replayctl(t *testing.T, args string) (string, string, int) {
 }
 
 func TestKeysVerbsShowPolicyStatsAndAKeyWithoutItsBody(t *testing.T) {
+	t.Parallel()
 	w := newKeysWorld(t)
 
 	out, errOut, code := w.replayctl(t, "keys policy --json")
@@ -118,6 +119,7 @@ func TestKeysVerbsShowPolicyStatsAndAKeyWithoutItsBody(t *testing.T) {
 }
 
 func TestKeysResolveSettlesAnUncertainRecordWithAnAuditEntry(t *testing.T) {
+	t.Parallel()
 	w := newKeysWorld(t)
 	out, _, code := w.replayctl(t, "keys uncertain --json")
 	validateJSON(t, "keys-records.schema.json", out)
@@ -156,6 +158,7 @@ func TestKeysResolveSettlesAnUncertainRecordWithAnAuditEntry(t *testing.T) {
 }
 
 func TestKeysPruneDropsBodiesPastTheReplayWindowAndKeepsUncertain(t *testing.T) {
+	t.Parallel()
 	w := newKeysWorld(t)
 	pool := pgtest.PoolAt(t, w.dbURL)
 	if _, err := pool.Exec(t.Context(), `update api_keys set replay_until = now() - interval '1 hour', evidence_until = now() + interval '1 day'`); err != nil {
@@ -221,6 +224,7 @@ func TestKeysPruneDropsBodiesPastTheReplayWindowAndKeepsUncertain(t *testing.T) 
 
 // A verb's required flag is a usage error (exit 2) from the root, before anything is opened.
 func TestKeysResolveWithoutAsIsAUsageError(t *testing.T) {
+	t.Parallel()
 	if _, errOut, code := runCommand(t, false, "keys resolve --key-hash h --note x --database-url postgres://127.0.0.1:1/x"); code != cmdutil.ExitUsage || !strings.Contains(errOut, `"as" not set`) {
 		t.Fatalf("resolve without --as: exit %d %s", code, errOut)
 	}

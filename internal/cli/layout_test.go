@@ -10,6 +10,7 @@ import (
 // internal/cli/shared, never from a sibling verb: a change to one verb's output cannot reach
 // into another's package, and a newcomer finds each renderer in one place.
 func TestNoVerbPackageImportsAnother(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "github.com/replayctl/replayctl/internal/cli/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)

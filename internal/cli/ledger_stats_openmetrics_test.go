@@ -13,6 +13,7 @@ import (
 // The textfile collector reads the figures with the Prometheus text parser: what it parses must
 // be what the table says.
 func TestLedgerStatsOpenMetricsIsWhatATextfileCollectorReads(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	w.exec(t, `insert into effects (consumer, event_id, effect_version, state, request_hash, updated_at)
 values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 minutes')`)

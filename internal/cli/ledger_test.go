@@ -79,6 +79,7 @@ func (w *ledgerWorld) remaining(t *testing.T) (rows, bodies int) {
 }
 
 func TestLedgerPruneAndStatsFlags(t *testing.T) {
+	t.Parallel()
 	var prune *ledgercmd.LedgerPruneOptions
 	_, stderr, code := execCommand(t, false,
 		"ledger prune --consumer billing --dry-run --yes --batch-size 500 --as-of 2026-12-01 --incident-retention 30d --tombstone-retention 3650d --compact-after 14d --actor bob --json",
@@ -108,6 +109,7 @@ func TestLedgerPruneAndStatsFlags(t *testing.T) {
 }
 
 func TestLedgerVerbsRefuseBadFlagsWithExit2BeforeConnecting(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ args, want string }{
 		{"ledger prune", "name what to prune: --consumer C for one consumer, or --all-consumers"},
 		{"ledger prune --consumer billing --all-consumers", "give one of them"},
@@ -138,6 +140,7 @@ func TestLedgerVerbsRefuseBadFlagsWithExit2BeforeConnecting(t *testing.T) {
 }
 
 func TestLedgerPruneNeedsYesWithoutATerminalAndTheConsumersNameOnOne(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	w.seedPrunable(t)
 
@@ -172,6 +175,7 @@ func TestLedgerPruneNeedsYesWithoutATerminalAndTheConsumersNameOnOne(t *testing.
 }
 
 func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	w.seedPrunable(t)
 
@@ -236,6 +240,7 @@ func TestLedgerPruneDryRunThenYesWithJSON(t *testing.T) {
 }
 
 func TestLedgerVerbsRefuseAnUnknownConsumerWithExit2(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	w.seedPrunable(t)
 	for _, args := range []string{"ledger prune --dry-run --consumer biling", "ledger prune --yes --consumer biling", "ledger stats --consumer biling"} {
@@ -250,6 +255,7 @@ func TestLedgerVerbsRefuseAnUnknownConsumerWithExit2(t *testing.T) {
 }
 
 func TestLedgerStatsTableWarnsAndExitsZero(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	w.exec(t, `
 insert into effects (consumer, event_id, effect_version, state, request_hash, job_id, created_at)
@@ -323,6 +329,7 @@ values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 min
 
 // The consumer SDK is what records conflicts and lapsed leases: stats counts what it recorded.
 func TestLedgerStatsCountsTheSDKsConflictsAndLapsedLeases(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	w.RunConsumer(w.NewConsumer(nil, func(cfg *consumer.Config) { cfg.CountsInterval = 20 * time.Millisecond }))
 	publish := func(eventID string, o billing.Order) []byte {
@@ -383,6 +390,7 @@ values ('billing', 'evt-b', 1, 'processing', $1, 'billing-dead', now() - interva
 }
 
 func TestLedgerHelpTeachesWithoutConnecting(t *testing.T) {
+	t.Parallel()
 	for args, wants := range map[string][]string{
 		"ledger --help": {"prune", "stats", "replayctl ledger stats --consumer billing"},
 		"ledger prune --help": {"evidence_until has passed become expired tombstones", "five years where it registered none", "oldest first, read from an index of the rows due", "result_hash stay", "never by a storage TTL",
@@ -404,6 +412,7 @@ func TestLedgerHelpTeachesWithoutConnecting(t *testing.T) {
 }
 
 func TestLedgerImportFromOutside(t *testing.T) {
+	t.Parallel()
 	w := newLedgerWorld(t)
 	dir := t.TempDir()
 	bad := dir + "/bad.jsonl"

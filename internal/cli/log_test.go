@@ -11,6 +11,7 @@ import (
 )
 
 func TestLogShowsTheAuditTrailInOrder(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	m := w.Shadowed(3, "job-cli-log")
 	if _, stderr, code := w.replayctl(t, "cancel --reason 'wrong failure filter' "+m.ID); code != cmdutil.ExitOK {
@@ -71,6 +72,7 @@ func TestLogShowsTheAuditTrailInOrder(t *testing.T) {
 }
 
 func TestLogOfAnUnknownJobExits2(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	_, stderr, code := w.replayctl(t, "log job-does-not-exist")
 	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `no job "job-does-not-exist"`) {

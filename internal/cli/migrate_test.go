@@ -15,6 +15,7 @@ import (
 )
 
 func TestMigrateFlags(t *testing.T) {
+	t.Parallel()
 	var got *migratecmd.MigrateOptions
 	_, stderr, code := execCommand(t, false, "migrate --json", func(f *cmdutil.Factory, root *cobra.Command) {
 		replaceCommand(root, migratecmd.NewCmdMigrate(f, func(o *migratecmd.MigrateOptions) error { got = o; return nil }))
@@ -28,6 +29,7 @@ func TestMigrateFlags(t *testing.T) {
 }
 
 func TestMigrateTwice(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	stdout, stderr, code := runCommand(t, false, "migrate --database-url '"+url+"'")
 	if code != cmdutil.ExitOK {
@@ -61,6 +63,7 @@ func TestMigrateTwice(t *testing.T) {
 
 // migrate --help names the version a fresh ledger ends at; it once said 1 when the schema was at 6.
 func TestMigrateHelpNamesTheVersionMigrateReaches(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	stdout, stderr, code := runCommand(t, false, "migrate --json --database-url '"+url+"'")
 	var res struct {

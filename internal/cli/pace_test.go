@@ -10,6 +10,7 @@ import (
 )
 
 func TestPaceIsStoredAuditedAndUsedByTheNextExecute(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	m := w.Shadowed(3, "job-cli-pace")
 
@@ -72,6 +73,7 @@ func TestPaceIsStoredAuditedAndUsedByTheNextExecute(t *testing.T) {
 }
 
 func TestPaceRefusesBadValuesAndFinishedJobs(t *testing.T) {
+	t.Parallel()
 	w, m := newShadowedWorld(t, 3, "job-cli-pace-refused")
 	for args, want := range map[string]string{
 		"pace " + m.ID:                        "pace needs --rate, --max-in-flight or both",

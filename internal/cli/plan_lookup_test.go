@@ -14,6 +14,7 @@ import (
 // Plan's output says how many expired-evidence events it asked the look-up about and what each
 // answer did, in the table and in --json (issue 15 item 2).
 func TestPlanOutputSaysWhatTheLookupAnswersDid(t *testing.T) {
+	t.Parallel()
 	m := testManifest(t)
 	m.Stats.EvidenceReconciled, m.Stats.EvidenceExpired = 1, 1
 	m.EvidenceLookup = &manifest.EvidenceLookup{Asked: 3, Reconciled: 1, Targets: 1, KeptOut: 1, Events: []manifest.LookupOutcome{

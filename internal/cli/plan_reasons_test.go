@@ -19,6 +19,7 @@ import (
 // reasons grouped as inspect groups them in the table (issue 39 item 6), the ten largest raw
 // reasons and a count of the rest in --json beside the groups (issue 16 item 7).
 func TestPlanGroupsReasonsByClassAndShowsTheTopTen(t *testing.T) {
+	t.Parallel()
 	e := newPlanEnv(t) // three "provider timeout" messages
 	env := e.nats
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

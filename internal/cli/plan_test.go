@@ -78,6 +78,7 @@ func (e *planEnv) plan(t *testing.T, isTTY bool, args string) (stdout, stderr st
 }
 
 func TestPlanWritesManifestAndPrintsSummary(t *testing.T) {
+	t.Parallel()
 	e := newPlanEnv(t)
 	out := filepath.Join(e.dir, "job.json")
 	stdout, stderr, code := e.plan(t, false, "--reason '"+planReason+"' --ticket INC-4521 -o "+out)
@@ -106,6 +107,7 @@ func TestPlanWritesManifestAndPrintsSummary(t *testing.T) {
 }
 
 func TestPlanJSON(t *testing.T) {
+	t.Parallel()
 	e := newPlanEnv(t)
 	stdout, stderr, code := e.plan(t, false, "--json --reason '"+planReason+"' --max 2 -o "+filepath.Join(e.dir, "job.json"))
 	if code != cmdutil.ExitOK {
@@ -126,6 +128,7 @@ func TestPlanJSON(t *testing.T) {
 }
 
 func TestPlanRefusalsExitTwoAndRecordNothing(t *testing.T) {
+	t.Parallel()
 	e := newPlanEnv(t)
 	out := filepath.Join(e.dir, "job.json")
 	if _, stderr, code := e.plan(t, false, "--reason '"+planReason+"' -o "+out); code != cmdutil.ExitOK {
@@ -161,6 +164,7 @@ func TestPlanRefusalsExitTwoAndRecordNothing(t *testing.T) {
 }
 
 func TestPlanOverwritesAnExistingManifestOnlyWithForce(t *testing.T) {
+	t.Parallel()
 	e := newPlanEnv(t)
 	out := filepath.Join(e.dir, "job.json")
 	if err := os.WriteFile(out, []byte("an earlier manifest\n"), 0o644); err != nil {
@@ -182,6 +186,7 @@ func TestPlanOverwritesAnExistingManifestOnlyWithForce(t *testing.T) {
 }
 
 func TestPlanVersionMustBeAboveTheLedgers(t *testing.T) {
+	t.Parallel()
 	e := newPlanEnv(t)
 	// Planned jobs do not claim versions; the ledger's effects (and registered versions) do.
 	stdout, stderr, code := e.plan(t, false, "--json --reason '"+planReason+"' --effect-version 3 -o "+filepath.Join(e.dir, "a.json"))
@@ -200,6 +205,7 @@ func TestPlanVersionMustBeAboveTheLedgers(t *testing.T) {
 }
 
 func TestPlanFlagsReachTheRequest(t *testing.T) {
+	t.Parallel()
 	var got *shared.PlanOptions
 	_, stderr, code := execCommand(t, false, "plan --consumer c --stream S --reason r --subject 'dlq.>' --since 6h --until 2026-12-02T09:00:00Z "+
 		"--failure-match 'time.*out' --max 5 --effect-version 7 --write-forbidden --header-event-id X-Id -o j.json --actor bob",
@@ -218,6 +224,7 @@ func TestPlanFlagsReachTheRequest(t *testing.T) {
 }
 
 func TestParseTimeFlag(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"6h":                   "2026-12-02T03:30:00Z",
 		"2026-12-01":           "2026-12-01T00:00:00Z",
@@ -234,6 +241,7 @@ func TestParseTimeFlag(t *testing.T) {
 }
 
 func TestPlanShowsProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
 	e := newPlanEnv(t)
 	// Each plan takes one event: the first job's targets are kept out of the second's.
 	_, stderr, code := e.plan(t, true, "--max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "tty.json"))
@@ -249,6 +257,7 @@ func TestPlanShowsProgressOnlyOnATerminal(t *testing.T) {
 // TestPlanWithoutTargetsExitsTwoAndSaysWhy: a source stream planned as a DLQ used to write a
 // manifest with 0 targets and exit 0 (issue 14).
 func TestPlanWithoutTargetsExitsTwoAndSaysWhy(t *testing.T) {
+	t.Parallel()
 	dbURL, env := newLedgerAndDLQ(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -278,6 +287,7 @@ func TestPlanWithoutTargetsExitsTwoAndSaysWhy(t *testing.T) {
 // plan --consumer biling for a consumer the ledger has never seen is a typo until said otherwise:
 // exit 2, the known consumers, the nearest of them, and --new-consumer for a first replay.
 func TestPlanRefusesAnUnknownConsumerWithTheKnownNames(t *testing.T) {
+	t.Parallel()
 	e := newPlanEnv(t)
 	if _, stderr, code := e.plan(t, false, "--max 1 --reason '"+planReason+"' -o "+filepath.Join(e.dir, "first.json")); code != cmdutil.ExitOK {
 		t.Fatalf("first replay with --new-consumer: exit %d:\n%s", code, stderr)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestExecuteWithoutTTYLogsAProgressLinePerInterval(t *testing.T) {
+	t.Parallel()
 	w, m := newShadowedWorld(t, 30, "job-cli-progress-lines")
 	// --rate 100 holds the publishing of 30 targets to about 0.3 s, three intervals: unpaced, the
 	// run could end before the first interval (it did in 1 of 8 runs), and a run shorter than the
@@ -34,6 +35,7 @@ func TestExecuteWithoutTTYLogsAProgressLinePerInterval(t *testing.T) {
 }
 
 func TestProgressIntervalMustNotBeNegative(t *testing.T) {
+	t.Parallel()
 	_, stderr, code := runCommand(t, false, "status job-1 --progress-interval -1s")
 	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "--progress-interval -1s") {
 		t.Errorf("exit %d, stderr %q; want 2 naming the flag", code, stderr)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestReconcileResolveFlagsAreCheckedBeforeResolving(t *testing.T) {
+	t.Parallel()
 	var got *reconcilecmd.ReconcileResolveOptions
 	_, stderr, code := execCommand(t, false, "reconcile resolve --consumer billing evt-1 --as not-happened --note 'no charge at the provider' --effect-version 3 --yes",
 		func(f *cmdutil.Factory, root *cobra.Command) {
@@ -52,6 +53,7 @@ func TestReconcileResolveFlagsAreCheckedBeforeResolving(t *testing.T) {
 // released event is replayed by nobody until the next plan, which targets it; an uncertain row
 // nobody resolved stays out of that plan.
 func TestReconcileResolveClosesRowsAndANotHappenedEventIsTheNextPlansTarget(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	const job = "job-cli-resolve"
 	uncertainReplay(t, w, job, false)

@@ -21,6 +21,7 @@ import (
 )
 
 func TestReconcileFlagsAreCheckedBeforeConnecting(t *testing.T) {
+	t.Parallel()
 	for _, args := range []string{
 		"reconcile",
 		"reconcile --consumer billing --concurrency 0",
@@ -80,6 +81,7 @@ func uncertainReplay(t *testing.T, w *execWorld, jobID string, withLookup bool) 
 }
 
 func TestReconcileSettlesAJobsUncertainTargets(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	const job = "job-cli-reconcile"
 	uncertainReplay(t, w, job, true)
@@ -136,6 +138,7 @@ func TestReconcileSettlesAJobsUncertainTargets(t *testing.T) {
 }
 
 func TestReconcileWithoutAResponderExits1AndChangesNothing(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	if _, err := w.Store.EffectsImport(w.Ctx, []ledger.EffectRow{{Consumer: "billing", EventID: "evt-u", EffectVersion: 1,
 		State: "uncertain", RequestHash: fingerprint.Payload([]byte(`{}`)), RequestHashAlg: fingerprint.Algorithm}}); err != nil {
@@ -159,6 +162,7 @@ func TestReconcileWithoutAResponderExits1AndChangesNothing(t *testing.T) {
 // its row processing with nobody to come back to it: ledger stats warns of the stuck lease, and
 // reconcile settles it through the look-up, so the job's count is whole again.
 func TestReconcileSettlesAStuckLeaseThatLedgerStatsWarnsOf(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	const job = "job-cli-stuck"
 	w.Shadowed(10, job)

@@ -23,6 +23,7 @@ import (
 // consumer SDK under the SDK role and execute under the operator role, reads it under the
 // read-only role, and shows what each role is refused.
 func TestLeastPrivilegeRolesRunTheirCommandsAndAreRefusedTheRest(t *testing.T) {
+	t.Parallel()
 	const n = 6
 	w := newExecWorld(t)
 	m := w.Shadowed(n, "job-roles")

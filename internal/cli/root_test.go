@@ -48,6 +48,7 @@ func failOnConnection(report func(what string)) func(*cmdutil.Factory, *cobra.Co
 }
 
 func TestNoConnectionsCatchesAConnection(t *testing.T) {
+	t.Parallel()
 	var caught []string
 	path := writeManifest(t, testManifest(t))
 	execCommand(t, false, "validate --ledger "+path, failOnConnection(func(what string) { caught = append(caught, what) }))
@@ -86,6 +87,7 @@ func TestHelpNeedsNoConnection(t *testing.T) {
 }
 
 func TestRootHelpExplainsWorkflowAndExitCodes(t *testing.T) {
+	t.Parallel()
 	stdout, _, code := execCommand(t, false, "--help", noConnections(t))
 	if code != cmdutil.ExitOK {
 		t.Fatalf("exit %d", code)
@@ -104,6 +106,7 @@ func TestRootHelpExplainsWorkflowAndExitCodes(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args, wantErr, wantHint string
 	}{
@@ -155,6 +158,7 @@ func jsonError(t *testing.T, stdout string) (msg string, code int) {
 }
 
 func TestJSONErrorObject(t *testing.T) {
+	t.Parallel()
 	t.Run("bad input", func(t *testing.T) {
 		stdout, stderr, code := runCommand(t, false, "--json show /nonexistent/job.json")
 		msg, jsonCode := jsonError(t, stdout)
@@ -194,6 +198,7 @@ func TestJSONErrorObject(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  error
 		want int
@@ -267,6 +272,7 @@ func TestGlobalFlagDefaults(t *testing.T) {
 }
 
 func TestNATSConnectFailureNamesTheFlag(t *testing.T) {
+	t.Parallel()
 	f := cmdutil.NewFactory(nil)
 	flags := pflag.NewFlagSet("replayctl", pflag.ContinueOnError)
 	f.BindGlobalFlags(flags)
@@ -288,6 +294,7 @@ func TestNATSConnectFailureNamesTheFlag(t *testing.T) {
 }
 
 func TestVersionNamesModuleCommitAndGo(t *testing.T) {
+	t.Parallel()
 	stdout, stderr, code := execCommand(t, false, "--version", noConnections(t))
 	if code != cmdutil.ExitOK {
 		t.Fatalf("--version: exit %d:\n%s", code, stderr)
@@ -304,6 +311,7 @@ func TestVersionNamesModuleCommitAndGo(t *testing.T) {
 
 // help knows the environment as a topic, and an unknown topic is a usage error, not a usage text.
 func TestHelpEnvironmentAndAnUnknownTopic(t *testing.T) {
+	t.Parallel()
 	if stdout, _, code := runCommand(t, false, "help environment"); code != cmdutil.ExitOK || !strings.Contains(stdout, "REPLAYCTL_DATABASE_URL") {
 		t.Errorf("help environment: exit %d\n%s", code, stdout)
 	}

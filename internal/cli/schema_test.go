@@ -37,6 +37,7 @@ func validateJSON(t *testing.T, schema, output string) {
 
 // The schemas refuse what the contract does not have: a renamed field and a retyped one.
 func TestTheOutputSchemasRefuseARenamedOrRetypedField(t *testing.T) {
+	t.Parallel()
 	sch, err := compileSchema("keys-policy.schema.json")
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +171,7 @@ func compileSchema(name string) (*jsonschema.Schema, error) {
 // Every schema compiles, its references resolved, and each document kind has one: a schema no
 // test's output reaches (keys resolve, demo, ledger grants) still cannot rot into an invalid one.
 func TestEverySchemaCompiles(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("..", "..", "docs", "schemas", "*.schema.json"))
 	if err != nil || len(files) < len(schemaOf) {
 		t.Fatalf("%d schemas for %d kinds: %v", len(files), len(schemaOf), err)

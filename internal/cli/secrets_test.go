@@ -33,6 +33,7 @@ func assertNoSecret(t *testing.T, where map[string]string) {
 // each way pgx accepts a password, and checks the password is in neither stream, with or without
 // --json, while the error still says where it tried to connect.
 func TestDatabasePasswordNeverPrinted(t *testing.T) {
+	t.Parallel()
 	job := writeManifest(t, testManifest(t))
 	commands := []string{
 		"migrate",
@@ -99,6 +100,7 @@ func TestDatabasePasswordFromEnvironmentNeverPrinted(t *testing.T) {
 // every form nats.go reads one: user and password or a token, with or without a scheme, in the
 // second entry of a list, and in an entry nats.go cannot parse (which its error quotes).
 func TestNATSPasswordNeverPrinted(t *testing.T) {
+	t.Parallel()
 	dbURL, _ := newLedgerAndDLQ(t)
 	for _, natsURL := range []string{
 		"nats://alice:" + secret + "@127.0.0.1:1",
@@ -126,6 +128,7 @@ func TestNATSPasswordNeverPrinted(t *testing.T) {
 // authentication and a NATS server without authorization accept and ignore them), and checks the
 // password reaches neither the output, the manifest, nor any row of the ledger.
 func TestPlanStoresNoPassword(t *testing.T) {
+	t.Parallel()
 	dbURL, env := newLedgerAndDLQ(t)
 	for i := range 3 {
 		msg := nats.NewMsg("dlq.billing")
@@ -191,6 +194,7 @@ func TestPlanStoresNoPassword(t *testing.T) {
 // (`--database-url= URL` leaves the URL positional) and quoted back by a usage error, a missing
 // file or an unknown job.
 func TestMisplacedURLNeverEchoed(t *testing.T) {
+	t.Parallel()
 	dbURL, _ := newLedgerAndDLQ(t)
 	for _, misplaced := range []string{
 		"postgres://replay:" + secret + "@127.0.0.1:1/test",
@@ -220,6 +224,7 @@ func TestMisplacedURLNeverEchoed(t *testing.T) {
 // A database URL that does not parse is bad input (exit 2), not a runtime failure worth retrying;
 // the message says what is wrong and where to fix it, without the password.
 func TestUnparseableDatabaseURLIsAUsageError(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{
 		"postgres://replay:" + secret + "@127.0.0.1:notaport/test",
 		"postgres://replay:" + secret + "%zz@127.0.0.1/test",

@@ -26,6 +26,7 @@ import (
 )
 
 func TestShadowFlags(t *testing.T) {
+	t.Parallel()
 	var got *shadowcmd.ShadowOptions
 	capture := func(f *cmdutil.Factory, root *cobra.Command) {
 		replaceCommand(root, shadowcmd.NewCmdShadow(f, func(o *shadowcmd.ShadowOptions) error { got = o; return nil }))
@@ -52,6 +53,7 @@ func TestShadowFlags(t *testing.T) {
 }
 
 func TestShadowRefusesBadInputBeforeConnecting(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, testManifest(t))
 	for _, tc := range []struct{ args, want string }{
 		{"shadow", "exactly one argument"},
@@ -155,6 +157,7 @@ func newShadowEnv(t *testing.T, planFlags ...string) *shadowEnv {
 }
 
 func TestShadowPassesAndRecordsTheVerdict(t *testing.T) {
+	t.Parallel()
 	e := newShadowEnv(t)
 	stdout, stderr, code := runCommand(t, false, "shadow "+e.flags+" "+e.manifest)
 	if code != cmdutil.ExitOK {
@@ -188,6 +191,7 @@ func TestShadowPassesAndRecordsTheVerdict(t *testing.T) {
 }
 
 func TestShadowJSONAndFailingVerdict(t *testing.T) {
+	t.Parallel()
 	e := newShadowEnv(t)
 	if e.changed == 0 {
 		t.Fatal("the seed has no event whose fee the fix changes")
@@ -209,6 +213,7 @@ func TestShadowJSONAndFailingVerdict(t *testing.T) {
 }
 
 func TestShadowWithoutResponderFailsQuickly(t *testing.T) {
+	t.Parallel()
 	e := newShadowEnv(t)
 	e.stopResponder()
 	start := time.Now()
@@ -222,6 +227,7 @@ func TestShadowWithoutResponderFailsQuickly(t *testing.T) {
 }
 
 func TestShadowRefusesAJobNotRecorded(t *testing.T) {
+	t.Parallel()
 	e := newShadowEnv(t)
 	// A sound manifest whose job this ledger never recorded.
 	other := writeManifest(t, testManifest(t))
@@ -232,6 +238,7 @@ func TestShadowRefusesAJobNotRecorded(t *testing.T) {
 }
 
 func TestShadowNeedsMigratedSchema(t *testing.T) {
+	t.Parallel()
 	env := natstest.Start(t, true)
 	path := writeManifest(t, testManifest(t))
 	_, stderr, code := runCommand(t, false, "shadow --database-url '"+pgtest.URL(t)+"' --nats-url "+env.Server.ClientURL()+" "+path)
@@ -241,6 +248,7 @@ func TestShadowNeedsMigratedSchema(t *testing.T) {
 }
 
 func TestShadowShowsProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
 	e := newShadowEnv(t)
 	stdout, stderr, code := runCommand(t, true, "shadow "+e.flags+" "+e.manifest)
 	if code != cmdutil.ExitOK || !strings.Contains(stderr, "shadowing targets") || !strings.Contains(stderr, "recording the verdict") {
@@ -256,6 +264,7 @@ func TestShadowShowsProgressOnlyOnATerminal(t *testing.T) {
 }
 
 func TestShadowOfAWriteForbiddenJobSaysExecuteWillSuppressTheCalls(t *testing.T) {
+	t.Parallel()
 	e := newShadowEnv(t, "--write-forbidden")
 	stdout, stderr, code := runCommand(t, false, "shadow "+e.flags+" "+e.manifest)
 	if code != cmdutil.ExitOK || !strings.Contains(stdout, "write-forbidden: execute will suppress every external call counted below") ||
@@ -269,6 +278,7 @@ func TestShadowOfAWriteForbiddenJobSaysExecuteWillSuppressTheCalls(t *testing.T)
 
 // The HTML page shows the same totals as the JSON report of the same run.
 func TestShadowReportHTMLMatchesTheJSONReport(t *testing.T) {
+	t.Parallel()
 	e := newShadowEnv(t)
 	htmlPath := filepath.Join(t.TempDir(), "report.html")
 	stdout, stderr, code := runCommand(t, false, "shadow --json "+e.flags+" --report-html "+htmlPath+" "+e.manifest)

@@ -15,6 +15,7 @@ import (
 )
 
 func TestShowFlags(t *testing.T) {
+	t.Parallel()
 	var got *showcmd.ShowOptions
 	_, stderr, code := execCommand(t, false, "show job.json --json", func(f *cmdutil.Factory, root *cobra.Command) {
 		replaceCommand(root, showcmd.NewCmdShow(f, func(o *showcmd.ShowOptions) error { got = o; return nil }))
@@ -28,6 +29,7 @@ func TestShowFlags(t *testing.T) {
 }
 
 func TestShowPlain(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, testManifest(t))
 	stdout, stderr, code := runCommand(t, false, "show "+path)
 	if code != cmdutil.ExitOK {
@@ -90,6 +92,7 @@ func TestShowPlain(t *testing.T) {
 }
 
 func TestShowTTY(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, testManifest(t))
 	stdout, stderr, code := runCommand(t, true, "show "+path)
 	if code != cmdutil.ExitOK {
@@ -110,6 +113,7 @@ func TestShowTTY(t *testing.T) {
 }
 
 func TestShowJSONRoundTrips(t *testing.T) {
+	t.Parallel()
 	m := testManifest(t)
 	path := writeManifest(t, m)
 	stdout, stderr, code := runCommand(t, false, "show --json "+path)
@@ -133,6 +137,7 @@ func TestShowJSONRoundTrips(t *testing.T) {
 }
 
 func TestShowRefusesTamperedManifest(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, testManifest(t))
 	editFile(t, path, `"scanned": 1234`, `"scanned": 1235`)
 	stdout, stderr, code := runCommand(t, false, "show "+path)
@@ -142,6 +147,7 @@ func TestShowRefusesTamperedManifest(t *testing.T) {
 }
 
 func TestShowSanitisesControlCharacters(t *testing.T) {
+	t.Parallel()
 	m := testManifest(t)
 	m.Stats.FailureReasons = map[string]int64{"timeout\x1b[31m\tred\nline": 12}
 	if err := manifest.Seal(m); err != nil {
@@ -160,6 +166,7 @@ func TestShowSanitisesControlCharacters(t *testing.T) {
 // The help is what an operator scripts against: each exit code it names must be the one show
 // returns.
 func TestShowHelpStatesTheExitCodesShowReturns(t *testing.T) {
+	t.Parallel()
 	help, _, _ := runCommand(t, false, "show --help")
 	edited := writeManifest(t, testManifest(t))
 	editFile(t, edited, `"scanned": 1234`, `"scanned": 1235`)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestStatusReportsTheCallBudgetExecuteEnforces(t *testing.T) {
+	t.Parallel()
 	w, m := newShadowedWorld(t, 8, "job-cli-status-budget")
 
 	// Before any run: the budget a run would enforce at the default --max-calls-over.
@@ -47,6 +48,7 @@ func TestStatusReportsTheCallBudgetExecuteEnforces(t *testing.T) {
 }
 
 func TestARerunWithNothingLeftToPublishStillFindsTheDurable(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	m := w.Shadowed(5, "job-cli-rerun-durable")
 	// The consumer's durable exists, but nothing consumes: every target is published and the run

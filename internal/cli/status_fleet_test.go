@@ -11,6 +11,7 @@ import (
 // status shows each consumer instance's share of the job by lease owner and the durable's counts
 // from JetStream; with NATS unreachable it still answers, with a note instead of the counts.
 func TestStatusShowsEachInstancesShareAndTheDurable(t *testing.T) {
+	t.Parallel()
 	w := newExecWorld(t)
 	const n = 30
 	m := w.Shadowed(n, "job-cli-status-fleet")

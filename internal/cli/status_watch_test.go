@@ -13,6 +13,7 @@ import (
 // status --watch off a terminal prints one line per interval while the job runs, and ends by
 // itself (exit 0) once the job completes, its last line saying so.
 func TestStatusWatchPrintsALinePerIntervalUntilTheJobCompletes(t *testing.T) {
+	t.Parallel()
 	w, m := newShadowedWorld(t, 30, "job-cli-status-watch")
 	ran := make(chan error, 1)
 	go func() {
@@ -62,6 +63,7 @@ func TestStatusWatchPrintsALinePerIntervalUntilTheJobCompletes(t *testing.T) {
 }
 
 func TestStatusWatchRefusesAnIntervalBelow100ms(t *testing.T) {
+	t.Parallel()
 	_, stderr, code := runCommand(t, false, "status --watch --interval 5ms job-x --database-url postgres://127.0.0.1:1/none")
 	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "--interval 5ms: must be at least 100ms") {
 		t.Fatalf("exit %d, want 2:\n%s", code, stderr)

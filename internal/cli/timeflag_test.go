@@ -12,6 +12,7 @@ import (
 )
 
 func TestDurationFlagsTakeDays(t *testing.T) {
+	t.Parallel()
 	var shadowOpts *shadowcmd.ShadowOptions
 	_, stderr, code := execCommand(t, false, "shadow job.json --timeout 1d", func(f *cmdutil.Factory, root *cobra.Command) {
 		replaceCommand(root, shadowcmd.NewCmdShadow(f, func(o *shadowcmd.ShadowOptions) error { shadowOpts = o; return nil }))
@@ -26,6 +27,7 @@ func TestDurationFlagsTakeDays(t *testing.T) {
 }
 
 func TestSinceRefusesADurationItCannotRead(t *testing.T) {
+	t.Parallel()
 	_, stderr, code := execCommand(t, false, "plan --consumer c --stream S --reason r -o j.json --since 2x", noConnections(t))
 	if code != cmdutil.ExitUsage || !strings.Contains(stderr, `--since "2x"`) || !strings.Contains(stderr, "days (2d)") {
 		t.Fatalf("plan --since 2x: exit %d:\n%s", code, stderr)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestValidateFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args string
 		want validatecmd.ValidateOptions
@@ -45,6 +46,7 @@ func TestValidateFlags(t *testing.T) {
 }
 
 func TestValidateValidManifest(t *testing.T) {
+	t.Parallel()
 	m := testManifest(t)
 	path := writeManifest(t, m)
 
@@ -68,6 +70,7 @@ func TestValidateValidManifest(t *testing.T) {
 }
 
 func TestValidateTamperedManifest(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, testManifest(t))
 	// Still sorted and valid: only the digest can tell.
 	editFile(t, path, `"evt-003"`, `"evt-003a"`)
@@ -95,6 +98,7 @@ func TestValidateTamperedManifest(t *testing.T) {
 }
 
 func TestValidateListsEveryProblem(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, testManifest(t))
 	// WriteFile refuses an invalid manifest, so break the file as a person or a broken tool would.
 	editFile(t, path, `"reason": "payments provider outage INC-4521 fixed; re-run failed charges"`, `"reason": "fix"`)
@@ -117,6 +121,7 @@ func TestValidateListsEveryProblem(t *testing.T) {
 }
 
 func TestValidateAgainstLedger(t *testing.T) {
+	t.Parallel()
 	url := pgtest.URL(t)
 	if _, stderr, code := runCommand(t, false, "migrate --database-url '"+url+"'"); code != cmdutil.ExitOK {
 		t.Fatalf("migrate: exit %d, %s", code, stderr)
@@ -170,6 +175,7 @@ func TestValidateAgainstLedger(t *testing.T) {
 }
 
 func TestValidateLedgerNeedsMigratedSchema(t *testing.T) {
+	t.Parallel()
 	path := writeManifest(t, testManifest(t))
 	_, stderr, code := runCommand(t, false, "validate --ledger --database-url '"+pgtest.URL(t)+"' "+path)
 	if code != cmdutil.ExitFailure || !strings.Contains(stderr, "replayctl migrate") {

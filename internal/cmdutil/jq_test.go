@@ -23,6 +23,7 @@ func runJQ(t *testing.T, ctx context.Context, expr, doc string) (string, error) 
 }
 
 func TestJQSelectsFromTheDocument(t *testing.T) {
+	t.Parallel()
 	got, err := runJQ(t, t.Context(), `.counts.completed, .name`, `{"counts":{"completed":12345678901234},"name":"x"}`)
 	if err != nil || got != "12345678901234\nx\n" {
 		t.Fatalf("%q %v", got, err)
@@ -30,6 +31,7 @@ func TestJQSelectsFromTheDocument(t *testing.T) {
 }
 
 func TestJQThatRecursesForEverIsStoppedByItsTimeBudget(t *testing.T) {
+	t.Parallel()
 	defer func(d time.Duration) { jqTimeBudget = d }(jqTimeBudget)
 	jqTimeBudget = 300 * time.Millisecond
 	_, err := runJQ(t, t.Context(), `def f: f; f`, `{}`)
@@ -39,6 +41,7 @@ func TestJQThatRecursesForEverIsStoppedByItsTimeBudget(t *testing.T) {
 }
 
 func TestJQThatGrowsWithoutBoundIsStoppedByItsMemoryBudget(t *testing.T) {
+	t.Parallel()
 	defer func(b uint64) { jqMemoryBudget = b }(jqMemoryBudget)
 	jqMemoryBudget = 64 << 20
 	_, err := runJQ(t, t.Context(), `[limit(1e8; repeat(1))] | length`, `{}`)
@@ -48,6 +51,7 @@ func TestJQThatGrowsWithoutBoundIsStoppedByItsMemoryBudget(t *testing.T) {
 }
 
 func TestJQStopsWhenTheCommandIsInterrupted(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancelCause(t.Context())
 	time.AfterFunc(100*time.Millisecond, func() { cancel(errors.New("interrupted by interrupt")) })
 	_, err := runJQ(t, ctx, `def f: f; f`, `{}`)

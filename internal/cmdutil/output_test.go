@@ -9,6 +9,7 @@ import (
 
 // A long warning on a terminal folds between words at its width; in a log it stays one line.
 func TestPrintWarningFoldsOnATerminalOnly(t *testing.T) {
+	t.Parallel()
 	msg := "publishing 20000 targets at 100/s takes 3m20s, longer than the 2m0s duplicate window of stream BILLING: a replay published twice after the window is a second message"
 	for _, tty := range []bool{true, false} {
 		ios, _, _, errOut := iostreams.Test()

@@ -9,6 +9,7 @@ import (
 var sinceNow = time.Date(2026, 12, 2, 9, 30, 0, 0, time.UTC)
 
 func TestParseDurationReadsDaysWeeksAndGoDurations(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]time.Duration{
 		"90m":   90 * time.Minute,
 		"1h30m": 90 * time.Minute,
@@ -31,6 +32,7 @@ func TestParseDurationReadsDaysWeeksAndGoDurations(t *testing.T) {
 }
 
 func TestSinceTakesDaysLikeTheOtherDurationFlags(t *testing.T) {
+	t.Parallel()
 	got, err := ParseTimeFlag("since", "2d", sinceNow)
 	if err != nil || !got.Equal(sinceNow.Add(-48*time.Hour)) {
 		t.Fatalf("--since 2d = %v, %v; want %v", got, err, sinceNow.Add(-48*time.Hour))

@@ -1,5 +1,6 @@
-// Package pgtest gives each test its own schema in a real PostgreSQL database, dropped when the
-// test ends, so tests run in parallel without seeing each other's rows.
+// Package pgtest gives each test its own schema in a real PostgreSQL database, so tests run in
+// parallel without seeing each other's rows. A schema is dropped when its test ends, or, for
+// Ledger's migrated schemas, emptied and handed to the binary's next test (reuse.go).
 package pgtest
 
 import (

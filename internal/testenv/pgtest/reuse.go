@@ -75,7 +75,7 @@ func dropIfUnclaimed(ctx context.Context, schema string) {
 	if err != nil {
 		return
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a failed drop leaves the schema to the next binary
+	defer tx.Rollback(ctx) // a no-op after Commit; a failed drop leaves the schema to the next binary
 	var mine bool
 	if err := tx.QueryRow(ctx, `select pg_try_advisory_xact_lock(hashtext($1))`, schema).Scan(&mine); err != nil || !mine {
 		return
@@ -171,7 +171,7 @@ func empty(ctx context.Context, schema, want string) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // committed below
+	defer tx.Rollback(ctx) // a no-op after Commit
 	// A session left behind by the test (a subprocess, an idle transaction) must not hold the
 	// next test up: the schema is dropped instead.
 	if _, err := tx.Exec(ctx, `set local lock_timeout = '2s'`); err != nil {
@@ -184,15 +184,11 @@ func empty(ctx context.Context, schema, want string) error {
 	if got != want {
 		return errShapeChanged
 	}
-	rows, err := tx.Query(ctx, `select format('%I.%I', n.nspname, c.relname) from pg_class c
-		join pg_namespace n on n.oid = c.relnamespace
+	var tables []string
+	if err := tx.QueryRow(ctx, `select coalesce(array_agg(format('%I.%I', n.nspname, c.relname)), '{}')
+		from pg_class c join pg_namespace n on n.oid = c.relnamespace
 		where n.nspname = $1 and c.relkind in ('r', 'p') and not c.relispartition
-		  and c.relname <> 'replayctl_migrations'`, schema)
-	if err != nil {
-		return err
-	}
-	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
+		  and c.relname <> 'replayctl_migrations'`, schema).Scan(&tables); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, "truncate "+strings.Join(tables, ", ")+" restart identity cascade"); err != nil {

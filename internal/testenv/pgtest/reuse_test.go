@@ -1,0 +1,76 @@
+package pgtest
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/replayctl/replayctl/ledger"
+)
+
+// schemaOf reads the search_path Ledger put in a URL.
+func schemaOf(t *testing.T, databaseURL string) string {
+	t.Helper()
+	u, err := url.Parse(databaseURL)
+	if err != nil || u.Query().Get("search_path") == "" {
+		// A key=value DSN: search_path=NAME among the keywords.
+		for _, kv := range strings.Fields(databaseURL) {
+			if v, ok := strings.CutPrefix(kv, "search_path="); ok {
+				return v
+			}
+		}
+		t.Fatalf("no search_path in %q", databaseURL)
+	}
+	return u.Query().Get("search_path")
+}
+
+// The next test gets the schema an earlier one finished with, without its rows and with its
+// sequences restarted; a schema whose structure a test changed is dropped, not handed on.
+func TestAReusedSchemaStartsEmptyAndAChangedOneIsDropped(t *testing.T) {
+	var first, second string
+	t.Run("writes", func(t *testing.T) {
+		store, u := LedgerWithURL(t)
+		first = schemaOf(t, u)
+		for range 3 {
+			if err := store.AuditAppend(t.Context(), ledger.AuditEntry{Actor: "alice", Action: "pgtest.probe"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Run("reuses and changes the structure", func(t *testing.T) {
+		store, u := LedgerWithURL(t)
+		second = schemaOf(t, u)
+		if second != first {
+			t.Fatalf("got schema %s, want %s handed on", second, first)
+		}
+		db := Pool(t, store)
+		var n int
+		if err := db.QueryRow(t.Context(), `select count(*) from audit`).Scan(&n); err != nil || n != 0 {
+			t.Fatalf("the reused schema holds %d audit entries (%v), want none", n, err)
+		}
+		if err := store.AuditAppend(t.Context(), ledger.AuditEntry{Actor: "alice", Action: "pgtest.probe"}); err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		if err := db.QueryRow(t.Context(), `select max(id) from audit`).Scan(&id); err != nil || id != 1 {
+			t.Fatalf("the first entry in the reused schema has id %d (%v), want 1: sequences restart", id, err)
+		}
+		var migrations int
+		if err := db.QueryRow(t.Context(), `select count(*) from replayctl_migrations`).Scan(&migrations); err != nil || migrations == 0 {
+			t.Fatalf("the reused schema records %d migrations (%v); emptying must keep them", migrations, err)
+		}
+		if _, err := db.Exec(t.Context(), `create index audit_probe_idx on audit (actor)`); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("does not get the changed one", func(t *testing.T) {
+		_, u := LedgerWithURL(t)
+		if got := schemaOf(t, u); got == second {
+			t.Fatalf("got schema %s again after its structure changed", got)
+		}
+		var exists bool
+		if err := shared(t).QueryRow(t.Context(), `select exists (select from pg_namespace where nspname = $1)`, second).Scan(&exists); err != nil || exists {
+			t.Fatalf("schema %s still exists (%v), want it dropped", second, err)
+		}
+	})
+}
