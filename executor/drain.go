@@ -52,7 +52,7 @@ type DrainResult struct {
 // out). Only a finished job is drained: a running one still reads its messages. A backfill's
 // source stream is never touched. Without a drain the next plan still keeps the done events out;
 // a drain only tidies the DLQ. It is recorded in the audit log and may be repeated.
-func Drain(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts DrainOptions) (*DrainResult, error) {
+func Drain(ctx context.Context, js jetstream.JetStream, store Ledger, opts DrainOptions) (*DrainResult, error) {
 	rec, err := store.JobsGet(ctx, opts.JobID)
 	if err != nil {
 		return nil, err

@@ -26,14 +26,14 @@ import (
 // refused, with nothing published; a *StopError (ErrGuardStopped) with the result when a guard or
 // a cancel stopped the run; ctx's error when ctx ended (the job stays executing: run it again to
 // continue). A dry run returns after the gates.
-func Execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts Options) (*Result, error) {
+func Execute(ctx context.Context, js jetstream.JetStream, store Ledger, opts Options) (*Result, error) {
 	ctx, span := startJob(ctx, opts.TracerProvider, opts.Manifest)
 	r, err := execute(ctx, js, store, opts)
 	endJob(span, r, err)
 	return r, err
 }
 
-func execute(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts Options) (*Result, error) {
+func execute(ctx context.Context, js jetstream.JetStream, store Ledger, opts Options) (*Result, error) {
 	if err := opts.Normalise(); err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ const driftExamples = 10
 
 // session is one execute run's shared state.
 type session struct {
-	store *ledger.Store
+	store Ledger
 	js    jetstream.JetStream
 	opts  *Options
 	m     *manifest.Manifest

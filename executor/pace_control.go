@@ -39,7 +39,7 @@ type PaceResult struct {
 // Pace stores a new pace for the job and audits it (job.pace, with the values before and after).
 // A completed, cancelled or failed job is refused with job.ErrNotControllable; bad values with a
 // *job.ControlError.
-func Pace(ctx context.Context, store *ledger.Store, r PaceRequest) (*PaceResult, error) {
+func Pace(ctx context.Context, store Ledger, r PaceRequest) (*PaceResult, error) {
 	if r.Now == nil {
 		r.Now = time.Now
 	}

@@ -61,7 +61,7 @@ type StatusReport struct {
 }
 
 // Status reads jobID's report.
-func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusReport, error) {
+func Status(ctx context.Context, store Ledger, jobID string) (*StatusReport, error) {
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func Status(ctx context.Context, store *ledger.Store, jobID string) (*StatusRepo
 // fillBudget sets r's call budget: the one the last run enforced, as it stored it with its run
 // state; before any run, the one a run would enforce at the default --max-calls-over, from the
 // latest verdict when it passed for the job's digest.
-func fillBudget(ctx context.Context, store *ledger.Store, job ledger.Job, r *StatusReport) error {
+func fillBudget(ctx context.Context, store Ledger, job ledger.Job, r *StatusReport) error {
 	if r.Executor != nil && r.Executor.Budget.Source != "" {
 		b := r.Executor.Budget
 		r.Budget, r.Counts.CallBudget = &b, b.Budget

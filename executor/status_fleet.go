@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/replayctl/replayctl/ledger"
 )
 
 // statusNATSTimeout bounds status's whole JetStream part, the connection included: NATS down
@@ -44,7 +42,7 @@ type DurableState struct {
 
 // StatusOf reads jobID's report with the consumer instances' shares and, when o.JetStream is
 // set, the durable's counts.
-func StatusOf(ctx context.Context, store *ledger.Store, o StatusOptions) (*StatusReport, error) {
+func StatusOf(ctx context.Context, store Ledger, o StatusOptions) (*StatusReport, error) {
 	r, err := Status(ctx, store, o.JobID)
 	if err != nil || o.JetStream == nil {
 		return r, err
@@ -64,7 +62,7 @@ func StatusOf(ctx context.Context, store *ledger.Store, o StatusOptions) (*Statu
 // readDurableState fills r.Durable, or r.DurableNote with why it could not. The durable is the
 // one the last run throttled on, else the SDK's default (the consumer's name) on the stream
 // that captures the targets' subject.
-func readDurableState(ctx context.Context, store *ledger.Store, js jetstream.JetStream, r *StatusReport) {
+func readDurableState(ctx context.Context, store Ledger, js jetstream.JetStream, r *StatusReport) {
 	stream, durable := "", r.Consumer
 	if r.Executor != nil && r.Executor.Durable != nil {
 		stream, durable = r.Executor.Durable.Stream, r.Executor.Durable.Name

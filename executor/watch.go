@@ -10,7 +10,6 @@ import (
 
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/jobtype"
-	"github.com/replayctl/replayctl/ledger"
 )
 
 const (
@@ -36,7 +35,7 @@ type WatchOptions struct {
 // or ctx ends, which is how an operator stops watching: nil, not an error. A report the ledger
 // cannot give ends the watch with its error. The rate is the executor's while one is attached,
 // else the watch's own over its last reports; no ETA is given while the job is paused.
-func Watch(ctx context.Context, store *ledger.Store, o WatchOptions) error {
+func Watch(ctx context.Context, store Ledger, o WatchOptions) error {
 	if o.Interval <= 0 {
 		o.Interval = DefaultWatchInterval
 	}

@@ -58,7 +58,7 @@ type decision struct {
 	now time.Time
 }
 
-func loadDecision(ctx context.Context, store *ledger.Store, d Decide) (*decision, error) {
+func loadDecision(ctx context.Context, store Decider, d Decide) (*decision, error) {
 	if strings.TrimSpace(d.Note) == "" && d.Statement == nil {
 		return nil, &ControlError{Action: string(d.Decision), Problems: []string{"--note is required: say what you checked, or what must change"}}
 	}
@@ -108,7 +108,7 @@ func (dc *decision) unsigned(d Decide, actor string) approval.Record {
 // DecisionStatement returns the statement an approver signs elsewhere for d (approve
 // --print-statement); nothing is recorded. With allowed signers in the policy the statement's
 // actor must be the principal the key is listed under.
-func DecisionStatement(ctx context.Context, store *ledger.Store, d Decide) ([]byte, error) {
+func DecisionStatement(ctx context.Context, store Decider, d Decide) ([]byte, error) {
 	dc, err := loadDecision(ctx, store, d)
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ func DecisionStatement(ctx context.Context, store *ledger.Store, d Decide) ([]by
 // the other kind replaces theirs). A signed decision is verified before it is stored and is
 // recorded under the principal its key is listed as; when the policy names allowed signers, an
 // approval must be signed by one of them.
-func Record(ctx context.Context, store *ledger.Store, d Decide) (*DecideResult, error) {
+func Record(ctx context.Context, store Decider, d Decide) (*DecideResult, error) {
 	dc, err := loadDecision(ctx, store, d)
 	if err != nil {
 		return nil, err
@@ -254,7 +254,7 @@ func notThePlannersKey(r approval.Record, j approval.Job, signers sshsig.Allowed
 }
 
 // Approvals is where jobID stands against its consumer's policy now, for status.
-func Approvals(ctx context.Context, store *ledger.Store, rec ledger.Job, now time.Time) (*approval.State, error) {
+func Approvals(ctx context.Context, store ApprovalReader, rec ledger.Job, now time.Time) (*approval.State, error) {
 	policy, err := store.ApprovalPoliciesGet(ctx, rec.Consumer)
 	if err != nil {
 		return nil, err

@@ -61,26 +61,26 @@ func (e *ControlError) Is(target error) bool { return target == ErrBadControl }
 func (e *ControlError) Kind() fault.Kind { return fault.Invalid }
 
 // Pause stops the job's publishing; messages already published are still processed.
-func Pause(ctx context.Context, store *ledger.Store, c Control) (*ControlResult, error) {
+func Pause(ctx context.Context, store Controller, c Control) (*ControlResult, error) {
 	return control(ctx, store, c, EventPause)
 }
 
 // Resume lets a paused job publish again.
-func Resume(ctx context.Context, store *ledger.Store, c Control) (*ControlResult, error) {
+func Resume(ctx context.Context, store Controller, c Control) (*ControlResult, error) {
 	return control(ctx, store, c, EventResume)
 }
 
 // Cancel ends the job for good, whatever it reached (planned, shadowed, executing, paused):
 // publishing stops, its effect version stops being accepted by the consumer SDK (within its 5 s
 // cache), and the targets keep the outcome they reached. Nothing already replayed is reverted.
-func Cancel(ctx context.Context, store *ledger.Store, c Control) (*ControlResult, error) {
+func Cancel(ctx context.Context, store Controller, c Control) (*ControlResult, error) {
 	return control(ctx, store, c, EventCancel)
 }
 
 // controlDone is each control's past tense, for the default reason ("cancelled by alice").
 var controlDone = map[Event]string{EventPause: "paused", EventResume: "resumed", EventCancel: "cancelled"}
 
-func control(ctx context.Context, store *ledger.Store, c Control, event Event) (*ControlResult, error) {
+func control(ctx context.Context, store Controller, c Control, event Event) (*ControlResult, error) {
 	action := string(event)
 	if c.Now == nil {
 		c.Now = time.Now

@@ -42,7 +42,7 @@ type SetPolicyResult struct {
 // PolicySet stores s.Policy with its audit entry. Lowering a policy whose allowed signers exist
 // needs a signature over the new policy by a key listed there with namespaces including
 // replayctl-policy (a policy admin); the signature and key go into the audit entry.
-func PolicySet(ctx context.Context, store *ledger.Store, s SetPolicy) (*SetPolicyResult, error) {
+func PolicySet(ctx context.Context, store PolicySetter, s SetPolicy) (*SetPolicyResult, error) {
 	p := s.Policy
 	if _, err := p.Signers(); err != nil {
 		return nil, fmt.Errorf("%w: --allowed-signers: %v", ErrBadPolicy, err)

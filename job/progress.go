@@ -46,7 +46,7 @@ func TargetsSettled(status jobtype.Status) bool {
 // ReadProgress reads where rec's targets stand: job_targets for what execute decided itself
 // (skipped, failed at the source, published) and the ledger rows the replay wrote for outcomes,
 // which execute never takes from acks.
-func ReadProgress(ctx context.Context, store *ledger.Store, rec ledger.Job) (Progress, ledger.JobEffectCounts, error) {
+func ReadProgress(ctx context.Context, store CountReader, rec ledger.Job) (Progress, ledger.JobEffectCounts, error) {
 	ts, e, err := ReadCounts(ctx, store, rec)
 	if err != nil {
 		return Progress{}, ledger.JobEffectCounts{}, err
@@ -56,7 +56,7 @@ func ReadProgress(ctx context.Context, store *ledger.Store, rec ledger.Job) (Pro
 
 // ReadCounts reads rec's target statuses and the replay's ledger rows, the two inputs of
 // ProgressOf.
-func ReadCounts(ctx context.Context, store *ledger.Store, rec ledger.Job) (map[string]int64, ledger.JobEffectCounts, error) {
+func ReadCounts(ctx context.Context, store CountReader, rec ledger.Job) (map[string]int64, ledger.JobEffectCounts, error) {
 	ts, err := store.JobTargetsCount(ctx, rec.ID)
 	if err != nil {
 		return nil, ledger.JobEffectCounts{}, err

@@ -70,7 +70,7 @@ func (e *RecordedError) Kind() fault.Kind {
 // CheckRecorded returns m's job as the ledger recorded it, or a *RecordedError when the ledger has
 // no such job or recorded it with another digest: only the manifest plan sealed for the job may
 // drive it. Other failures (an unreachable ledger) are returned as they are.
-func CheckRecorded(ctx context.Context, store *ledger.Store, m *manifest.Manifest) (ledger.Job, error) {
+func CheckRecorded(ctx context.Context, store JobReader, m *manifest.Manifest) (ledger.Job, error) {
 	rec, err := store.JobsGet(ctx, m.ID)
 	if errors.Is(err, ledger.ErrJobNotFound) {
 		return ledger.Job{}, &RecordedError{JobID: m.ID, Digest: m.Digest}

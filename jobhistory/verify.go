@@ -55,7 +55,7 @@ func VerifyAudit(ctx context.Context, store *ledger.Store, jobID string) (*Audit
 // Breaks checks jobID's audit entries (every entry when empty) and every signature the ledger
 // holds for them: the hash chain, the approvals against their entries, and each signature over
 // its statement. It returns how many entries it checked and what does not hold, oldest first.
-func Breaks(ctx context.Context, store *ledger.Store, jobID string) (int64, []ledger.AuditBreak, error) {
+func Breaks(ctx context.Context, store Verifier, jobID string) (int64, []ledger.AuditBreak, error) {
 	n, breaks, err := store.AuditVerify(ctx, jobID)
 	if err != nil {
 		return 0, nil, err
@@ -83,7 +83,7 @@ func namespaceOf(action string) string {
 // each signed audit entry's over the statement it recorded, made by the key it names; for a
 // job, also its plan's signature over its job ID and digest, and each signed approval's over
 // the statement of the row as it is now (a field edited by hand breaks it).
-func verifySignatures(ctx context.Context, store *ledger.Store, jobID string) ([]ledger.AuditBreak, error) {
+func verifySignatures(ctx context.Context, store Verifier, jobID string) ([]ledger.AuditBreak, error) {
 	entries, err := store.AuditSigned(ctx, jobID)
 	if err != nil {
 		return nil, err

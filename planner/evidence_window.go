@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/apikey"
-	"github.com/replayctl/replayctl/ledger"
 )
 
 // EvidenceWindowSource says where plan's evidence window came from.
@@ -25,7 +24,7 @@ const (
 // resolveEvidenceWindow returns the evidence window plan judges old events by: the flag when
 // given (with a warning when it differs from the registered policy), else the consumer's
 // registered policy, else DefaultEvidenceWindow.
-func resolveEvidenceWindow(ctx context.Context, store *ledger.Store, consumer string, flag time.Duration) (time.Duration, EvidenceWindowSource, string, error) {
+func resolveEvidenceWindow(ctx context.Context, store Ledger, consumer string, flag time.Duration) (time.Duration, EvidenceWindowSource, string, error) {
 	policies, err := store.RetentionPoliciesList(ctx, apikey.PolicyConsumer, consumer)
 	if err != nil {
 		return 0, "", "", err

@@ -20,7 +20,7 @@ type planHashers struct {
 	unreadable []string
 }
 
-func loadHashers(ctx context.Context, store *ledger.Store, consumer string) (planHashers, error) {
+func loadHashers(ctx context.Context, store Ledger, consumer string) (planHashers, error) {
 	registered, err := store.FingerprintAlgorithms(ctx, consumer)
 	if err != nil {
 		return planHashers{}, err

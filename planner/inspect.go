@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/dlq"
-	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -120,7 +119,7 @@ func (h *scanHistograms) add(eventID, reason, subject, attempts string, storedAt
 
 // Inspect scans the DLQ as a plan of opts would, records nothing, and reports what it holds and
 // what the ledger says of it. It takes what a dry-run plan takes: one scan, one join.
-func Inspect(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts Options) (*InspectReport, error) {
+func Inspect(ctx context.Context, js jetstream.JetStream, store Ledger, opts Options) (*InspectReport, error) {
 	opts.DryRun = true
 	h := newScanHistograms(opts.Now)
 	if h.now.IsZero() {

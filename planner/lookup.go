@@ -26,7 +26,7 @@ const (
 // SDK's own compare-and-set (ledger.ExpiredVerdict, audited) and kept out; not happened becomes a target;
 // unknown, no answer, no responder or a row changed since it was read stays evidenceExpired, for
 // manual review. nil when there was nothing to ask.
-func lookUpExpired(ctx context.Context, nc *nats.Conn, store *ledger.Store, session *ledger.PlanSession, opts *Options,
+func lookUpExpired(ctx context.Context, nc *nats.Conn, store Ledger, session *ledger.PlanSession, opts *Options,
 	knownVersion int, currentAlg string) (*manifest.EvidenceLookup, error) {
 	if opts.NoLookup {
 		return nil, nil

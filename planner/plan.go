@@ -43,7 +43,7 @@ type Result struct {
 // Plan scans the DLQ, classifies every event against the ledger, writes the sealed manifest to
 // opts.OutputPath and records the job (status planned) with its targets and an audit entry. Either
 // all of that happens or, apart from a manifest file removed again on failure, none of it.
-func Plan(ctx context.Context, js jetstream.JetStream, store *ledger.Store, opts Options) (*Result, error) {
+func Plan(ctx context.Context, js jetstream.JetStream, store Ledger, opts Options) (*Result, error) {
 	if err := opts.Normalise(); err != nil {
 		return nil, err
 	}

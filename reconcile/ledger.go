@@ -15,4 +15,14 @@ type Ledger interface {
 	AuditInsert(ctx context.Context, e ledger.AuditEntry) error
 }
 
-var _ Ledger = (*ledger.Store)(nil)
+// ResolveLedger is what Resolve reads and writes: one event's rows and the verdict a person gives.
+type ResolveLedger interface {
+	CheckSchema(ctx context.Context) error
+	EffectsOfEventForReview(ctx context.Context, consumer, eventID string) ([]ledger.UncertainRow, error)
+	EffectsReconcileApply(ctx context.Context, b ledger.ReconcileBatch) ([]ledger.ReconcileApplied, error)
+}
+
+var (
+	_ Ledger        = (*ledger.Store)(nil)
+	_ ResolveLedger = (*ledger.Store)(nil)
+)

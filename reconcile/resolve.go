@@ -115,7 +115,7 @@ func (o *ResolveOptions) Normalise() error {
 // the row; not_happened releases it to received with no call started and fails its job target,
 // so the next plan targets the event: nothing is replayed until a job is planned, shadowed and
 // executed. A row that changed since it was read is left alone (ErrChangedSinceRead).
-func Resolve(ctx context.Context, store *ledger.Store, o ResolveOptions) (*Resolution, error) {
+func Resolve(ctx context.Context, store ResolveLedger, o ResolveOptions) (*Resolution, error) {
 	if err := o.Normalise(); err != nil {
 		return nil, err
 	}

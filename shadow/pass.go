@@ -33,7 +33,7 @@ type workItem struct {
 
 // runner shadows one job: its sample, then the full pass over every target.
 type runner struct {
-	store *ledger.Store
+	store Ledger
 	js    jetstream.JetStream
 	m     *manifest.Manifest
 	opts  *Options

@@ -26,14 +26,14 @@ import (
 // transaction. A failing verdict is not an error: Report.Verdict says so. When ctx ends, Run
 // returns its error; the outcomes stored so far stay, no verdict is recorded, and the job returns
 // to the status it had before the run (planned, or shadowed with its earlier verdict).
-func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledger.Store, opts Options) (*Report, error) {
+func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store Ledger, opts Options) (*Report, error) {
 	ctx, span := startShadow(ctx, opts.Manifest)
 	r, err := run(ctx, nc, js, store, opts)
 	endShadow(span, r, err)
 	return r, err
 }
 
-func run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store *ledger.Store, opts Options) (*Report, error) {
+func run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, store Ledger, opts Options) (*Report, error) {
 	if err := opts.Normalise(); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func passFail(pass bool) string {
 
 // start marks the job shadowing, if it has not run yet, and forgets the previous run's outcomes,
 // with its audit entry, in one transaction.
-func start(ctx context.Context, store *ledger.Store, opts *Options, r *Report) error {
+func start(ctx context.Context, store Ledger, opts *Options, r *Report) error {
 	err := store.ShadowStart(ctx, ledger.ShadowStart{
 		Transition: job.Transition(job.EventShadow, r.JobID, "shadow started", opts.Actor),
 		Audit: ledger.AuditEntry{
@@ -146,7 +146,7 @@ func start(ctx context.Context, store *ledger.Store, opts *Options, r *Report) e
 }
 
 // record stores the verdict, the job's new status and the audit entry in one transaction.
-func record(ctx context.Context, store *ledger.Store, opts *Options, r *Report) error {
+func record(ctx context.Context, store Ledger, opts *Options, r *Report) error {
 	thresholds, err := json.Marshal(r.Verdict.Thresholds)
 	if err != nil {
 		return err

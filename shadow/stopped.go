@@ -18,7 +18,7 @@ const returnTimeout = 10 * time.Second
 // stoppedAndReturned is stopped, after moving the job back from shadowing to prev, audited: a
 // job left "shadowing" with nothing running reads as a run in progress forever. A run that lost
 // its lock leaves the job alone, since another run may be shadowing it now.
-func stoppedAndReturned(ctx context.Context, store *ledger.Store, opts *Options, r *Report, prev jobtype.Status, err error) error {
+func stoppedAndReturned(ctx context.Context, store Ledger, opts *Options, r *Report, prev jobtype.Status, err error) error {
 	err = stopped(ctx, r.JobID, err)
 	if errors.Is(context.Cause(ctx), ledger.ErrLockLost) {
 		return err

@@ -27,7 +27,7 @@ type ControlOptions struct {
 
 type controlVerb struct {
 	short, long, example string
-	run                  func(context.Context, *ledger.Store, job.Control) (*job.ControlResult, error)
+	run                  func(context.Context, job.Controller, job.Control) (*job.ControlResult, error)
 }
 
 var controlVerbs = map[string]controlVerb{

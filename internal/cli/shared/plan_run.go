@@ -69,7 +69,7 @@ func BindScope(fl *pflag.FlagSet, opts *PlanOptions) {
 // RunPlanner checks req, opens the ledger and NATS, and runs a scan of the planner (plan, or
 // inspect) with its progress shown; the progress ends before the result is printed.
 func RunPlanner[T any](ctx context.Context, opts *PlanOptions, req planner.Options,
-	run func(context.Context, jetstream.JetStream, *ledger.Store, planner.Options) (T, error)) (T, error) {
+	run func(context.Context, jetstream.JetStream, planner.Ledger, planner.Options) (T, error)) (T, error) {
 	var none T
 	if err := req.Normalise(); err != nil {
 		return none, err
