@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -32,9 +34,7 @@ func TestLateCopiesRacingTheCompactionOfTheirTombstonesAreNeverChargedAgain(t *t
 	charged := e.p.calls.Load()
 	// Every row past its evidence, then a prune that makes the tombstones, then dated past the
 	// compaction age: the next prune moves them.
-	if _, err := e.db.Exec(e.ctx, `update effects set replay_until = now() - interval '9 days', evidence_until = now() - interval '8 days'`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.EndWindows(t, e.db, 9*24*time.Hour, 8*24*time.Hour)
 	if r, err := e.store.Prune(e.ctx, ledger.PruneOptions{Consumer: consumerName, Actor: "test"}); err != nil || r.Total.Tombstoned != n {
 		t.Fatalf("prune: %+v, %v; want %d tombstones", r, err, n)
 	}

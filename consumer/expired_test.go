@@ -9,6 +9,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -154,9 +155,7 @@ func TestAnOldMessageWithoutARowAsksTheLookup(t *testing.T) {
 // which moves it out of effects into its compact form.
 func (e *env) compactTombstone(eventID string) {
 	e.t.Helper()
-	if _, err := e.db.Exec(e.ctx, `update effects set evidence_until = now() - interval '8 days' where event_id = $1`, eventID); err != nil {
-		e.t.Fatal(err)
-	}
+	ledgertest.EndWindows(e.t, e.db, 0, 8*24*time.Hour, eventID)
 	r, err := e.store.Prune(e.ctx, ledger.PruneOptions{Consumer: consumerName, Actor: "test", CompactAfter: ledger.SuggestedCompactAfter})
 	if err != nil || r.Total.Compacted == 0 {
 		e.t.Fatalf("prune: %+v, %v; want the event's tombstone compacted", r, err)
@@ -173,10 +172,7 @@ func (e *env) compactTombstone(eventID string) {
 // into tombstones.
 func (e *env) expireEvidence(eventID string) {
 	e.t.Helper()
-	if _, err := e.db.Exec(e.ctx, `update effects set replay_until = now() - interval '2 days',
-       evidence_until = now() - interval '1 day' where event_id = $1`, eventID); err != nil {
-		e.t.Fatal(err)
-	}
+	ledgertest.EndWindows(e.t, e.db, 2*24*time.Hour, 24*time.Hour, eventID)
 	r, err := e.store.Prune(e.ctx, ledger.PruneOptions{Consumer: consumerName, Actor: "test"})
 	if err != nil || r.Total.Tombstoned == 0 {
 		e.t.Fatalf("prune: %+v, %v; want the event's rows tombstoned", r, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
 func TestHeartbeatKeepsAShortLeaseAliveAndOthersOut(t *testing.T) {
@@ -76,9 +77,7 @@ func leaseLeftBy(e *env, payload string, calls int) {
 			e.t.Fatal(err)
 		}
 	}
-	if _, err := e.db.Exec(e.ctx, `update effects set lease_expires_at = now() - interval '1 second'`); err != nil {
-		e.t.Fatal(err)
-	}
+	ledgertest.LapseLeases(e.t, e.db)
 }
 
 func TestALapsedLeaseAfterACallStartedBecomesUncertain(t *testing.T) {
@@ -184,9 +183,7 @@ func TestATakeOverInTheSameInstanceLeavesTheFirstHandlingWithoutItsLease(t *test
 	outcomes := make(chan consumer.Outcome, 2)
 	go func() { outcomes <- c.Process(e.ctx, first) }()
 	<-held
-	if _, err := e.db.Exec(e.ctx, `update effects set lease_expires_at = now() - interval '1 second' where event_id = 'e1'`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.LapseLeases(t, e.db, "e1")
 	// The redelivery takes the lapsed lease over and is in the provider's call.
 	e.publish("e1", payload, nil)
 	second := e.next(cons)

@@ -21,6 +21,7 @@ import (
 	"github.com/replayctl/replayctl/health"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
 // scrape reads url as Prometheus does and returns each metric of consumer billing by name.
@@ -109,12 +110,11 @@ func TestMetricsMatchAHandCountedRunScrapedOverHTTP(t *testing.T) {
 	e.publish("evt-1", orderJSON("acct-1", 999), nil)
 	// A handler that died before its call: the next delivery finds the lease lapsed and takes over.
 	payload := orderJSON("acct-2", 200)
-	e.exec(`insert into effects (consumer, event_id, effect_version, state, request_hash, lease_owner, lease_expires_at, attempts)
-values ('billing', 'evt-2', 1, 'processing', $1, 'instance-dead', now() - interval '1 minute', 1)`, fingerprint.Payload([]byte(payload)))
+	ledgertest.InsertEffects(t, e.db, ledgertest.Effect{EventID: "evt-2", State: "processing", RequestHash: fingerprint.Payload([]byte(payload)),
+		LeaseOwner: "instance-dead", LeaseLapsedAgo: time.Minute, Attempts: 1})
 	e.publish("evt-2", payload, nil)
 	// A charge whose outcome nobody knows, uncertain for 20 minutes.
-	e.exec(`insert into effects (consumer, event_id, effect_version, state, request_hash, calls_started, updated_at)
-values ('billing', 'evt-3', 1, 'uncertain', 'sha256:x', 1, now() - interval '20 minutes')`)
+	ledgertest.InsertEffects(t, e.db, ledgertest.Effect{EventID: "evt-3", State: "uncertain", CallsStarted: 1, UpdatedAgo: 20 * time.Minute})
 
 	m = waitScraped("a conflict, a lapse and an uncertain row", func(m map[string]float64) bool {
 		return m[consumer.MetricDeliveries] == 23 && m[consumer.MetricLeaseExpiries] == 1 && m[consumer.MetricUncertainRows] == 1
@@ -191,11 +191,4 @@ func (e *env) runUntilCleanup(c *consumer.Consumer) {
 			e.t.Errorf("Run: %v", err)
 		}
 	})
-}
-
-func (e *env) exec(sql string, args ...any) {
-	e.t.Helper()
-	if _, err := e.db.Exec(e.ctx, sql, args...); err != nil {
-		e.t.Fatalf("%s: %v", sql, err)
-	}
 }

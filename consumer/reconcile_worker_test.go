@@ -8,6 +8,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -40,10 +41,11 @@ func TestTheReconcileWorkerSettlesUncertainRowsWithNoOperator(t *testing.T) {
 		defer mu.Unlock()
 		return asked[event]
 	}
-	e.exec(`insert into effects (consumer, event_id, effect_version, state, request_hash, calls_started, last_error, updated_at)
-select 'billing', id, 1, 'uncertain', 'sha256:' || id, 1, 'charge timed out', now() - age
-  from (values ('evt-charged', interval '20 minutes'), ('evt-gone', interval '20 minutes'),
-               ('evt-maybe', interval '20 minutes'), ('evt-young', interval '1 minute')) v(id, age)`)
+	uncertain := func(id string, age time.Duration) ledgertest.Effect {
+		return ledgertest.Effect{EventID: id, State: "uncertain", CallsStarted: 1, LastError: "charge timed out", UpdatedAgo: age}
+	}
+	ledgertest.InsertEffects(t, e.db, uncertain("evt-charged", 20*time.Minute), uncertain("evt-gone", 20*time.Minute),
+		uncertain("evt-maybe", 20*time.Minute), uncertain("evt-young", time.Minute))
 
 	e.runUntilCleanup(c)
 	pgtest.WaitFor(t, 10*time.Second, func() (bool, error) {
@@ -90,7 +92,7 @@ select 'billing', id, 1, 'uncertain', 'sha256:' || id, 1, 'charge timed out', no
 	}
 
 	// Asked 21 minutes ago when it had been uncertain for 20: due again, and asked again.
-	e.exec(`update effects set reviewed_at = now() - interval '21 minutes' where event_id = 'evt-maybe'`)
+	ledgertest.AskedAgo(t, e.db, 21*time.Minute, "evt-maybe")
 	pgtest.WaitFor(t, 10*time.Second, func() (bool, error) { return timesAsked("evt-maybe") == 2, nil })
 	if timesAsked("evt-gone") != 1 {
 		t.Errorf("evt-gone asked %d times, want once: its wait has not passed", timesAsked("evt-gone"))

@@ -10,6 +10,7 @@ import (
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -34,9 +35,7 @@ func TestAnExpiredEventTheLookupSaysDidNotHappenIsReplayedOnce(t *testing.T) {
 	if _, err := e.Store.EffectsImport(e.Ctx, rows); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.DB.Exec(e.Ctx, `update effects set state = 'expired', final_state = state where event_id like 'evt-0%'`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.MakeTombstones(t, e.DB)
 	e.RunConsumer(e.NewConsumer(nil, func(cfg *consumer.Config) {
 		cfg.Lookup = func(_ context.Context, req consumer.LookupRequest) (consumer.LookupResult, error) {
 			return consumer.LookupResult{Verdict: verdicts[req.EventID]}, nil

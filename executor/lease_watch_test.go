@@ -67,8 +67,8 @@ func TestAStuckLeaseIsNoticedOnceWhenItBeginsAndOnceWhenItEnds(t *testing.T) {
 	}
 	time.Sleep(time.Second) // more checks of the same lease, which must not report it again
 	// The instance was only slow: it renews its lease.
-	if _, err := e.DB.Exec(e.Ctx, `update effects set lease_expires_at = now() + interval '1 hour', heartbeat_at = now() where event_id = $1`, key.EventID); err != nil {
-		t.Fatal(err)
+	if ok, err := ledger.EffectsHeartbeat(e.Ctx, e.DB, key, "host-dead", time.Hour); err != nil || !ok {
+		t.Fatalf("heartbeat: %t %v", ok, err)
 	}
 	err := <-done
 	if stop, ok := errors.AsType[*executor.StopError](err); !ok || stop.Stop.Kind != executor.StopStalled {

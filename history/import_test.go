@@ -17,6 +17,7 @@ import (
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/planner"
 )
 
@@ -160,10 +161,7 @@ func TestABadLineWritesNothingAndARerunWritesNothingTwice(t *testing.T) {
 	b.WriteString("evt-7,2026-01-08,uncertain,1\n")
 	good := writeFile(t, "good.csv", b.String())
 	// A live row of evt-3 under version 1, in processing: the import must leave it as it is.
-	if _, err := pgtest.Pool(t, store).Exec(ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash)
-		values ('billing', 'evt-3', 1, 'processing', 'sha256:live')`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.InsertEffects(t, pgtest.Pool(t, store), ledgertest.Effect{EventID: "evt-3", State: "processing", RequestHash: "sha256:live"})
 
 	dry, err := history.Import(ctx, store, history.Options{Consumer: "billing", Path: good, Actor: "alice", DryRun: true, BatchSize: 3})
 	if err != nil || dry.Records != 8 || dry.Imported != 7 || dry.AlreadyInLedger != 1 || countRows(t, store) != 1 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
 	"github.com/replayctl/replayctl/protocol"
@@ -25,9 +26,7 @@ func TestPlanAsksTheLookupAboutExpiredEvidence(t *testing.T) {
 		f.dlq("dlq.billing", id, "timeout", `{"order":"`+id+`"}`)
 		f.effect(id, "completed", `{"order":"`+id+`"}`, 1, nil)
 	}
-	if _, err := f.db.Exec(f.ctx, `update effects set state = 'expired', final_state = state`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.MakeTombstones(t, f.db)
 	var mu sync.Mutex
 	asked := map[string]int{}
 	handled := 0

@@ -8,6 +8,7 @@ import (
 
 	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
 )
@@ -35,9 +36,7 @@ func planKeepsExpiredEvidenceOut(t *testing.T, compact bool) {
 	f.dlq("dlq.billing", "new", "timeout", `{"n":3}`)
 	f.effect("tombstone", "completed", `{"n":1}`, 1, nil)
 	f.effect("tombstone-and-done", "completed", `{"n":2}`, 1, nil)
-	if _, err := f.db.Exec(f.ctx, `update effects set state = 'expired', final_state = state where event_id like 'tombstone%'`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.MakeTombstones(t, f.db, "tombstone", "tombstone-and-done")
 	// A later completion under another version settles the event whatever the tombstone says.
 	if _, err := f.db.Exec(f.ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
 select consumer, event_id, 2, 'completed', request_hash, request_hash_alg from effects where event_id = 'tombstone-and-done'`); err != nil {

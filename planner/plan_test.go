@@ -20,6 +20,7 @@ import (
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/jobtype"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
 )
@@ -485,13 +486,7 @@ func TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	markWriteForbidden := func(eventID string) {
-		t.Helper()
-		if _, err := f.db.Exec(f.ctx, `update effects set write_forbidden = true where event_id = $1`, eventID); err != nil {
-			t.Fatal(err)
-		}
-	}
-	markWriteForbidden("e1")
+	ledgertest.ForbidWrites(t, f.db, "e1")
 
 	res, err := planner.Plan(f.ctx, f.js, f.store, f.options(nil))
 	if err != nil {
@@ -513,7 +508,7 @@ func TestPlanTreatsAWriteForbiddenCompletionAsNotExecuted(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	markWriteForbidden("e2")
+	ledgertest.ForbidWrites(t, f.db, "e2")
 	drift, err := f.store.JobTargetsDrift(f.ctx, m.ID, "billing", m.EffectVersion.To, fingerprint.Algorithm, 5)
 	if err != nil {
 		t.Fatal(err)

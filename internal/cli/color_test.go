@@ -3,10 +3,13 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/replayctl/replayctl/internal/cli/shared"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/iostreams"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/shadow"
 )
 
@@ -41,8 +44,7 @@ func TestColorShadowVerdictOnlyOnATerminalWithoutNoColor(t *testing.T) {
 
 func TestColorLedgerStatsWarnings(t *testing.T) {
 	w := newLedgerWorld(t)
-	w.exec(t, `insert into effects (consumer, event_id, effect_version, state, request_hash, updated_at)
-values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 minutes')`)
+	ledgertest.InsertEffects(t, pgtest.Pool(t, w.store), ledgertest.Effect{EventID: "evt-u", State: "uncertain", UpdatedAgo: 20 * time.Minute})
 	for _, tc := range []struct {
 		name, noColor string
 		tty           bool

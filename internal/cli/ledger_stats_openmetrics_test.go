@@ -3,11 +3,14 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/replayctl/replayctl/internal/cmdutil"
+	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
 // The textfile collector reads the figures with the Prometheus text parser: what it parses must
@@ -15,8 +18,7 @@ import (
 func TestLedgerStatsOpenMetricsIsWhatATextfileCollectorReads(t *testing.T) {
 	t.Parallel()
 	w := newLedgerWorld(t)
-	w.exec(t, `insert into effects (consumer, event_id, effect_version, state, request_hash, updated_at)
-values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 minutes')`)
+	ledgertest.InsertEffects(t, pgtest.Pool(t, w.store), ledgertest.Effect{EventID: "evt-u", State: "uncertain", UpdatedAgo: 20 * time.Minute})
 	w.exec(t, `insert into delivery_counts (consumer, day, deliveries, duplicate_deliveries)
 values ('billing', (now() at time zone 'utc')::date, 21, 20)`)
 	w.exec(t, `insert into effect_incidents (consumer, event_id, effect_version, kind, dedup_key)

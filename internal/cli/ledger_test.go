@@ -19,6 +19,7 @@ import (
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
 // replaceLedgerVerb swaps the ledger command's subcommand of c's name for c.
@@ -265,8 +266,7 @@ select 'billing', 'evt-' || i, 1, 'completed', 'sha256:' || i, case when i = 1 t
 	// replay jobs wrote).
 	w.exec(t, `insert into delivery_counts (consumer, day, deliveries, duplicate_deliveries)
 values ('billing', (now() at time zone 'utc')::date, 101, 1)`)
-	w.exec(t, `insert into effects (consumer, event_id, effect_version, state, request_hash, updated_at)
-values ('billing', 'evt-u', 1, 'uncertain', 'sha256:u', now() - interval '20 minutes')`)
+	ledgertest.InsertEffects(t, pgtest.Pool(t, w.store), ledgertest.Effect{EventID: "evt-u", State: "uncertain", UpdatedAgo: 20 * time.Minute})
 
 	stdout, stderr, code := runCommand(t, false, "ledger stats --consumer billing "+w.flags)
 	if code != cmdutil.ExitOK {
@@ -364,11 +364,8 @@ func TestLedgerStatsCountsTheSDKsConflictsAndLapsedLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.DB.Exec(w.Ctx, `
-insert into effects (consumer, event_id, effect_version, state, request_hash, lease_owner, lease_expires_at, attempts)
-values ('billing', 'evt-b', 1, 'processing', $1, 'billing-dead', now() - interval '1 minute', 1)`, fingerprint.Payload(data)); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.InsertEffects(t, w.DB, ledgertest.Effect{EventID: "evt-b", State: "processing", RequestHash: fingerprint.Payload(data),
+		LeaseOwner: "billing-dead", LeaseLapsedAgo: time.Minute, Attempts: 1})
 	publish("evt-b", exectest.Order(3))
 	waitUntil(t, 10*time.Second, "evt-b taken over and completed", completed("evt-b"))
 	waitUntil(t, 10*time.Second, "three deliveries flushed to the daily counts", func() bool {

@@ -19,6 +19,7 @@ import (
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/manifest"
 )
 
@@ -194,10 +195,7 @@ func TestPlanVersionMustBeAboveTheLedgers(t *testing.T) {
 		t.Fatalf("exit %d: %s %s", code, stdout, stderr)
 	}
 	dbURL := strings.Split(strings.TrimPrefix(e.flags, "--database-url '"), "'")[0]
-	if _, err := pgtest.PoolAt(t, dbURL).Exec(context.Background(),
-		`insert into effects (consumer, event_id, effect_version, state, request_hash) values ('billing', 'e1', 2, 'completed', 'sha256:x')`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.InsertEffects(t, pgtest.PoolAt(t, dbURL), ledgertest.Effect{EventID: "e1", Version: 2})
 	_, stderr, code = e.plan(t, false, "--reason '"+planReason+"' --effect-version 2 -o "+filepath.Join(e.dir, "b.json"))
 	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "not greater than 2") || !strings.Contains(stderr, "omit --effect-version to use 3") {
 		t.Fatalf("exit %d, stderr %s", code, stderr)
