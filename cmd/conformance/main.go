@@ -1,0 +1,300 @@
+// Command conformance checks a consumer, in any language, against the consumer protocol
+// (docs/protocol.md): it starts the consumer under test with NATS_URL, DATABASE_URL and
+// REPLAYCTL_CONSUMER in its environment, on a fresh ledger schema and (unless -nats-url) a NATS
+// server of its own, drives it through every rule over NATS and the ledger, and reports each rule
+// with what it saw. Exit 0 when every rule holds, 1 when one does not, 2 when the run could not
+// start. docs/sdk-authors.md says what a consumer under test must be.
+//
+//	go run ./cmd/conformance -consumer-cmd 'go run ./examples/billing/cmd/billing-consumer'
+//	go run ./cmd/conformance -consumer-cmd 'npx billing-consumer-ts' -json
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/conformance"
+	"github.com/replayctl/replayctl/internal/billing"
+	"github.com/replayctl/replayctl/internal/natsembed"
+	"github.com/replayctl/replayctl/ledger"
+)
+
+type options struct {
+	consumerCmd, databaseURL, natsURL, ready, only string
+	timeout, readyTimeout                          time.Duration
+	json, keep                                     bool
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.consumerCmd, "consumer-cmd", "", "the consumer under test, a shell command line run with NATS_URL, DATABASE_URL and REPLAYCTL_CONSUMER set (required)")
+	flag.StringVar(&o.databaseURL, "database-url", "", "PostgreSQL database the kit makes its fresh ledger schema in (default: $DATABASE_URL, then the local server's database test)")
+	flag.StringVar(&o.natsURL, "nats-url", "", "NATS server with JetStream (default: a server of the kit's own on a free loopback port)")
+	flag.StringVar(&o.ready, "ready", "answering shadow requests", "text the consumer prints on stdout or stderr once it serves")
+	flag.DurationVar(&o.readyTimeout, "ready-timeout", 2*time.Minute, "how long the consumer may take to print -ready (a `go run` compiles first)")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long one rule may take")
+	flag.StringVar(&o.only, "rules", "", "comma-separated rules to check (default: all; -list names them)")
+	flag.BoolVar(&o.json, "json", false, "print the report as JSON")
+	flag.BoolVar(&o.keep, "keep", false, "keep the ledger schema after the run, to look at its rows")
+	list := flag.Bool("list", false, "list the rules and exit")
+	flag.Parse()
+	if *list {
+		for _, r := range conformance.Rules() {
+			fmt.Printf("%-34s %s\n", r.Name, r.Says)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	report, err := run(ctx, o, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(2)
+	}
+	if o.json {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(report)
+	} else {
+		printReport(os.Stdout, report)
+	}
+	if report.Failed > 0 {
+		os.Exit(1)
+	}
+}
+
+func printReport(w io.Writer, r *conformance.Report) {
+	for _, res := range r.Results {
+		verdict := "PASS"
+		if !res.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(w, "%s  %-34s %s (%.1fs)\n", verdict, res.Rule, res.Says, res.Seconds)
+		if !res.Pass {
+			fmt.Fprintf(w, "      saw: %s\n", res.Saw)
+		}
+	}
+	fmt.Fprintf(w, "%d of %d rules hold\n", r.Passed, r.Passed+r.Failed)
+}
+
+func selectRules(only string) ([]conformance.Rule, error) {
+	all := conformance.Rules()
+	if only == "" {
+		return all, nil
+	}
+	var out []conformance.Rule
+	for _, name := range strings.Split(only, ",") {
+		found := false
+		for _, r := range all {
+			if r.Name == strings.TrimSpace(name) {
+				out, found = append(out, r), true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("-rules: no rule %q (-list names them)", name)
+		}
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, o options, logw io.Writer) (*conformance.Report, error) {
+	if o.consumerCmd == "" {
+		return nil, errors.New("-consumer-cmd is required: the command line that starts the consumer under test")
+	}
+	selected, err := selectRules(o.only)
+	if err != nil {
+		return nil, err
+	}
+	runID := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000_000)
+	base := firstNonEmpty(o.databaseURL, os.Getenv("DATABASE_URL"), "postgres:///test?host=/var/run/postgresql")
+	schema := "conformance_" + runID
+	admin, err := pgxpool.New(ctx, base)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", ledger.RedactURL(base), err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec(ctx, "create schema "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("create the ledger schema %s: %w", schema, err)
+	}
+	if !o.keep {
+		defer func() {
+			_, _ = admin.Exec(context.WithoutCancel(ctx), "drop schema if exists "+pgx.Identifier{schema}.Sanitize()+" cascade")
+		}()
+	}
+	dbURL, err := withSearchPath(base, schema)
+	if err != nil {
+		return nil, err
+	}
+	store, err := ledger.Open(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx); err != nil {
+		return nil, fmt.Errorf("migrate the ledger schema %s: %w", schema, err)
+	}
+	seed, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer seed.Close()
+	records, err := billing.OpenRecords(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer records.Close()
+
+	natsURL := o.natsURL
+	if natsURL == "" {
+		dir, err := os.MkdirTemp("", "conformance-nats-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		srv, err := natsembed.Start(dir, true)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Stop()
+		natsURL = srv.ClientURL()
+	}
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS at %s: %w", natsURL, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	if err := conformance.Streams(ctx, js); err != nil {
+		return nil, err
+	}
+
+	sut, err := startConsumer(o, natsURL, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer sut.stop(logw)
+	select {
+	case <-sut.ready:
+	case <-sut.exited:
+		return nil, fmt.Errorf("the consumer under test exited before printing %q:\n%s", o.ready, sut.tail())
+	case <-time.After(o.readyTimeout):
+		return nil, fmt.Errorf("the consumer under test did not print %q within %s:\n%s", o.ready, o.readyTimeout, sut.tail())
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	env := &conformance.Env{NC: nc, JS: js, Store: store, Seed: seed, Records: records, Run: runID}
+	report := conformance.Run(ctx, env, selected, o.timeout)
+	if report.Failed > 0 {
+		fmt.Fprintf(logw, "conformance: the consumer under test's last output:\n%s\n", sut.tail())
+	}
+	return &report, nil
+}
+
+// consumerProcess is the consumer under test, in a process group of its own (a `go run` or `npx`
+// starts a child that must stop with it).
+type consumerProcess struct {
+	cmd    *exec.Cmd
+	ready  chan struct{}
+	exited chan struct{}
+	mu     sync.Mutex
+	out    bytes.Buffer
+}
+
+func startConsumer(o options, natsURL, dbURL string) (*consumerProcess, error) {
+	p := &consumerProcess{ready: make(chan struct{}), exited: make(chan struct{})}
+	p.cmd = exec.Command("sh", "-c", o.consumerCmd)
+	p.cmd.Env = append(os.Environ(), "NATS_URL="+natsURL, "DATABASE_URL="+dbURL, "REPLAYCTL_DATABASE_URL="+dbURL,
+		"REPLAYCTL_CONSUMER="+conformance.ConsumerName)
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	w := &readyWriter{p: p, want: o.ready}
+	p.cmd.Stdout, p.cmd.Stderr = w, w
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the consumer under test: %w", err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// readyWriter keeps the consumer's output and closes ready at the first sight of want.
+type readyWriter struct {
+	p    *consumerProcess
+	want string
+	once sync.Once
+}
+
+func (w *readyWriter) Write(b []byte) (int, error) {
+	w.p.mu.Lock()
+	defer w.p.mu.Unlock()
+	w.p.out.Write(b)
+	if strings.Contains(w.p.out.String(), w.want) {
+		w.once.Do(func() { close(w.p.ready) })
+	}
+	return len(b), nil
+}
+
+// tail is the last 30 lines the consumer printed.
+func (p *consumerProcess) tail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lines := strings.Split(strings.TrimRight(p.out.String(), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+}
+
+// stop interrupts the consumer's process group, as Ctrl-C would, and kills it after 10 s.
+func (p *consumerProcess) stop(logw io.Writer) {
+	pgid := -p.cmd.Process.Pid
+	_ = syscall.Kill(pgid, syscall.SIGINT)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		fmt.Fprintln(logw, "conformance: the consumer under test ignored SIGINT for 10s; killed")
+		_ = syscall.Kill(pgid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+func withSearchPath(base, schema string) (string, error) {
+	if _, err := pgx.ParseConfig(base); err != nil {
+		return "", fmt.Errorf("-database-url: %w", err)
+	}
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	if !strings.Contains(base, "://") {
+		return base + " search_path=" + schema, nil
+	}
+	return base + sep + "search_path=" + schema, nil
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
