@@ -1,0 +1,153 @@
+// Command brokenconsumer is the conformance kit's deliberately broken billing consumer, so the
+// kit's own tests (cmd/conformance) show that a rule fails a consumer that breaks it. -break picks
+// the breakage:
+//
+//   - naive: the service as a hand-written replay script would be, without the SDK: it charges
+//     every message it gets, keeps no ledger row, answers shadow requests by charging for real and
+//     drops what it cannot parse. Every rule must fail.
+//   - double-charge: the SDK's billing consumer whose handler charges a second time outside the
+//     recorded call: duplicate-delivery's one external call is broken.
+//   - shadow-calls: the SDK's billing consumer whose handler calls the provider itself when
+//     shadowed: shadow-no-call-no-row is broken.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/replayctl/replayctl/conformance"
+	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/internal/billing"
+	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/protocol"
+)
+
+func main() {
+	mode := flag.String("break", "naive", "the breakage: naive, double-charge or shadow-calls")
+	flag.Parse()
+	var err error
+	switch *mode {
+	case "naive":
+		err = naive()
+	case "double-charge", "shadow-calls":
+		err = withSDK(*mode)
+	default:
+		err = fmt.Errorf("-break %q: use naive, double-charge or shadow-calls", *mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "brokenconsumer:", err)
+		os.Exit(1)
+	}
+}
+
+func naive() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	records, err := billing.OpenRecords(ctx, os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return err
+	}
+	defer records.Close()
+	provider := billing.NewProvider()
+	provider.Records = records
+	nc, err := nats.Connect(os.Getenv("NATS_URL"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	charge := func(data []byte) error {
+		var o billing.Order
+		if err := json.Unmarshal(data, &o); err != nil {
+			return err
+		}
+		_, err := provider.Charge(ctx, o.OrderID, o.AmountCents, o.Currency)
+		return err
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, conformance.Stream, jetstream.ConsumerConfig{
+		Durable: conformance.ConsumerName, FilterSubject: conformance.LiveSubject, AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		return err
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		_ = charge(m.Data())
+		_ = m.Ack()
+	})
+	if err != nil {
+		return err
+	}
+	defer cc.Stop()
+	sub, err := nc.QueueSubscribe(protocol.ShadowSubject(conformance.ConsumerName), "replayctl-shadow", func(m *nats.Msg) {
+		_ = charge(m.Data)
+		_ = m.Respond([]byte(`{"status":"ok"}`))
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	fmt.Fprintln(os.Stderr, "brokenconsumer: answering shadow requests; Ctrl-C stops")
+	<-ctx.Done()
+	return nil
+}
+
+// withSDK runs the billing consumer on the SDK, as examples/billing does, with its handler broken
+// as mode says.
+func withSDK(mode string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	dbURL := os.Getenv("DATABASE_URL")
+	store, err := ledger.Open(ctx, dbURL, ledger.ForHandlers(64))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	records, err := billing.OpenRecords(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer records.Close()
+	provider := billing.NewProvider()
+	provider.Records = records
+	nc, err := nats.Connect(os.Getenv("NATS_URL"))
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	handler := billing.Handler(provider, time.Now)
+	broken := func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
+		var o billing.Order
+		_ = json.Unmarshal(ev.Payload, &o)
+		switch {
+		case mode == "double-charge" && ev.Mode != consumer.ModeShadow,
+			mode == "shadow-calls" && ev.Mode == consumer.ModeShadow:
+			if _, err := provider.Charge(ctx, o.OrderID, o.AmountCents, o.Currency); err != nil {
+				return consumer.Result{}, err
+			}
+		}
+		return handler(ctx, ev, fx)
+	}
+	c, err := consumer.New(consumer.Config{Name: conformance.ConsumerName, Store: store, Conn: nc, Stream: conformance.Stream,
+		DLQSubject: conformance.DLQSubject, RetryBackoff: 100 * time.Millisecond, Handler: broken, Lookup: billing.Lookup(provider, billing.SharedOrders(records))})
+	if err != nil {
+		return err
+	}
+	stopShadow, err := c.ServeShadow(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopShadow()
+	fmt.Fprintln(os.Stderr, "brokenconsumer: answering shadow requests; Ctrl-C stops")
+	return c.Run(ctx)
+}
