@@ -31,6 +31,7 @@ var rules = []Rule{
 	{Name: "unregistered-version-refused", Says: "a replay under a version not registered as executing is refused: no call, no row", check: unregisteredVersion},
 	{Name: "shadow-no-call-no-row", Says: "a shadow request is answered in the reply format, with no external call and no ledger write", check: shadowRequest},
 	{Name: "request-fingerprint", Says: "the stored request hash is the shared fingerprint of the payload under the row's algorithm", check: requestFingerprint},
+	{Name: "expired-evidence-looks-up", Says: "a late copy of an event whose evidence window ended goes to the look-up (reconciled, or uncertain for a person), never run again", check: expiredLooksUp},
 	{Name: "invalid-dead-lettered", Says: "a message with an invalid replay header is dead-lettered with the DLQ headers and its payload unchanged", check: invalidDeadLettered},
 }
 
@@ -325,4 +326,51 @@ func invalidDeadLettered(ctx context.Context, e *Env) error {
 		}
 		return e.wantCharges(ctx, id, 0)
 	}
+}
+
+// expiredLooksUp has an event charged long ago whose row prune has turned into a tombstone (its
+// evidence window over): a late copy must not be run on the tombstone's word, but asked of the
+// look-up, which finds the provider's charge.
+func expiredLooksUp(ctx context.Context, e *Env) error {
+	id := e.event("expired")
+	payload := order(id, 100)
+	// Imported as an operator imports a service's history (`replayctl ledger import`).
+	processed, past := time.Now().Add(-30*24*time.Hour), time.Now().Add(-48*time.Hour)
+	if _, err := e.Store.ImportEffects(ctx, ConsumerName, "conformance", []ledger.ImportedEffect{{EventID: id, EffectVersion: 1,
+		State: stateCompleted, RequestHash: fingerprint.Payload(payload), RequestHashAlg: fingerprint.Algorithm, EffectCount: 2,
+		ProcessedAt: processed, ReplayUntil: &past, EvidenceUntil: &past}}, false); err != nil {
+		return fmt.Errorf("import %s's old row: %w", id, err)
+	}
+	// The provider's own record of that charge, which the look-up reads.
+	provider := billing.NewProvider()
+	provider.Records = e.Records
+	if _, err := provider.Charge(ctx, "order-"+id, 100, "EUR"); err != nil {
+		return err
+	}
+	if _, err := e.Store.Prune(ctx, ledger.PruneOptions{Consumer: ConsumerName, Actor: "conformance"}); err != nil {
+		return fmt.Errorf("prune %s's row into a tombstone: %w", id, err)
+	}
+	if r, err := e.row(ctx, id, 1); err != nil || r == nil || r.State != ledger.EffectExpired {
+		return fmt.Errorf("%s's row after prune: %+v, %v; want a tombstone", id, r, err)
+	}
+	seq, err := e.publish(ctx, id, payload, nil)
+	if err != nil {
+		return err
+	}
+	if err := e.handled(ctx, seq); err != nil {
+		return err
+	}
+	// The look-up's answer: reconciled when it finds the charge, uncertain (a person decides) when
+	// it cannot tell; the billing look-up finds no order recorded for this event, so says unknown.
+	var last string
+	if err := e.waitFor(ctx, id+"'s tombstone to be settled by the look-up", func() (bool, error) {
+		r, err := e.row(ctx, id, 1)
+		if r != nil {
+			last = r.State
+		}
+		return r != nil && (r.State == "reconciled" || r.State == stateUncertain), err
+	}); err != nil {
+		return fmt.Errorf("%w (it is %s)", err, last)
+	}
+	return e.wantCharges(ctx, id, 1)
 }
