@@ -1,0 +1,2 @@
+export { ALGORITHM_V1, V2_PREFIX, InvalidOptionsError, payloadHash, v1, v2 } from "./fingerprint.js";
+export type { Hasher, Options } from "./fingerprint.js";
