@@ -118,13 +118,6 @@ func (a *api) records() int {
 	return n
 }
 
-func (a *api) exec(sql string, args ...any) {
-	a.t.Helper()
-	if _, err := a.pool.Exec(a.t.Context(), sql, args...); err != nil {
-		a.t.Fatal(err)
-	}
-}
-
 var order = billing.Order{OrderID: "ord-7731", Customer: "cust-secret-name", AmountCents: 123456, Currency: "EUR"}
 
 type contextT = context.Context

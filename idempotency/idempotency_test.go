@@ -14,6 +14,7 @@ import (
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/idempotency"
 	"github.com/replayctl/replayctl/internal/billing"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/seal"
 )
 
@@ -201,7 +202,7 @@ func TestARetryAfterTheReplayWindowOnAnIrreversibleRouteIsLookedUpNeverChargedAg
 	if first.status != http.StatusCreated {
 		t.Fatalf("first: %d", first.status)
 	}
-	a.exec(`update api_keys set replay_until = now() - interval '1 second'`)
+	ledgertest.EndKeyWindows(t, a.pool, time.Second, 0)
 	got := a.post("demo-alice", "k-expired", order)
 	var p idempotency.Problem
 	_ = jsonUnmarshal(got.body, &p)
@@ -209,7 +210,7 @@ func TestARetryAfterTheReplayWindowOnAnIrreversibleRouteIsLookedUpNeverChargedAg
 		t.Fatalf("after the window: %d %s, charges %d", got.status, got.body, a.provider.Calls(billing.EffectCharge))
 	}
 	// A tombstone too, and a changed body after the window is still refused on this route.
-	a.exec(`update api_keys set state = 'expired', response_sealed = null`)
+	ledgertest.MakeKeyTombstones(t, a.pool)
 	if got := a.post("demo-alice", "k-expired", order); got.status != http.StatusGone || a.provider.Calls(billing.EffectCharge) != 1 {
 		t.Fatalf("tombstone: %d %s", got.status, got.body)
 	}
@@ -236,7 +237,7 @@ func TestAnExpiredKeyTheProviderNeverChargedRunsAndOneItCannotTellGoesToReview(t
 	// Pretend the charge is not in the provider's list (its look-up lost it): an expired key
 	// whose look-up says not-happened runs.
 	b := newAPI(t, apiOptions{store: a.store})
-	b.exec(`update api_keys set replay_until = now() - interval '1 second'`)
+	ledgertest.EndKeyWindows(t, b.pool, time.Second, 0)
 	if got := b.post("demo-alice", "k-nothing", order); got.status != http.StatusCreated || b.provider.Calls(billing.EffectCharge) != 1 {
 		t.Fatalf("not happened: %d, charges %d", got.status, b.provider.Calls(billing.EffectCharge))
 	}
@@ -246,7 +247,7 @@ func TestAnExpiredKeyTheProviderNeverChargedRunsAndOneItCannotTellGoesToReview(t
 			return idempotency.LookupResult{}, errors.New("provider down")
 		}
 	}})
-	c.exec(`update api_keys set replay_until = now() - interval '1 second'`)
+	ledgertest.EndKeyWindows(t, c.pool, time.Second, 0)
 	got := c.post("demo-alice", "k-nothing", order)
 	if got.status != http.StatusServiceUnavailable || got.header.Get("Retry-After") == "" || c.provider.Calls("") != 0 {
 		t.Fatalf("unknown: %d %s", got.status, got.body)

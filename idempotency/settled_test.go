@@ -13,6 +13,7 @@ import (
 	"github.com/replayctl/replayctl/idempotency"
 	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/keys"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
 // errResetAfterSend is a call failure after which nobody knows whether the provider acted.
@@ -105,7 +106,7 @@ func (a *api) frozenCall() (entered <-chan struct{}, thaw func()) {
 // lapse ends every lease now, as a frozen process's stopped heartbeat would once the lease ran
 // out; a heartbeat never revives a lapsed lease.
 func (a *api) lapse() {
-	a.exec(`update api_keys set lease_expires_at = now() - interval '1 second' where state = 'processing'`)
+	ledgertest.LapseKeyLeases(a.t, a.pool)
 }
 
 func TestACallThatResumesAfterTheLookUpSaidNotHappenedCorrectsTheVerdictAndIsChargedOnce(t *testing.T) {

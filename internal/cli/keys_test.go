@@ -19,6 +19,7 @@ import (
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/keys"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
 // keysWorld is a ledger with the billing API's records: key "k-done" completed, "k-doubt"
@@ -161,9 +162,7 @@ func TestKeysPruneDropsBodiesPastTheReplayWindowAndKeepsUncertain(t *testing.T) 
 	t.Parallel()
 	w := newKeysWorld(t)
 	pool := pgtest.PoolAt(t, w.dbURL)
-	if _, err := pool.Exec(t.Context(), `update api_keys set replay_until = now() - interval '1 hour', evidence_until = now() + interval '1 day'`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.EndKeyWindows(t, pool, time.Hour, 0)
 	out, _, code := w.replayctl(t, "keys prune --all-routes --dry-run --json")
 	var dry struct{ Bodies, Tombstoned int64 }
 	if code != 0 || json.Unmarshal([]byte(out), &dry) != nil || dry.Bodies != 1 || dry.Tombstoned != 0 {
@@ -175,9 +174,7 @@ func TestKeysPruneDropsBodiesPastTheReplayWindowAndKeepsUncertain(t *testing.T) 
 	if _, _, code := w.replayctl(t, "keys prune --all-routes"); code != cmdutil.ExitGateRefused {
 		t.Fatalf("without --yes: %d", code)
 	}
-	if _, err := pool.Exec(t.Context(), `update api_keys set evidence_until = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.EndKeyWindows(t, pool, 0, time.Second)
 	out, errOut, code := w.replayctl(t, "keys prune --all-routes --yes")
 	if code != 0 || !strings.Contains(out, "1 sealed responses, 1 records to tombstones") {
 		t.Fatalf("prune: %d %s %s", code, out, errOut)
@@ -195,9 +192,7 @@ func TestKeysPruneDropsBodiesPastTheReplayWindowAndKeepsUncertain(t *testing.T) 
 	}
 
 	// The tombstone leaves at the retention the route registered (a year), not the default five.
-	if _, err := pool.Exec(t.Context(), `update api_keys set evidence_until = now() - interval '400 days' where state = 'expired'`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.EndKeyWindows(t, pool, 0, 400*24*time.Hour, "expired")
 	var due struct {
 		Rows   int64
 		Routes []struct {
