@@ -1,0 +1,142 @@
+#!/usr/bin/env node
+// billing-consumer-ts: the billing example consumer in TypeScript, the same service as Go's
+// examples/billing/cmd/billing-consumer: it charges each order through the fake payment provider
+// (its charges in the ledger's database, table billing_provider_charges), mails a receipt, answers
+// shadow requests on replay.shadow.billing, and answers look-ups from the provider's charges. It
+// takes the Go example's flags (-database-url, -nats-url, -stream, -create-stream, -dlq-subject,
+// -handlers) and, like it, reads DATABASE_URL and NATS_URL.
+
+import { randomBytes } from "node:crypto";
+
+import { jetstreamManager } from "@nats-io/jetstream";
+import { connect } from "@nats-io/transport-node";
+import pg from "pg";
+
+import { BusinessError, Consumer, type Effects, type Event } from "../../src/consumer.js";
+import { poolConfig } from "../../src/pgurl.js";
+
+interface Flags {
+  databaseURL: string;
+  natsURL: string;
+  stream: string;
+  createStream: boolean;
+  dlqSubject: string;
+  handlers: number;
+  liveVersion: number;
+}
+
+function parseFlags(argv: string[]): Flags {
+  const f: Flags = {
+    databaseURL: process.env.REPLAYCTL_DATABASE_URL || process.env.DATABASE_URL || "postgres:///test?host=/var/run/postgresql",
+    natsURL: process.env.NATS_URL || "nats://127.0.0.1:4222",
+    stream: "BILLING", createStream: false, dlqSubject: "dlq.billing.charge", handlers: 64, liveVersion: 1,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const [name, inline] = argv[i].replace(/^--?/, "").split(/=(.*)/s, 2);
+    const value = () => inline ?? argv[++i];
+    switch (name) {
+      case "database-url": f.databaseURL = value(); break;
+      case "nats-url": f.natsURL = value(); break;
+      case "stream": f.stream = value(); break;
+      case "create-stream": f.createStream = inline === undefined || inline === "true"; break;
+      case "dlq-subject": f.dlqSubject = value(); break;
+      case "handlers": f.handlers = Number(value()); break;
+      case "live-version": f.liveVersion = Number(value()); break;
+      case "retry-backoff": value(); break; // accepted for the Go example's command lines
+      default:
+        throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version`);
+    }
+  }
+  return f;
+}
+
+const recordsSchema = `
+select pg_advisory_xact_lock(hashtext('billing records schema'));
+create table if not exists billing_orders (event_id text primary key, order_id text not null);
+create table if not exists billing_provider_charges (
+    charge_id text primary key, order_id text not null, total_cents bigint not null, currency text not null,
+    charged_at timestamptz not null default now());
+create index if not exists billing_provider_charges_order on billing_provider_charges (order_id);
+alter table billing_provider_charges add column if not exists operation_id text;`
+
+interface Order {
+  orderId: string;
+  customer: string;
+  amountCents: number;
+  currency: string;
+}
+
+// feeCents is the fee under effect version: truncated before version 2 (the bug the demo replays).
+function feeCents(amount: number, version: number): number {
+  return version < 2 ? Math.trunc((amount * 29) / 1000) : Math.trunc((amount * 29 + 500) / 1000);
+}
+
+async function main(): Promise<void> {
+  const f = parseFlags(process.argv.slice(2));
+  const pool = new pg.Pool(poolConfig(f.databaseURL));
+  await pool.query(`begin; ${recordsSchema} commit;`);
+  const nc = await connect({ servers: f.natsURL.split(","), name: "billing-consumer-ts" });
+  if (f.createStream) {
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.add({ name: f.stream, subjects: ["billing.>"] }).catch(() => undefined);
+  }
+  let calls = 0;
+  const handler = async (ev: Event, fx: Effects) => {
+    let o: Order;
+    try {
+      o = JSON.parse(Buffer.from(ev.payload).toString("utf8"));
+    } catch (e) {
+      throw new BusinessError(`payload is not an order: ${(e as Error).message}`);
+    }
+    if (!o.currency) throw new BusinessError("order has no currency");
+    const fee = feeCents(o.amountCents, ev.effectVersion);
+    const receipt = { status: "charged", orderId: o.orderId, amountCents: o.amountCents, feeCents: fee,
+      totalCents: o.amountCents + fee, currency: o.currency, processedAt: new Date().toISOString() };
+    if (ev.mode !== "shadow") {
+      // The order is the service's own record, written before the charge: the look-up reads it.
+      await pool.query(`insert into billing_orders (event_id, order_id) values ($1, $2)
+        on conflict (event_id) do update set order_id = excluded.order_id`, [ev.id, o.orderId]);
+    }
+    await fx.call("payments.charge", "payments-api", async () => {
+      calls++;
+      const id = `ch_${o.orderId}_${randomBytes(4).toString("hex")}`;
+      await pool.query(`insert into billing_provider_charges (charge_id, order_id, total_cents, currency) values ($1, $2, $3, $4)`,
+        [id, o.orderId, receipt.totalCents, o.currency]);
+      return id;
+    });
+    await fx.call("email.receipt", "mailer", async () => {
+      calls++;
+      return `msg_${o.orderId}`;
+    });
+    return receipt;
+  };
+  const lookup = async (req: { eventId: string }) => {
+    const order = await pool.query(`select order_id from billing_orders where event_id = $1`, [req.eventId]);
+    if (order.rowCount === 0) {
+      return { verdict: "unknown" as const, detail: `the billing service has no record of event ${req.eventId}'s order` };
+    }
+    const orderId: string = order.rows[0].order_id;
+    const charges = await pool.query(`select charge_id from billing_provider_charges where order_id = $1`, [orderId]);
+    if (charges.rowCount === 0) return { verdict: "not_happened" as const, detail: `the payment provider has no charge for order ${orderId}` };
+    if (charges.rowCount! > 1) return { verdict: "unknown" as const, detail: `order ${orderId} was charged ${charges.rowCount} times` };
+    return { verdict: "happened" as const, detail: `order ${orderId} was charged once`,
+      externalRefs: [{ kind: "payments.charge", target: "payments-api", ref: charges.rows[0].charge_id }] };
+  };
+  const c = new Consumer({ name: "billing", pool, nc, stream: f.stream, dlqSubject: f.dlqSubject, handler, lookup,
+    liveVersion: f.liveVersion, retryBackoffMs: 100, log: (l) => process.stderr.write(`billing-consumer-ts: ${l}\n`) });
+  const stopShadow = c.serveShadow();
+  process.stderr.write("billing-consumer-ts: answering shadow requests on replay.shadow.billing; Ctrl-C stops\n");
+  const stop = new AbortController();
+  process.on("SIGINT", () => stop.abort());
+  process.on("SIGTERM", () => stop.abort());
+  await c.run(stop.signal);
+  stopShadow();
+  await nc.drain();
+  await pool.end();
+  process.stderr.write(`billing-consumer-ts: stopped; the payment provider received ${calls} calls\n`);
+}
+
+main().catch((e) => {
+  process.stderr.write(`billing-consumer-ts: ${e instanceof Error ? e.message : e}\n`);
+  process.exit(1);
+});

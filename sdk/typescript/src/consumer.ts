@@ -1,0 +1,405 @@
+// The consumer: replayctl's protocol (docs/protocol.md) around a handler, as the Go SDK's
+// consumer package keeps it. Each delivery is decided from the event's ledger rows (duplicate,
+// conflict, another instance's lease, a lapsed lease after a call, a tombstone for the look-up),
+// then claimed under a lease, handled with every external call marked started before it is made,
+// and recorded before the message is acknowledged.
+
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+
+import { AckPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
+import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import type { Pool } from "pg";
+
+import { payloadHash, v1, v2, type Hasher, type Options as FingerprintOptions } from "./fingerprint.js";
+import * as ledger from "./ledger.js";
+
+/** An event as the handler sees it. */
+export interface Event {
+  id: string;
+  subject: string;
+  payload: Uint8Array;
+  mode: "live" | "replay" | "shadow";
+  effectVersion: number;
+  jobId: string;
+  writeForbidden: boolean;
+  delivery: number;
+}
+
+/** One external call a handler made or, shadowed or write-forbidden, would have made. */
+export interface Effect {
+  kind: string;
+  target: string;
+  ref?: string;
+  suppressed?: boolean;
+}
+
+/** A terminal business failure: stored as the result, acknowledged, never retried. */
+export class BusinessError extends Error {}
+
+/** A failed call that certainly did not run (a refused connection): safe to retry. */
+export class NotExecutedError extends Error {}
+
+/** The handler's result: a JSON value stored as the event's result body. */
+export type Result = unknown;
+
+export type Handler = (ev: Event, fx: Effects) => Promise<Result>;
+
+/** A look-up's answer about an event whose outcome the ledger cannot prove. */
+export interface LookupResult {
+  verdict: "happened" | "not_happened" | "unknown";
+  externalRefs?: Effect[];
+  detail?: string;
+}
+
+export type Lookup = (req: { eventId: string; effectVersion: number; jobId: string; requestHash: string }) => Promise<LookupResult>;
+
+export interface Config {
+  name: string;
+  pool: Pool;
+  nc: NatsConnection;
+  stream: string;
+  dlqSubject: string;
+  handler: Handler;
+  lookup?: Lookup;
+  durable?: string;
+  liveVersion?: number;
+  leaseMs?: number;
+  retryBackoffMs?: number;
+  maxDeliver?: number;
+  fingerprint?: FingerprintOptions;
+  resultRetentionMs?: number;
+  evidenceRetentionMs?: number;
+  log?: (line: string) => void;
+}
+
+const day = 24 * 3600 * 1000;
+
+/** Records each external call; suppresses them when shadowed or write-forbidden. */
+export class Effects {
+  readonly recorded: Effect[] = [];
+  made = 0;
+  unknown: Error | undefined;
+  constructor(
+    private readonly suppress: boolean,
+    private readonly starting: (n: number) => Promise<void>,
+  ) {}
+
+  /** Runs call, the external call of kind on target, unless suppressed; returns its reference. */
+  async call(kind: string, target: string, call: () => Promise<string>): Promise<string> {
+    if (this.suppress) {
+      this.recorded.push({ kind, target, suppressed: true });
+      return "";
+    }
+    const n = this.recorded.length + 1;
+    await this.starting(n); // committed before the call: a crash mid-call leaves the row uncertain
+    this.recorded.push({ kind, target });
+    this.made++;
+    try {
+      const ref = await call();
+      this.recorded[n - 1].ref = ref || undefined;
+      return ref;
+    } catch (e) {
+      if (e instanceof NotExecutedError) {
+        this.made--;
+        this.recorded.pop();
+      } else {
+        this.unknown = e as Error;
+      }
+      throw e;
+    }
+  }
+}
+
+export class Consumer {
+  private readonly cfg: Required<Omit<Config, "lookup" | "fingerprint" | "log">> & Pick<Config, "lookup" | "log">;
+  private readonly hasher: Hasher;
+  private readonly owner: string;
+  private registered = false;
+
+  constructor(cfg: Config) {
+    this.cfg = {
+      durable: cfg.name, liveVersion: 1, leaseMs: 120_000, retryBackoffMs: 1000, maxDeliver: 5,
+      resultRetentionMs: 7 * day, evidenceRetentionMs: 30 * day, ...cfg,
+    } as Consumer["cfg"];
+    this.hasher = v2(cfg.fingerprint ?? {});
+    this.owner = `${hostname()}-ts-${randomBytes(4).toString("hex")}`;
+  }
+
+  /** Answers shadow requests until the returned function is called. */
+  serveShadow(): () => void {
+    const sub: Subscription = this.cfg.nc.subscribe(`replay.shadow.${this.cfg.name}`, {
+      queue: "replayctl-shadow",
+      callback: (_err, msg) => void this.shadow(msg),
+    });
+    return () => sub.unsubscribe();
+  }
+
+  private async shadow(msg: Msg): Promise<void> {
+    const h = msg.headers;
+    const id = h?.get("Event-Id") ?? "";
+    const reply = (body: object) => msg.respond(JSON.stringify(body));
+    const version = Number(h?.get("Replay-Effect-Version") ?? "");
+    if (!validEventID(id) || h?.get("Replay-Mode") !== "shadow" || !validJobID(h?.get("Replay-Job") ?? "") || !validVersion(h?.get("Replay-Effect-Version") ?? "")) {
+      reply({ eventId: id, status: "error", effects: [], error: "a shadow request needs Event-Id, Replay-Mode: shadow, Replay-Job and Replay-Effect-Version" });
+      return;
+    }
+    const ev: Event = { id, subject: msg.subject, payload: msg.data, mode: "shadow", effectVersion: version,
+      jobId: h!.get("Replay-Job"), writeForbidden: true, delivery: 1 };
+    const fx = new Effects(true, async () => undefined);
+    try {
+      const result = await this.cfg.handler(ev, fx);
+      const body = Buffer.from(JSON.stringify(result ?? null));
+      reply({ eventId: id, status: "ok", resultHash: payloadHash(body), result: result ?? null, effects: fx.recorded });
+    } catch (e) {
+      if (e instanceof BusinessError) {
+        const result = { error: e.message };
+        reply({ eventId: id, status: "ok", resultHash: payloadHash(Buffer.from(JSON.stringify(result))), result, effects: fx.recorded });
+      } else {
+        reply({ eventId: id, status: "error", effects: fx.recorded, error: String((e as Error).message ?? e) });
+      }
+    }
+  }
+
+  /** Consumes the stream until stop() resolves it. */
+  async run(signal: AbortSignal): Promise<void> {
+    const jsm = await jetstreamManager(this.cfg.nc);
+    const config = { durable_name: this.cfg.durable, ack_policy: AckPolicy.Explicit, ack_wait: 2 * (this.cfg.leaseMs / 4) * 1_000_000, max_deliver: -1 };
+    try {
+      await jsm.consumers.update(this.cfg.stream, this.cfg.durable, config);
+    } catch {
+      await jsm.consumers.add(this.cfg.stream, config);
+    }
+    const js = jetstream(this.cfg.nc);
+    const c = await js.consumers.get(this.cfg.stream, this.cfg.durable);
+    const messages = await c.consume({ max_messages: 64 });
+    signal.addEventListener("abort", () => void messages.close());
+    const inFlight = new Set<Promise<void>>();
+    for await (const m of messages) {
+      const p = this.process(m).then(
+        () => undefined,
+        (e) => {
+          // A ledger or NATS failure decided nothing: the message comes back.
+          this.cfg.log?.(`event ${m.headers?.get("Event-Id") ?? "?"}: ${e instanceof Error ? e.message : e}; retried`);
+          m.nak(this.cfg.retryBackoffMs);
+        },
+      );
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
+      if (inFlight.size >= 64) await Promise.race(inFlight);
+    }
+    await Promise.all(inFlight);
+  }
+
+  /** Handles one delivery end to end and says what happened. */
+  async process(m: JsMsg): Promise<string> {
+    const h = m.headers;
+    const id = h?.get("Event-Id") ?? "";
+    const ev: Event = { id, subject: m.subject, payload: m.data, mode: "live", effectVersion: this.cfg.liveVersion,
+      jobId: "", writeForbidden: false, delivery: m.info.deliveryCount };
+    if (!validEventID(id)) return this.deadLetter(m, ev, "invalid message", `the Event-Id header is missing or invalid`);
+    const job = h?.get("Replay-Job") ?? "";
+    let anyVersionSettles = true;
+    if (job !== "") {
+      ev.mode = "replay";
+      ev.jobId = job;
+      const mode = h!.get("Replay-Mode");
+      const version = h!.get("Replay-Effect-Version");
+      const wf = h!.get("Replay-Write-Forbidden").toLowerCase();
+      if ((mode !== "" && mode !== "execute") || !validJobID(job) || !validVersion(version) || !["", "true", "false"].includes(wf)) {
+        return this.deadLetter(m, ev, "invalid message", `event ${JSON.stringify(id)} of job ${job}: a replay header is invalid`);
+      }
+      ev.effectVersion = Number(version);
+      ev.writeForbidden = wf === "true";
+      const reg = await ledger.replayExecuting(this.cfg.pool, this.cfg.name, ev.effectVersion, job);
+      anyVersionSettles = reg.sourceKind !== "backfill";
+      if (!reg.executing) {
+        m.term(`replay refused: version ${ev.effectVersion} is not registered as executing for job ${job}`);
+        return "refused";
+      }
+    }
+    if (!this.registered) {
+      await ledger.registerAlgorithm(this.cfg.pool, this.cfg.name, this.hasher.algorithm, this.hasher.optionsEncoded);
+      this.registered = true;
+    }
+    const rows = await ledger.effectsForEventRows(this.cfg.pool, this.cfg.name, id);
+    const key: ledger.EffectKey = { consumer: this.cfg.name, eventId: id, effectVersion: ev.effectVersion };
+
+    // Conflicts, under each row's own algorithm.
+    const incoming = rows.map((r) => this.hashUnder(r.requestHashAlg, ev.payload));
+    for (let i = 0; i < rows.length; i++) {
+      if (incoming[i] === undefined) {
+        m.term(`event ${id}: its row's fingerprint algorithm ${rows[i].requestHashAlg} is not this consumer's`);
+        return "conflict";
+      }
+      if (rows[i].requestHashAlg !== "none" && rows[i].requestHash !== incoming[i]) {
+        m.term(`event ${id}: the payload differs from the one stored under effect version ${rows[i].effectVersion}`);
+        return "conflict";
+      }
+    }
+    for (const r of rows) {
+      if ((r.state === "completed" || r.state === "reconciled") && (r.effectVersion === ev.effectVersion || (anyVersionSettles && !r.writeForbidden))) {
+        m.ack();
+        return "duplicate";
+      }
+    }
+    if (rows.some((r) => r.state === "uncertain")) {
+      m.term(`event ${id}: a ledger row is uncertain; it is never retried automatically`);
+      return "uncertain";
+    }
+    for (const r of rows) {
+      if (r.state !== "processing") continue;
+      if (r.leaseLive) {
+        m.nak(Math.max(r.leaseRemainingMs, 100));
+        return "in_progress";
+      }
+      if (r.callsStarted > 0) {
+        const lapsed = { ...key, effectVersion: r.effectVersion };
+        if (!(await ledger.markLapsedUncertain(this.cfg.pool, lapsed))) {
+          m.nak(this.cfg.leaseMs / 4);
+          return "in_progress";
+        }
+        m.term(`event ${id}: the lease of ${r.leaseOwner} lapsed after ${r.callsStarted} call(s) started: uncertain`);
+        return "uncertain";
+      }
+    }
+    const hash = this.hasher.sum(ev.payload);
+    const tombstones = rows.filter((r) => r.state === "expired" && (ev.mode === "live" || r.effectVersion === ev.effectVersion));
+    if (tombstones.length > 0) {
+      const met = await this.meetExpired(m, ev, key, hash);
+      if (met !== undefined) return met;
+    }
+    const own = rows.findIndex((r) => r.effectVersion === ev.effectVersion);
+    const claimed = await ledger.claim(this.cfg.pool, {
+      key, requestHash: hash, requestHashAlg: this.hasher.algorithm, owner: this.owner, leaseMs: this.cfg.leaseMs, jobId: ev.jobId,
+      anyVersionSettles,
+      takeOverHash: own >= 0 ? incoming[own]! : hash, takeOverHashAlg: own >= 0 ? rows[own].requestHashAlg : this.hasher.algorithm,
+    });
+    if (!claimed) {
+      m.nak(this.backoff(ev.delivery));
+      return "in_progress";
+    }
+    return this.handle(m, ev, key);
+  }
+
+  private hashUnder(alg: string, payload: Uint8Array): string | undefined {
+    if (alg === "none") return "";
+    if (alg === this.hasher.algorithm) return this.hasher.sum(payload);
+    if (alg === "canonical-json-v1") return v1().sum(payload);
+    return undefined;
+  }
+
+  private async meetExpired(m: JsMsg, ev: Event, key: ledger.EffectKey, hash: string): Promise<string | undefined> {
+    let res: LookupResult = { verdict: "unknown", detail: "the consumer has no look-up" };
+    if (this.cfg.lookup) {
+      try {
+        res = await this.cfg.lookup({ eventId: ev.id, effectVersion: ev.effectVersion, jobId: ev.jobId, requestHash: hash });
+      } catch (e) {
+        res = { verdict: "unknown", detail: `the look-up failed: ${(e as Error).message}` };
+      }
+    }
+    if (res.verdict === "not_happened") {
+      return undefined; // reopened and processed as new: left to a later version of this SDK
+    }
+    await ledger.applyExpiredVerdict(this.cfg.pool, {
+      key, requestHash: hash, requestHashAlg: this.hasher.algorithm, verdict: res.verdict, note: res.detail ?? "",
+      externalRefs: res.externalRefs ?? [], jobId: ev.jobId, actor: this.owner, evidenceRetentionMs: this.cfg.evidenceRetentionMs,
+    });
+    if (res.verdict === "happened") {
+      m.ack();
+      return "reconciled";
+    }
+    m.term(`event ${ev.id}: its evidence expired and the look-up answered ${res.verdict}: review it by hand`);
+    return "uncertain";
+  }
+
+  private async handle(m: JsMsg, ev: Event, key: ledger.EffectKey): Promise<string> {
+    const fx = new Effects(ev.writeForbidden, async (n) => {
+      if (!(await ledger.callStarted(this.cfg.pool, key, this.owner, n))) {
+        throw new Error(`the lease on ${key.eventId} is no longer live: the call was not made`);
+      }
+    });
+    const beat = setInterval(() => {
+      void ledger.heartbeat(this.cfg.pool, key, this.owner, this.cfg.leaseMs).catch(() => undefined);
+      m.working();
+    }, this.cfg.leaseMs / 4);
+    let result: Result;
+    let business: BusinessError | undefined;
+    let failure: Error | undefined;
+    try {
+      result = await this.cfg.handler(ev, fx);
+    } catch (e) {
+      if (e instanceof BusinessError) business = e;
+      else failure = e as Error;
+    } finally {
+      clearInterval(beat);
+    }
+    if (fx.unknown) {
+      await ledger.markUncertain(this.cfg.pool, key, this.owner, fx.made, fx.recorded, `${fx.unknown.message}; the write may have happened`);
+      m.term(`event ${ev.id}: an external call's outcome is unknown: uncertain`);
+      return "uncertain";
+    }
+    if (failure) {
+      if (fx.made > 0) {
+        await ledger.markUncertain(this.cfg.pool, key, this.owner, fx.made, fx.recorded, `the handler failed after ${fx.made} call(s): ${failure.message}`);
+        m.term(`event ${ev.id}: failed after a call was made: uncertain`);
+        return "uncertain";
+      }
+      await ledger.release(this.cfg.pool, key, this.owner, failure.message.slice(0, 1000));
+      if (ev.delivery >= this.cfg.maxDeliver) return this.deadLetter(m, ev, "transient failure", failure.message);
+      m.nak(this.backoff(ev.delivery));
+      return "retrying";
+    }
+    const body = business ? { error: business.message } : (result ?? null);
+    const json = JSON.stringify(body);
+    const done = await ledger.complete(this.cfg.pool, {
+      key, owner: this.owner, resultHash: payloadHash(Buffer.from(json)), resultBody: json, outcomeKind: business ? "business" : "",
+      effectCount: fx.made, externalRefs: fx.recorded, lastError: business?.message ?? "", writeForbidden: ev.writeForbidden,
+      resultRetentionMs: this.cfg.resultRetentionMs, evidenceRetentionMs: this.cfg.evidenceRetentionMs,
+    });
+    if (!done) {
+      if (fx.made > 0) {
+        m.term(`event ${ev.id}: ${fx.made} call(s) made but the outcome could not be recorded: review it by hand`);
+        return "uncertain";
+      }
+      m.nak(this.backoff(ev.delivery));
+      return "retrying";
+    }
+    m.ack();
+    return business ? "business_failure" : "completed";
+  }
+
+  private backoff(delivery: number): number {
+    return Math.min(this.cfg.retryBackoffMs * 2 ** Math.max(0, delivery - 1), 60_000);
+  }
+
+  private async deadLetter(m: JsMsg, ev: Event, reason: string, detail: string): Promise<string> {
+    const h = natsHeaders();
+    if (ev.id) h.set("Event-Id", ev.id);
+    h.set("Dlq-Reason", reason);
+    h.set("Dlq-Reason-Detail", detail.slice(0, 1000));
+    h.set("Dlq-Original-Subject", m.subject);
+    h.set("Dlq-Attempts", String(m.info.deliveryCount));
+    h.set("Dlq-Failed-At", new Date().toISOString());
+    h.set("Nats-Msg-Id", `dlq:${this.cfg.name}:${m.info.streamSequence}`);
+    for (const k of ["Replay-Job", "Replay-Mode", "Replay-Effect-Version", "Replay-Write-Forbidden"]) {
+      const v = m.headers?.get(k);
+      if (v) h.set(k, v);
+    }
+    await jetstream(this.cfg.nc).publish(this.cfg.dlqSubject, m.data, { headers: h });
+    m.ack();
+    return "dead_lettered";
+  }
+}
+
+function validEventID(id: string): boolean {
+  return id.length > 0 && Buffer.byteLength(id) <= 256 && id === id.trim() && !/[\u0000-\u001f\u007f]/.test(id);
+}
+
+function validJobID(job: string): boolean {
+  return /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(job);
+}
+
+function validVersion(v: string): boolean {
+  return /^[1-9][0-9]{0,9}$/.test(v) && Number(v) <= 2147483647;
+}

@@ -1,0 +1,304 @@
+// The ledger statements the consumer sends: the Go SDK's own (ledger/effects.go, expired.go,
+// fingerprints.go, effect_versions.go), with the same parameters, so a TypeScript instance and a
+// Go instance on one durable keep the same compare-and-set rules. Keep them in step with Go's.
+
+import type { Pool, PoolClient } from "pg";
+
+import { tombstoneKey } from "./tombstone.js";
+
+/** One effects row, as the consumer reads it. */
+export interface EffectRow {
+  effectVersion: number;
+  state: string;
+  requestHash: string;
+  requestHashAlg: string;
+  externalRefs: unknown[];
+  leaseOwner: string;
+  leaseLive: boolean;
+  leaseRemainingMs: number;
+  callsStarted: number;
+  lastError: string;
+  writeForbidden: boolean;
+}
+
+/** Names one row. */
+export interface EffectKey {
+  consumer: string;
+  eventId: string;
+  effectVersion: number;
+}
+
+const leasedRow = "consumer = $1 and event_id = $2 and effect_version + 0 = $3";
+const stateProcessing = "state || '' = 'processing'";
+
+const effectsForEvent = `
+select effect_version, state, request_hash, request_hash_alg, external_refs, coalesce(lease_owner, '') as lease_owner,
+       coalesce(lease_expires_at > now(), false) as lease_live,
+       greatest(coalesce(extract(epoch from lease_expires_at - now()) * 1000, 0), 0)::bigint as lease_remaining_ms,
+       calls_started, coalesce(last_error, '') as last_error, write_forbidden
+  from effects where consumer = $1 and event_id = $2 order by effect_version`
+
+// A compact tombstone (migration 0035) stands for the expired row of its version when that
+// version has no effects row; it matches any payload (algorithm "none").
+const compactTombstones = `
+select distinct t.effect_version from effect_tombstones t
+  join effect_tombstone_consumers c on c.id = t.consumer_key
+ where t.key = $1 and c.consumer = $2`
+
+/** Every row of eventId, lowest version first, its compact tombstones among them. */
+export async function effectsForEventRows(pool: Pool, consumer: string, eventId: string): Promise<EffectRow[]> {
+  const [rows, compact] = await Promise.all([
+    pool.query(effectsForEvent, [consumer, eventId]),
+    pool.query(compactTombstones, [tombstoneKey(consumer, eventId).toString(), consumer]),
+  ]);
+  const out: EffectRow[] = rows.rows.map((r) => ({
+    effectVersion: r.effect_version,
+    state: r.state,
+    requestHash: r.request_hash,
+    requestHashAlg: r.request_hash_alg,
+    externalRefs: r.external_refs ?? [],
+    leaseOwner: r.lease_owner,
+    leaseLive: r.lease_live,
+    leaseRemainingMs: Number(r.lease_remaining_ms),
+    callsStarted: r.calls_started,
+    lastError: r.last_error,
+    writeForbidden: r.write_forbidden,
+  }));
+  for (const c of compact.rows) {
+    if (out.some((r) => r.effectVersion === c.effect_version)) continue;
+    out.push({
+      effectVersion: c.effect_version, state: "expired", requestHash: "", requestHashAlg: "none", externalRefs: [],
+      leaseOwner: "", leaseLive: false, leaseRemainingMs: 0, callsStarted: 0, lastError: "", writeForbidden: false,
+    });
+  }
+  return out.sort((a, b) => a.effectVersion - b.effectVersion);
+}
+
+const claimLock = `select pg_advisory_xact_lock(hashtextextended(current_schema() || ':replayctl.effect.' || $1::text || chr(31) || $2::text, 0))`
+
+const claimUpsert = `
+insert into effects as e (consumer, event_id, effect_version, state, request_hash, request_hash_alg,
+                          lease_owner, lease_expires_at, heartbeat_at, job_id, attempts, calls_started)
+select $1, $2, $3, 'processing', $4, $5, $6, now() + $7::bigint * interval '1 millisecond', now(), $8, 1, 0
+ where not exists (
+        select 1 from effects o
+         where o.consumer = $1 and o.event_id = $2 and o.effect_version <> $3
+           and (o.state = 'uncertain'
+                or (o.state = 'processing' and o.lease_expires_at > now())
+                or ($9 and o.state in ('completed', 'reconciled', 'expired') and not o.write_forbidden)))
+on conflict (consumer, event_id, effect_version) do update
+   set state = 'processing', lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
+       heartbeat_at = excluded.heartbeat_at, attempts = e.attempts + 1, calls_started = 0,
+       job_id = coalesce(excluded.job_id, e.job_id), request_hash = excluded.request_hash,
+       request_hash_alg = excluded.request_hash_alg, updated_at = now()
+ where (e.state = 'received'
+        or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now())
+            and e.calls_started = 0))
+   and e.request_hash_alg = $10 and e.request_hash = $11`
+
+/** A claim of one row's lease. */
+export interface Claim {
+  key: EffectKey;
+  requestHash: string;
+  requestHashAlg: string;
+  owner: string;
+  leaseMs: number;
+  jobId: string;
+  anyVersionSettles: boolean;
+  /** The fingerprint an existing row of the key must hold to be taken over. */
+  takeOverHash: string;
+  takeOverHashAlg: string;
+}
+
+/** Takes the lease on c.key (a new row, or one received or lapsed before any call); false when not. */
+export async function claim(pool: Pool, c: Claim): Promise<boolean> {
+  return inTransaction(pool, async (tx) => {
+    await tx.query(claimLock, [c.key.consumer, c.key.eventId]);
+    const r = await tx.query(claimUpsert, [c.key.consumer, c.key.eventId, c.key.effectVersion, c.requestHash, c.requestHashAlg,
+      c.owner, c.leaseMs, c.jobId || null, c.anyVersionSettles, c.takeOverHashAlg, c.takeOverHash]);
+    return r.rowCount === 1;
+  });
+}
+
+async function inTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
+  const tx = await pool.connect();
+  try {
+    await tx.query("begin");
+    const out = await fn(tx);
+    await tx.query("commit");
+    return out;
+  } catch (e) {
+    await tx.query("rollback").catch(() => undefined);
+    throw e;
+  } finally {
+    tx.release();
+  }
+}
+
+const heartbeatSQL = `
+update effects
+   set lease_expires_at = now() + $5::bigint * interval '1 millisecond', heartbeat_at = now(), updated_at = now()
+ where ${leasedRow} and lease_owner = $4 and ${stateProcessing}`
+
+/** Extends owner's lease; false when it is no longer owner's. */
+export async function heartbeat(pool: Pool, key: EffectKey, owner: string, leaseMs: number): Promise<boolean> {
+  const r = await pool.query(heartbeatSQL, [key.consumer, key.eventId, key.effectVersion, owner, leaseMs]);
+  return r.rowCount === 1;
+}
+
+const callStartedSQL = `
+update effects set calls_started = greatest(calls_started, $5), updated_at = now()
+ where ${leasedRow} and lease_owner = $4 and ${stateProcessing}
+   and lease_expires_at > now()`
+
+/** Records, before external call number ordinal is made, that it starts; false: do not make it. */
+export async function callStarted(pool: Pool, key: EffectKey, owner: string, ordinal: number): Promise<boolean> {
+  const r = await pool.query(callStartedSQL, [key.consumer, key.eventId, key.effectVersion, owner, ordinal]);
+  return r.rowCount === 1;
+}
+
+const completeSQL = `
+with done as (
+update effects
+   set state = 'completed', result_hash = $5, result_body = null, outcome_kind = $7, effect_count = $8,
+       external_refs = $9::jsonb, last_error = $10, lease_owner = null, lease_expires_at = null,
+       replay_until = now() + $11::bigint * interval '1 millisecond',
+       evidence_until = now() + $12::bigint * interval '1 millisecond', write_forbidden = $13, updated_at = now()
+ where ${leasedRow} and lease_owner = $4 and ${stateProcessing}
+returning consumer, event_id, effect_version, replay_until),
+body as (
+insert into effect_bodies (consumer, event_id, effect_version, replay_until, body)
+select consumer, event_id, effect_version, replay_until, $6::jsonb from done where $6::jsonb is not null
+on conflict do nothing)
+select count(*)::int as n from done`
+
+/** A handled event's outcome. */
+export interface Completion {
+  key: EffectKey;
+  owner: string;
+  resultHash: string;
+  resultBody: string | null;
+  outcomeKind: string;
+  effectCount: number;
+  externalRefs: unknown[];
+  lastError: string;
+  writeForbidden: boolean;
+  resultRetentionMs: number;
+  evidenceRetentionMs: number;
+}
+
+/** Stores the outcome and releases the lease; false when owner no longer held it. */
+export async function complete(pool: Pool, c: Completion): Promise<boolean> {
+  const r = await pool.query(completeSQL, [c.key.consumer, c.key.eventId, c.key.effectVersion, c.owner, c.resultHash,
+    c.resultBody, c.outcomeKind || null, c.effectCount, JSON.stringify(c.externalRefs), c.lastError || null,
+    c.resultRetentionMs, c.evidenceRetentionMs, c.writeForbidden]);
+  return r.rows[0].n === 1;
+}
+
+const markUncertainSQL = `
+update effects
+   set state = 'uncertain', effect_count = $5, external_refs = $6::jsonb, last_error = $7,
+       lease_expires_at = null, updated_at = now()
+ where ${leasedRow} and lease_owner = $4 and ${stateProcessing}`
+
+/** Marks owner's row uncertain: a call may have happened; never retried. */
+export async function markUncertain(pool: Pool, key: EffectKey, owner: string, effectCount: number, refs: unknown[], why: string): Promise<boolean> {
+  const r = await pool.query(markUncertainSQL, [key.consumer, key.eventId, key.effectVersion, owner, effectCount, JSON.stringify(refs), why]);
+  return r.rowCount === 1;
+}
+
+const markLapsedUncertainSQL = `
+update effects
+   set state = 'uncertain', updated_at = now(),
+       last_error = 'lease of ' || coalesce(lease_owner, 'an unknown owner') || ' lapsed after ' || calls_started ||
+                    ' external call(s) started; their outcome is unknown: review by hand'
+ where ${leasedRow} and ${stateProcessing}
+   and (lease_expires_at is null or lease_expires_at <= now()) and calls_started > 0`
+
+/** Marks key uncertain if its lease lapsed after a call started; false when it no longer qualifies. */
+export async function markLapsedUncertain(pool: Pool, key: EffectKey): Promise<boolean> {
+  const r = await pool.query(markLapsedUncertainSQL, [key.consumer, key.eventId, key.effectVersion]);
+  return r.rowCount === 1;
+}
+
+const releaseSQL = `
+update effects
+   set state = 'received', lease_owner = null, lease_expires_at = null, calls_started = 0,
+       outcome_kind = 'transient', last_error = $5, updated_at = now()
+ where ${leasedRow} and lease_owner = $4 and ${stateProcessing}`
+
+/** Gives up owner's lease after a transient failure with no call made. */
+export async function release(pool: Pool, key: EffectKey, owner: string, why: string): Promise<boolean> {
+  const r = await pool.query(releaseSQL, [key.consumer, key.eventId, key.effectVersion, owner, why]);
+  return r.rowCount === 1;
+}
+
+const isExecutingSQL = `
+select exists (select from effect_versions
+                where consumer = $1 and effect_version = $2 and state = 'executing' and job_id = $3) as executing,
+       coalesce((select source_kind from jobs where id = $3), 'dlq') as source_kind`
+
+/** Whether a replay's (job, version) is registered as executing, and the job's source kind. */
+export async function replayExecuting(pool: Pool, consumer: string, version: number, jobId: string): Promise<{ executing: boolean; sourceKind: string }> {
+  const r = await pool.query(isExecutingSQL, [consumer, version, jobId]);
+  return { executing: r.rows[0].executing, sourceKind: r.rows[0].source_kind };
+}
+
+const registerAlgorithmSQL = `
+insert into fingerprint_algorithms as f (consumer, algorithm, options) values ($1, $2, $3)
+on conflict (consumer, algorithm) do update set last_registered_at = now()
+ where f.options = excluded.options`
+
+/** Registers the consumer's fingerprint algorithm and options before rows are written under it. */
+export async function registerAlgorithm(pool: Pool, consumer: string, algorithm: string, options: string): Promise<void> {
+  const r = await pool.query(registerAlgorithmSQL, [consumer, algorithm, options]);
+  if (r.rowCount === 0) {
+    throw new Error(`fingerprint algorithm ${algorithm} of consumer ${consumer} is registered with other options: change the options so their digest differs`);
+  }
+}
+
+const applyExpiredVerdictSQL = `
+with settled as (
+    insert into effects as e (consumer, event_id, effect_version, state, request_hash, request_hash_alg,
+                              external_refs, effect_count, job_id, last_error, review_state, review_verdict,
+                              review_note, reviewed_at, reviewed_by, replay_until, evidence_until)
+    values ($1, $2, $3, $4::text, $5, $6, $7::jsonb, jsonb_array_length($7::jsonb), $8, $9, $10, $11, $12, now(), $13,
+            case when $4::text = 'reconciled' then now() end,
+            case when $4::text = 'reconciled' then now() + $14::bigint * interval '1 millisecond' end)
+    on conflict (consumer, event_id, effect_version) do update
+       set state = excluded.state,
+           external_refs = e.external_refs || coalesce((select jsonb_agg(distinct f) from jsonb_array_elements(excluded.external_refs) f
+                                                          where not e.external_refs @> jsonb_build_array(f)), '[]'::jsonb),
+           last_error = excluded.last_error, review_state = excluded.review_state,
+           review_verdict = excluded.review_verdict, review_note = excluded.review_note,
+           reviewed_at = excluded.reviewed_at, reviewed_by = excluded.reviewed_by,
+           replay_until = excluded.replay_until, evidence_until = excluded.evidence_until, updated_at = now()
+     where e.state = 'expired'
+    returning e.event_id)
+select audit_append(null, $13, $8, null, 'consumer.evidence_expired',
+       jsonb_build_object('consumer', $1::text, 'eventId', $2::text, 'effectVersion', $3::int,
+                          'verdict', $11::text, 'state', $4::text, 'detail', $12::text), $1::text)
+  from settled`
+
+/** A look-up's verdict on an event whose evidence expired: happened, or anything else. */
+export interface ExpiredVerdict {
+  key: EffectKey;
+  requestHash: string;
+  requestHashAlg: string;
+  verdict: string;
+  note: string;
+  externalRefs: unknown[];
+  jobId: string;
+  actor: string;
+  evidenceRetentionMs: number;
+}
+
+/** Records v: reconciled for happened, uncertain for manual review otherwise; false when the row moved on. */
+export async function applyExpiredVerdict(pool: Pool, v: ExpiredVerdict): Promise<boolean> {
+  const happened = v.verdict === "happened";
+  const r = await pool.query(applyExpiredVerdictSQL, [v.key.consumer, v.key.eventId, v.key.effectVersion,
+    happened ? "reconciled" : "uncertain", v.requestHash, v.requestHashAlg, JSON.stringify(v.externalRefs), v.jobId || null,
+    happened ? null : `the ledger's evidence of this event expired and the look-up did not prove what happened (${v.verdict}): review it by hand`,
+    happened ? null : "manual_review", v.verdict, v.note || null, v.actor, v.evidenceRetentionMs]);
+  return (r.rowCount ?? 0) === 1;
+}
