@@ -32,6 +32,7 @@ var rules = []Rule{
 	{Name: "shadow-no-call-no-row", Says: "a shadow request is answered in the reply format, with no external call and no ledger write", check: shadowRequest},
 	{Name: "request-fingerprint", Says: "the stored request hash is the shared fingerprint of the payload under the row's algorithm", check: requestFingerprint},
 	{Name: "expired-evidence-looks-up", Says: "a late copy of an event whose evidence window ended goes to the look-up (reconciled, or uncertain for a person), never run again", check: expiredLooksUp},
+	{Name: "expired-not-happened-runs-once", Says: "a late copy of a tombstoned event the look-up says never happened runs once, as a new event", check: expiredNotHappened},
 	{Name: "invalid-dead-lettered", Says: "a message with an invalid replay header is dead-lettered with the DLQ headers and its payload unchanged", check: invalidDeadLettered},
 }
 
@@ -334,24 +335,14 @@ func invalidDeadLettered(ctx context.Context, e *Env) error {
 func expiredLooksUp(ctx context.Context, e *Env) error {
 	id := e.event("expired")
 	payload := order(id, 100)
-	// Imported as an operator imports a service's history (`replayctl ledger import`).
-	processed, past := time.Now().Add(-30*24*time.Hour), time.Now().Add(-48*time.Hour)
-	if _, err := e.Store.ImportEffects(ctx, ConsumerName, "conformance", []ledger.ImportedEffect{{EventID: id, EffectVersion: 1,
-		State: stateCompleted, RequestHash: fingerprint.Payload(payload), RequestHashAlg: fingerprint.Algorithm, EffectCount: 2,
-		ProcessedAt: processed, ReplayUntil: &past, EvidenceUntil: &past}}, false); err != nil {
-		return fmt.Errorf("import %s's old row: %w", id, err)
-	}
 	// The provider's own record of that charge, which the look-up reads.
 	provider := billing.NewProvider()
 	provider.Records = e.Records
 	if _, err := provider.Charge(ctx, "order-"+id, 100, "EUR"); err != nil {
 		return err
 	}
-	if _, err := e.Store.Prune(ctx, ledger.PruneOptions{Consumer: ConsumerName, Actor: "conformance"}); err != nil {
-		return fmt.Errorf("prune %s's row into a tombstone: %w", id, err)
-	}
-	if r, err := e.row(ctx, id, 1); err != nil || r == nil || r.State != ledger.EffectExpired {
-		return fmt.Errorf("%s's row after prune: %+v, %v; want a tombstone", id, r, err)
+	if err := e.tombstone(ctx, id, payload); err != nil {
+		return err
 	}
 	seq, err := e.publish(ctx, id, payload, nil)
 	if err != nil {
@@ -371,6 +362,53 @@ func expiredLooksUp(ctx context.Context, e *Env) error {
 		return r != nil && (r.State == "reconciled" || r.State == stateUncertain), err
 	}); err != nil {
 		return fmt.Errorf("%w (it is %s)", err, last)
+	}
+	return e.wantCharges(ctx, id, 1)
+}
+
+// tombstone imports an old completed row of eventID, as an operator imports a service's history
+// (`replayctl ledger import`), with its evidence window over, and prunes it into a tombstone.
+func (e *Env) tombstone(ctx context.Context, eventID string, payload []byte) error {
+	processed, past := time.Now().Add(-30*24*time.Hour), time.Now().Add(-48*time.Hour)
+	if _, err := e.Store.ImportEffects(ctx, ConsumerName, "conformance", []ledger.ImportedEffect{{EventID: eventID, EffectVersion: 1,
+		State: stateCompleted, RequestHash: fingerprint.Payload(payload), RequestHashAlg: fingerprint.Algorithm, EffectCount: 2,
+		ProcessedAt: processed, ReplayUntil: &past, EvidenceUntil: &past}}, false); err != nil {
+		return fmt.Errorf("import %s's old row: %w", eventID, err)
+	}
+	if _, err := e.Store.Prune(ctx, ledger.PruneOptions{Consumer: ConsumerName, Actor: "conformance"}); err != nil {
+		return fmt.Errorf("prune %s's row into a tombstone: %w", eventID, err)
+	}
+	if r, err := e.row(ctx, eventID, 1); err != nil || r == nil || r.State != ledger.EffectExpired {
+		return fmt.Errorf("%s's row after prune: %+v, %v; want a tombstone", eventID, r, err)
+	}
+	return nil
+}
+
+// expiredNotHappened has a tombstone of an event whose order the service knows but the provider
+// never charged (the old row's evidence outlived the charge's): the look-up says not happened, and
+// the late copy runs once as a new event.
+func expiredNotHappened(ctx context.Context, e *Env) error {
+	id := e.event("reopened")
+	payload := order(id, 100)
+	if err := e.Records.RecordOrder(ctx, id, "order-"+id); err != nil {
+		return err
+	}
+	if err := e.tombstone(ctx, id, payload); err != nil {
+		return err
+	}
+	if _, err := e.publish(ctx, id, payload, nil); err != nil {
+		return err
+	}
+	if _, err := e.waitRow(ctx, id, 1, stateCompleted); err != nil {
+		return fmt.Errorf("the tombstone was not reopened and run: %w", err)
+	}
+	// A copy more: the reopened row's completion settles it.
+	seq, err := e.publish(ctx, id, payload, nil)
+	if err != nil {
+		return err
+	}
+	if err := e.handled(ctx, seq); err != nil {
+		return err
 	}
 	return e.wantCharges(ctx, id, 1)
 }

@@ -40,6 +40,9 @@ type config struct {
 	ledgerRows int
 	keep       bool
 	jsonOut    bool
+	// consumerCmd runs another consumer than the Go example: a command line taking its flags
+	// (-database-url, -nats-url, -stream, -dlq-subject, -handlers, -shadow-only, -concurrency).
+	consumerCmd string
 }
 
 func main() {
@@ -60,6 +63,7 @@ func main() {
 	flag.IntVar(&cfg.ledgerRows, "ledger-rows", 0, "fill the ledger with this many completed rows of the consumer (other events) before the run; not timed")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the schema, streams and temp dir for a look afterwards")
 	flag.BoolVar(&cfg.jsonOut, "json", false, "print the results as JSON on stdout")
+	flag.StringVar(&cfg.consumerCmd, "consumer-cmd", "", "the consumer to run instead of the Go billing example, as a command line that takes its flags, e.g. 'node sdk/typescript/dist/examples/billing/main.js'")
 	flag.Parse()
 	if *sweep != "" {
 		var err error

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -318,6 +319,9 @@ func (b *bench) validate(ctx context.Context, manifestPath string) error {
 // startConsumer starts the example billing consumer (its real SDK) against this run's services.
 func (b *bench) startConsumer(ctx context.Context, step string, args ...string) (*process, error) {
 	args = append([]string{"-database-url", b.dbURL, "-nats-url", b.natsURL, "-stream", liveStream, "-dlq-subject", "dlq.billing.charge"}, args...)
+	if fields := strings.Fields(b.cfg.consumerCmd); len(fields) > 0 {
+		return startProcess(ctx, b.logPath(step), fields[0], append(fields[1:], args...)...)
+	}
 	return startProcess(ctx, b.logPath(step), b.bin.consumer, args...)
 }
 
@@ -476,6 +480,15 @@ func (b *bench) check(ctx context.Context, r executor.Result, targets int64) err
 			r.Preflight.EffectVersion.To, rows, completed, targets, r.Published, r.Deduplicated))
 	if completed != targets || rows != targets {
 		return fmt.Errorf("the ledger has %d rows (%d completed) under the new version for %d targets", rows, completed, targets)
+	}
+	// The provider's own log: no order charged twice, whichever consumer ran.
+	var charges, orders int64
+	if err := b.db.QueryRow(ctx, `select count(*), count(distinct order_id) from billing_provider_charges`).Scan(&charges, &orders); err != nil {
+		return err
+	}
+	b.res.Checks = append(b.res.Checks, fmt.Sprintf("the provider charged %d orders %d times", orders, charges))
+	if charges != orders {
+		return fmt.Errorf("the provider charged %d orders %d times: an order was charged twice", orders, charges)
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ func (o *Orders) Record(h consumer.Handler) consumer.Handler {
 
 func (o *Orders) remember(ctx context.Context, eventID, orderID string) error {
 	if o.records != nil {
-		return o.records.recordOrder(ctx, eventID, orderID)
+		return o.records.RecordOrder(ctx, eventID, orderID)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()

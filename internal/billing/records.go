@@ -104,7 +104,9 @@ func OpenRecords(ctx context.Context, databaseURL string) (*Records, error) {
 // Close closes the connections.
 func (r *Records) Close() { r.pool.Close() }
 
-func (r *Records) recordOrder(ctx context.Context, eventID, orderID string) error {
+// RecordOrder keeps which order eventID is about, as the service does before it charges; the
+// look-up reads it. The conformance kit writes it for an event it has a tombstone made of.
+func (r *Records) RecordOrder(ctx context.Context, eventID, orderID string) error {
 	if err := r.orders.write(ctx, orderRow{eventID, orderID}); err != nil {
 		return fmt.Errorf("record the order of event %s: %w", eventID, err)
 	}

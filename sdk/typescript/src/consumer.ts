@@ -67,6 +67,8 @@ export interface Config {
   leaseMs?: number;
   retryBackoffMs?: number;
   maxDeliver?: number;
+  /** Messages handled at once; default 64. */
+  concurrency?: number;
   fingerprint?: FingerprintOptions;
   resultRetentionMs?: number;
   evidenceRetentionMs?: number;
@@ -119,7 +121,7 @@ export class Consumer {
 
   constructor(cfg: Config) {
     this.cfg = {
-      durable: cfg.name, liveVersion: 1, leaseMs: 120_000, retryBackoffMs: 1000, maxDeliver: 5,
+      durable: cfg.name, liveVersion: 1, leaseMs: 120_000, retryBackoffMs: 1000, maxDeliver: 5, concurrency: 64,
       resultRetentionMs: 7 * day, evidenceRetentionMs: 30 * day, ...cfg,
     } as Consumer["cfg"];
     this.hasher = v2(cfg.fingerprint ?? {});
@@ -172,7 +174,7 @@ export class Consumer {
     }
     const js = jetstream(this.cfg.nc);
     const c = await js.consumers.get(this.cfg.stream, this.cfg.durable);
-    const messages = await c.consume({ max_messages: 64 });
+    const messages = await c.consume({ max_messages: this.cfg.concurrency });
     signal.addEventListener("abort", () => void messages.close());
     const inFlight = new Set<Promise<void>>();
     for await (const m of messages) {
@@ -186,7 +188,7 @@ export class Consumer {
       );
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p));
-      if (inFlight.size >= 64) await Promise.race(inFlight);
+      if (inFlight.size >= this.cfg.concurrency) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
   }
@@ -232,7 +234,7 @@ export class Consumer {
         m.term(`event ${id}: its row's fingerprint algorithm ${rows[i].requestHashAlg} is not this consumer's`);
         return "conflict";
       }
-      if (rows[i].requestHashAlg !== "none" && rows[i].requestHash !== incoming[i]) {
+      if (rows[i].requestHash !== incoming[i]) {
         m.term(`event ${id}: the payload differs from the one stored under effect version ${rows[i].effectVersion}`);
         return "conflict";
       }
@@ -266,14 +268,16 @@ export class Consumer {
     const hash = this.hasher.sum(ev.payload);
     const tombstones = rows.filter((r) => r.state === "expired" && (ev.mode === "live" || r.effectVersion === ev.effectVersion));
     if (tombstones.length > 0) {
-      const met = await this.meetExpired(m, ev, key, hash);
+      const met = await this.meetExpired(m, ev, key, hash, tombstones.map((t) => t.effectVersion));
       if (met !== undefined) return met;
     }
-    const own = rows.findIndex((r) => r.effectVersion === ev.effectVersion);
+    const current = tombstones.length > 0 ? await ledger.effectsForEventRows(this.cfg.pool, this.cfg.name, id) : rows;
+    const own = current.findIndex((r) => r.effectVersion === ev.effectVersion);
+    const ownHash = own >= 0 ? this.hashUnder(current[own].requestHashAlg, ev.payload) : undefined;
     const claimed = await ledger.claim(this.cfg.pool, {
       key, requestHash: hash, requestHashAlg: this.hasher.algorithm, owner: this.owner, leaseMs: this.cfg.leaseMs, jobId: ev.jobId,
       anyVersionSettles,
-      takeOverHash: own >= 0 ? incoming[own]! : hash, takeOverHashAlg: own >= 0 ? rows[own].requestHashAlg : this.hasher.algorithm,
+      takeOverHash: own >= 0 ? (ownHash ?? "") : hash, takeOverHashAlg: own >= 0 ? current[own].requestHashAlg : this.hasher.algorithm,
     });
     if (!claimed) {
       m.nak(this.backoff(ev.delivery));
@@ -283,13 +287,13 @@ export class Consumer {
   }
 
   private hashUnder(alg: string, payload: Uint8Array): string | undefined {
-    if (alg === "none") return "";
+    if (alg === "none") return "none"; // matches any payload (fingerprint.NoneHash)
     if (alg === this.hasher.algorithm) return this.hasher.sum(payload);
     if (alg === "canonical-json-v1") return v1().sum(payload);
     return undefined;
   }
 
-  private async meetExpired(m: JsMsg, ev: Event, key: ledger.EffectKey, hash: string): Promise<string | undefined> {
+  private async meetExpired(m: JsMsg, ev: Event, key: ledger.EffectKey, hash: string, versions: number[]): Promise<string | undefined> {
     let res: LookupResult = { verdict: "unknown", detail: "the consumer has no look-up" };
     if (this.cfg.lookup) {
       try {
@@ -299,7 +303,9 @@ export class Consumer {
       }
     }
     if (res.verdict === "not_happened") {
-      return undefined; // reopened and processed as new: left to a later version of this SDK
+      // The tombstones become received rows; the event is then claimed and run as a new one.
+      await ledger.reopenExpired(this.cfg.pool, this.cfg.name, ev.id, versions, res.detail ?? "", this.owner);
+      return undefined;
     }
     await ledger.applyExpiredVerdict(this.cfg.pool, {
       key, requestHash: hash, requestHashAlg: this.hasher.algorithm, verdict: res.verdict, note: res.detail ?? "",

@@ -67,7 +67,7 @@ export async function effectsForEventRows(pool: Pool, consumer: string, eventId:
   for (const c of compact.rows) {
     if (out.some((r) => r.effectVersion === c.effect_version)) continue;
     out.push({
-      effectVersion: c.effect_version, state: "expired", requestHash: "", requestHashAlg: "none", externalRefs: [],
+      effectVersion: c.effect_version, state: "expired", requestHash: "none", requestHashAlg: "none", externalRefs: [],
       leaseOwner: "", leaseLive: false, leaseRemainingMs: 0, callsStarted: 0, lastError: "", writeForbidden: false,
     });
   }
@@ -301,4 +301,35 @@ export async function applyExpiredVerdict(pool: Pool, v: ExpiredVerdict): Promis
     happened ? null : `the ledger's evidence of this event expired and the look-up did not prove what happened (${v.verdict}): review it by hand`,
     happened ? null : "manual_review", v.verdict, v.note || null, v.actor, v.evidenceRetentionMs]);
   return (r.rowCount ?? 0) === 1;
+}
+
+const reopenExpiredSQL = `
+with reopened as (
+    update effects
+       set state = 'received', replay_until = null, evidence_until = null, review_verdict = 'not_happened',
+           review_note = $4, reviewed_at = now(), reviewed_by = $5, updated_at = now()
+     where consumer = $1 and event_id = $2 and effect_version = any($3::int[]) and state = 'expired'
+    returning effect_version, job_id),
+compact as (
+    select distinct t.effect_version,
+           case when t.flags & 2 <> 0 then 'reconciled' else 'completed' end as final_state
+      from effect_tombstones t
+     where t.key = effect_tombstone_key($1::text, $2::text) and t.effect_version = any($3::int[])
+       and not exists (select 1 from effects x where x.consumer = $1 and x.event_id = $2 and x.effect_version = t.effect_version)),
+revived as (
+    insert into effects (consumer, event_id, effect_version, state, final_state, request_hash, request_hash_alg,
+                         review_verdict, review_note, reviewed_at, reviewed_by)
+    select $1, $2, c.effect_version, 'received', c.final_state, 'none', 'none', 'not_happened', $4, now(), $5
+      from compact c
+    on conflict (consumer, event_id, effect_version) do nothing
+    returning effect_version, job_id)
+select audit_append(null, $5, job_id, null, 'consumer.evidence_expired',
+       jsonb_build_object('consumer', $1::text, 'eventId', $2::text, 'effectVersion', effect_version,
+                          'verdict', 'not_happened', 'state', 'received', 'detail', $4::text), $1::text)
+  from (select * from reopened union all select * from revived) r`
+
+/** Turns eventId's tombstones under versions back into received rows after the look-up said not happened. */
+export async function reopenExpired(pool: Pool, consumer: string, eventId: string, versions: number[], note: string, actor: string): Promise<number> {
+  const r = await pool.query(reopenExpiredSQL, [consumer, eventId, versions, note || null, actor]);
+  return r.rowCount ?? 0;
 }

@@ -23,6 +23,8 @@ interface Flags {
   dlqSubject: string;
   handlers: number;
   liveVersion: number;
+  shadowOnly: boolean;
+  concurrency: number;
 }
 
 function parseFlags(argv: string[]): Flags {
@@ -30,6 +32,7 @@ function parseFlags(argv: string[]): Flags {
     databaseURL: process.env.REPLAYCTL_DATABASE_URL || process.env.DATABASE_URL || "postgres:///test?host=/var/run/postgresql",
     natsURL: process.env.NATS_URL || "nats://127.0.0.1:4222",
     stream: "BILLING", createStream: false, dlqSubject: "dlq.billing.charge", handlers: 64, liveVersion: 1,
+    shadowOnly: false, concurrency: 32,
   };
   for (let i = 0; i < argv.length; i++) {
     const [name, inline] = argv[i].replace(/^--?/, "").split(/=(.*)/s, 2);
@@ -42,9 +45,11 @@ function parseFlags(argv: string[]): Flags {
       case "dlq-subject": f.dlqSubject = value(); break;
       case "handlers": f.handlers = Number(value()); break;
       case "live-version": f.liveVersion = Number(value()); break;
+      case "shadow-only": f.shadowOnly = inline === undefined || inline === "true"; break;
+      case "concurrency": f.concurrency = Number(value()); break;
       case "retry-backoff": value(); break; // accepted for the Go example's command lines
       default:
-        throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version`);
+        throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version, -shadow-only, -concurrency`);
     }
   }
   return f;
@@ -123,13 +128,17 @@ async function main(): Promise<void> {
       externalRefs: [{ kind: "payments.charge", target: "payments-api", ref: charges.rows[0].charge_id }] };
   };
   const c = new Consumer({ name: "billing", pool, nc, stream: f.stream, dlqSubject: f.dlqSubject, handler, lookup,
-    liveVersion: f.liveVersion, retryBackoffMs: 100, log: (l) => process.stderr.write(`billing-consumer-ts: ${l}\n`) });
+    liveVersion: f.liveVersion, retryBackoffMs: 100, concurrency: f.handlers, log: (l) => process.stderr.write(`billing-consumer-ts: ${l}\n`) });
   const stopShadow = c.serveShadow();
   process.stderr.write("billing-consumer-ts: answering shadow requests on replay.shadow.billing; Ctrl-C stops\n");
   const stop = new AbortController();
   process.on("SIGINT", () => stop.abort());
   process.on("SIGTERM", () => stop.abort());
-  await c.run(stop.signal);
+  if (f.shadowOnly) {
+    await new Promise((resolve) => stop.signal.addEventListener("abort", resolve));
+  } else {
+    await c.run(stop.signal);
+  }
   stopShadow();
   await nc.drain();
   await pool.end();
