@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -25,9 +26,13 @@ func (r *roundEnv) startConsumer(i int) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(r.s.consumer, "-database-url", r.consumerURL, "-records-database-url", r.recordsURL, "-nats-url", r.consumerNATS, "-stream", "BILLING",
+	name, args := r.s.consumer, []string{"-database-url", r.consumerURL, "-records-database-url", r.recordsURL, "-nats-url", r.consumerNATS, "-stream", "BILLING",
 		"-dlq-subject", "dlq.billing.charge", "-retry-backoff", "100ms", "-handlers", "64", "-lease", consumerLease.String(),
-		"-log-level", "info")
+		"-log-level", "info"}
+	if fields := strings.Fields(r.s.o.consumerCmd); len(fields) > 0 && (!r.s.o.mixed || i%2 == 1) {
+		name, args = fields[0], append(fields[1:], args...)
+	}
+	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()

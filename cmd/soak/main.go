@@ -49,6 +49,8 @@ func main() {
 	flag.IntVar(&o.consumers, "consumers", 2, "billing consumers per round, each its own process")
 	flag.StringVar(&o.failover, "failover", "off", "sync or async: each round's ledger is a private primary with a streaming replica (synchronous or not) promoted at a random moment; off: -database-url")
 	flag.BoolVar(&o.links, "links", true, "put a fault proxy between the consumers and the ledger and one between the consumers and NATS: connections reset, stalled, slowed, and a reply cut after the server did the work")
+	flag.StringVar(&o.consumerCmd, "consumer-cmd", "", "run this consumer instead of the Go billing example, a command line that takes its flags, e.g. 'node sdk/typescript/dist/examples/billing/main.js'")
+	flag.BoolVar(&o.mixed, "mixed", false, "with -consumer-cmd, run it as every other consumer beside the Go example (a mixed fleet on one durable)")
 	flag.BoolVar(&o.natsCluster, "nats-cluster", false, "run a three-node NATS cluster with R3 streams instead of one server; kill -9 a random node or the BILLING stream's leader")
 	flag.Parse()
 	if o.failover != "off" && o.failover != "sync" && o.failover != "async" {

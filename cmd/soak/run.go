@@ -27,6 +27,10 @@ type options struct {
 	links bool
 	// natsCluster runs three nats-servers in a cluster with R3 streams instead of one.
 	natsCluster bool
+	// consumerCmd runs another consumer than the Go example (a command line taking its flags);
+	// with mixed, only every other consumer, so Go and the other SDK share the durable.
+	consumerCmd string
+	mixed       bool
 }
 
 // soak is one run's shared state: the binaries, the NATS server it kills, the report.

@@ -125,7 +125,8 @@ export class Consumer {
       resultRetentionMs: 7 * day, evidenceRetentionMs: 30 * day, ...cfg,
     } as Consumer["cfg"];
     this.hasher = v2(cfg.fingerprint ?? {});
-    this.owner = `${hostname()}-ts-${randomBytes(4).toString("hex")}`;
+    // host-pid-hex, as the Go SDK names its instances: whoever reviews a row finds the process.
+    this.owner = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
   }
 
   /** Answers shadow requests until the returned function is called. */

@@ -25,6 +25,25 @@ interface Flags {
   liveVersion: number;
   shadowOnly: boolean;
   concurrency: number;
+  recordsURL: string;
+  leaseMs: number;
+  retryBackoffMs: number;
+}
+
+// goDuration reads a Go duration as the Go example's flags take it: "100ms", "6s", "1m30s".
+function goDuration(s: string): number {
+  const unit: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  const re = /([0-9.]+)(ns|us|µs|ms|s|m|h)/gy;
+  let m: RegExpExecArray | null;
+  let end = 0;
+  while ((m = re.exec(s)) !== null) {
+    total += Number(m[1]) * unit[m[2]];
+    end = re.lastIndex;
+  }
+  if (s === "0") return 0;
+  if (end !== s.length || s === "") throw new Error(`${JSON.stringify(s)} is not a duration such as 100ms, 6s or 2m`);
+  return total;
 }
 
 function parseFlags(argv: string[]): Flags {
@@ -32,7 +51,7 @@ function parseFlags(argv: string[]): Flags {
     databaseURL: process.env.REPLAYCTL_DATABASE_URL || process.env.DATABASE_URL || "postgres:///test?host=/var/run/postgresql",
     natsURL: process.env.NATS_URL || "nats://127.0.0.1:4222",
     stream: "BILLING", createStream: false, dlqSubject: "dlq.billing.charge", handlers: 64, liveVersion: 1,
-    shadowOnly: false, concurrency: 32,
+    shadowOnly: false, concurrency: 32, recordsURL: "", leaseMs: 0, retryBackoffMs: 1000,
   };
   for (let i = 0; i < argv.length; i++) {
     const [name, inline] = argv[i].replace(/^--?/, "").split(/=(.*)/s, 2);
@@ -47,7 +66,10 @@ function parseFlags(argv: string[]): Flags {
       case "live-version": f.liveVersion = Number(value()); break;
       case "shadow-only": f.shadowOnly = inline === undefined || inline === "true"; break;
       case "concurrency": f.concurrency = Number(value()); break;
-      case "retry-backoff": value(); break; // accepted for the Go example's command lines
+      case "records-database-url": f.recordsURL = value(); break;
+      case "lease": f.leaseMs = goDuration(value()); break;
+      case "retry-backoff": f.retryBackoffMs = goDuration(value()); break;
+      case "log-level": value(); break; // accepted for the Go example's command lines; this one logs warnings only
       default:
         throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version, -shadow-only, -concurrency`);
     }
@@ -79,8 +101,11 @@ function feeCents(amount: number, version: number): number {
 async function main(): Promise<void> {
   const f = parseFlags(process.argv.slice(2));
   const pool = new pg.Pool(poolConfig(f.databaseURL));
-  await pool.query(`begin; ${recordsSchema} commit;`);
-  const nc = await connect({ servers: f.natsURL.split(","), name: "billing-consumer-ts" });
+  // The orders and the provider's charges: the ledger's database unless -records-database-url.
+  const records = f.recordsURL ? new pg.Pool(poolConfig(f.recordsURL)) : pool;
+  for (const p of [pool, records]) p.on("error", () => undefined); // a killed idle session is replaced on next use
+  await records.query(`begin; ${recordsSchema} commit;`);
+  const nc = await connect({ servers: f.natsURL.split(","), name: "billing-consumer-ts", maxReconnectAttempts: -1, reconnectTimeWait: 250 });
   if (f.createStream) {
     const jsm = await jetstreamManager(nc);
     await jsm.streams.add({ name: f.stream, subjects: ["billing.>"] }).catch(() => undefined);
@@ -99,13 +124,13 @@ async function main(): Promise<void> {
       totalCents: o.amountCents + fee, currency: o.currency, processedAt: new Date().toISOString() };
     if (ev.mode !== "shadow") {
       // The order is the service's own record, written before the charge: the look-up reads it.
-      await pool.query(`insert into billing_orders (event_id, order_id) values ($1, $2)
+      await records.query(`insert into billing_orders (event_id, order_id) values ($1, $2)
         on conflict (event_id) do update set order_id = excluded.order_id`, [ev.id, o.orderId]);
     }
     await fx.call("payments.charge", "payments-api", async () => {
       calls++;
       const id = `ch_${o.orderId}_${randomBytes(4).toString("hex")}`;
-      await pool.query(`insert into billing_provider_charges (charge_id, order_id, total_cents, currency) values ($1, $2, $3, $4)`,
+      await records.query(`insert into billing_provider_charges (charge_id, order_id, total_cents, currency) values ($1, $2, $3, $4)`,
         [id, o.orderId, receipt.totalCents, o.currency]);
       return id;
     });
@@ -116,19 +141,20 @@ async function main(): Promise<void> {
     return receipt;
   };
   const lookup = async (req: { eventId: string }) => {
-    const order = await pool.query(`select order_id from billing_orders where event_id = $1`, [req.eventId]);
+    const order = await records.query(`select order_id from billing_orders where event_id = $1`, [req.eventId]);
     if (order.rowCount === 0) {
       return { verdict: "unknown" as const, detail: `the billing service has no record of event ${req.eventId}'s order` };
     }
     const orderId: string = order.rows[0].order_id;
-    const charges = await pool.query(`select charge_id from billing_provider_charges where order_id = $1`, [orderId]);
+    const charges = await records.query(`select charge_id from billing_provider_charges where order_id = $1`, [orderId]);
     if (charges.rowCount === 0) return { verdict: "not_happened" as const, detail: `the payment provider has no charge for order ${orderId}` };
     if (charges.rowCount! > 1) return { verdict: "unknown" as const, detail: `order ${orderId} was charged ${charges.rowCount} times` };
     return { verdict: "happened" as const, detail: `order ${orderId} was charged once`,
       externalRefs: [{ kind: "payments.charge", target: "payments-api", ref: charges.rows[0].charge_id }] };
   };
   const c = new Consumer({ name: "billing", pool, nc, stream: f.stream, dlqSubject: f.dlqSubject, handler, lookup,
-    liveVersion: f.liveVersion, retryBackoffMs: 100, concurrency: f.handlers, log: (l) => process.stderr.write(`billing-consumer-ts: ${l}\n`) });
+    liveVersion: f.liveVersion, retryBackoffMs: f.retryBackoffMs, concurrency: f.handlers,
+    ...(f.leaseMs > 0 ? { leaseMs: f.leaseMs } : {}), log: (l) => process.stderr.write(`billing-consumer-ts: ${l}\n`) });
   const stopShadow = c.serveShadow();
   process.stderr.write("billing-consumer-ts: answering shadow requests on replay.shadow.billing; Ctrl-C stops\n");
   const stop = new AbortController();
@@ -142,6 +168,7 @@ async function main(): Promise<void> {
   stopShadow();
   await nc.drain();
   await pool.end();
+  if (records !== pool) await records.end();
   process.stderr.write(`billing-consumer-ts: stopped; the payment provider received ${calls} calls\n`);
 }
 
