@@ -214,7 +214,7 @@ export class Consumer {
       }
       ev.effectVersion = Number(version);
       ev.writeForbidden = wf === "true";
-      const reg = await ledger.replayExecuting(this.cfg.pool, this.cfg.name, ev.effectVersion, job);
+      const reg = await this.registry(ev.effectVersion, job);
       anyVersionSettles = reg.sourceKind !== "backfill";
       if (!reg.executing) {
         m.term(`replay refused: version ${ev.effectVersion} is not registered as executing for job ${job}`);
@@ -285,6 +285,19 @@ export class Consumer {
       return "in_progress";
     }
     return this.handle(m, ev, key);
+  }
+
+  // registry caches a yes for a few seconds, never a no (docs/protocol.md, "Execute messages"): a
+  // replay's thousands of messages ask once, and a cancelled job is refused within seconds.
+  private readonly executing = new Map<string, { at: number; sourceKind: string }>();
+  private async registry(version: number, job: string): Promise<{ executing: boolean; sourceKind: string }> {
+    const key = `${version}\u001f${job}`;
+    const hit = this.executing.get(key);
+    if (hit && Date.now() - hit.at < 5000) return { executing: true, sourceKind: hit.sourceKind };
+    const reg = await ledger.replayExecuting(this.cfg.pool, this.cfg.name, version, job);
+    if (reg.executing) this.executing.set(key, { at: Date.now(), sourceKind: reg.sourceKind });
+    else this.executing.delete(key);
+    return reg;
   }
 
   private hashUnder(alg: string, payload: Uint8Array): string | undefined {

@@ -2,7 +2,7 @@
 // fingerprints.go, effect_versions.go), with the same parameters, so a TypeScript instance and a
 // Go instance on one durable keep the same compare-and-set rules. Keep them in step with Go's.
 
-import type { Pool, PoolClient } from "pg";
+import pg, { type Pool } from "pg";
 
 import { tombstoneKey } from "./tombstone.js";
 
@@ -31,27 +31,25 @@ export interface EffectKey {
 const leasedRow = "consumer = $1 and event_id = $2 and effect_version + 0 = $3";
 const stateProcessing = "state || '' = 'processing'";
 
+// The event's rows and, in the same round trip, its compact tombstones (migration 0035), each of
+// which stands for the expired row of its version when that version has no effects row and
+// matches any payload (algorithm "none").
 const effectsForEvent = `
 select effect_version, state, request_hash, request_hash_alg, external_refs, coalesce(lease_owner, '') as lease_owner,
        coalesce(lease_expires_at > now(), false) as lease_live,
        greatest(coalesce(extract(epoch from lease_expires_at - now()) * 1000, 0), 0)::bigint as lease_remaining_ms,
-       calls_started, coalesce(last_error, '') as last_error, write_forbidden
-  from effects where consumer = $1 and event_id = $2 order by effect_version`
-
-// A compact tombstone (migration 0035) stands for the expired row of its version when that
-// version has no effects row; it matches any payload (algorithm "none").
-const compactTombstones = `
-select distinct t.effect_version from effect_tombstones t
-  join effect_tombstone_consumers c on c.id = t.consumer_key
- where t.key = $1 and c.consumer = $2`
+       calls_started, coalesce(last_error, '') as last_error, write_forbidden, false as compact
+  from effects where consumer = $1 and event_id = $2
+union all
+select distinct t.effect_version, 'expired', 'none', 'none', '[]'::jsonb, '', false, 0::bigint, 0, '', false, true
+  from effect_tombstones t join effect_tombstone_consumers c on c.id = t.consumer_key
+ where t.key = $3 and c.consumer = $1`
 
 /** Every row of eventId, lowest version first, its compact tombstones among them. */
 export async function effectsForEventRows(pool: Pool, consumer: string, eventId: string): Promise<EffectRow[]> {
-  const [rows, compact] = await Promise.all([
-    pool.query(effectsForEvent, [consumer, eventId]),
-    pool.query(compactTombstones, [tombstoneKey(consumer, eventId).toString(), consumer]),
-  ]);
-  const out: EffectRow[] = rows.rows.map((r) => ({
+  const rows = await pool.query(effectsForEvent, [consumer, eventId, tombstoneKey(consumer, eventId).toString()]);
+  const whole = new Set(rows.rows.filter((r) => !r.compact).map((r) => r.effect_version));
+  const out: EffectRow[] = rows.rows.filter((r) => !r.compact || !whole.has(r.effect_version)).map((r) => ({
     effectVersion: r.effect_version,
     state: r.state,
     requestHash: r.request_hash,
@@ -64,13 +62,6 @@ export async function effectsForEventRows(pool: Pool, consumer: string, eventId:
     lastError: r.last_error,
     writeForbidden: r.write_forbidden,
   }));
-  for (const c of compact.rows) {
-    if (out.some((r) => r.effectVersion === c.effect_version)) continue;
-    out.push({
-      effectVersion: c.effect_version, state: "expired", requestHash: "none", requestHashAlg: "none", externalRefs: [],
-      leaseOwner: "", leaseLive: false, leaseRemainingMs: 0, callsStarted: 0, lastError: "", writeForbidden: false,
-    });
-  }
   return out.sort((a, b) => a.effectVersion - b.effectVersion);
 }
 
@@ -110,29 +101,24 @@ export interface Claim {
   takeOverHashAlg: string;
 }
 
-/** Takes the lease on c.key (a new row, or one received or lapsed before any call); false when not. */
+/**
+ * Takes the lease on c.key (a new row, or one received or lapsed before any call); false when not.
+ * The lock and the upsert go as one simple-protocol query: one round trip and one implicit
+ * transaction, so the lock is held exactly as long as the claim (the Go SDK sends them as one
+ * batch). The upsert runs after the lock, in a snapshot of its own, so it sees every other version's
+ * committed row. Its values are written into the text as escaped literals, which the simple
+ * protocol needs. A claim needs no durability of its own (ledger/claim_flush.go): the call-started
+ * mark and the completion commit synchronously after it, so its commit does not wait for the flush.
+ */
 export async function claim(pool: Pool, c: Claim): Promise<boolean> {
-  return inTransaction(pool, async (tx) => {
-    await tx.query(claimLock, [c.key.consumer, c.key.eventId]);
-    const r = await tx.query(claimUpsert, [c.key.consumer, c.key.eventId, c.key.effectVersion, c.requestHash, c.requestHashAlg,
-      c.owner, c.leaseMs, c.jobId || null, c.anyVersionSettles, c.takeOverHashAlg, c.takeOverHash]);
-    return r.rowCount === 1;
-  });
-}
-
-async function inTransaction<T>(pool: Pool, fn: (tx: PoolClient) => Promise<T>): Promise<T> {
-  const tx = await pool.connect();
-  try {
-    await tx.query("begin");
-    const out = await fn(tx);
-    await tx.query("commit");
-    return out;
-  } catch (e) {
-    await tx.query("rollback").catch(() => undefined);
-    throw e;
-  } finally {
-    tx.release();
-  }
+  const lit = (v: string | number | boolean | null): string =>
+    v === null ? "null" : typeof v === "string" ? pg.escapeLiteral(v) : String(v);
+  const values = [c.key.consumer, c.key.eventId, c.key.effectVersion, c.requestHash, c.requestHashAlg, c.owner, c.leaseMs,
+    c.jobId || null, c.anyVersionSettles, c.takeOverHashAlg, c.takeOverHash];
+  const inline = (sql: string) => sql.replace(/\$(\d+)/g, (_, n) => lit(values[Number(n) - 1]));
+  const text = `select set_config('synchronous_commit', 'off', true); ${inline(claimLock)}; ${inline(claimUpsert)}`;
+  const results = (await pool.query(text)) as unknown as pg.QueryResult[];
+  return results[2].rowCount === 1;
 }
 
 const heartbeatSQL = `
