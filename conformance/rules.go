@@ -33,6 +33,7 @@ var rules = []Rule{
 	{Name: "request-fingerprint", Says: "the stored request hash is the shared fingerprint of the payload under the row's algorithm", check: requestFingerprint},
 	{Name: "expired-evidence-looks-up", Says: "a late copy of an event whose evidence window ended goes to the look-up (reconciled, or uncertain for a person), never run again", check: expiredLooksUp},
 	{Name: "expired-not-happened-runs-once", Says: "a late copy of a tombstoned event the look-up says never happened runs once, as a new event", check: expiredNotHappened},
+	{Name: "lookup-answers", Says: "a look-up request on replay.reconcile.billing is answered from the provider's records, in the reply format", check: lookupAnswers},
 	{Name: "invalid-dead-lettered", Says: "a message with an invalid replay header is dead-lettered with the DLQ headers and its payload unchanged", check: invalidDeadLettered},
 }
 
@@ -411,4 +412,36 @@ func expiredNotHappened(ctx context.Context, e *Env) error {
 		return err
 	}
 	return e.wantCharges(ctx, id, 1)
+}
+
+// lookupAnswers asks the consumer's look-up responder, as `replayctl reconcile` does, about an
+// event it charged once: the answer is happened, with the charge's reference.
+func lookupAnswers(ctx context.Context, e *Env) error {
+	id := e.event("lookup")
+	if err := e.completeOnce(ctx, id, 100); err != nil {
+		return err
+	}
+	r, err := e.row(ctx, id, 1)
+	if err != nil || r == nil {
+		return fmt.Errorf("%s's row: %+v, %v", id, r, err)
+	}
+	req, _ := json.Marshal(protocol.ReconcileRequest{Consumer: ConsumerName, EventID: id, EffectVersion: 1,
+		RequestHash: r.RequestHash, RequestHashAlg: r.RequestHashAlg, ExternalRefs: []protocol.Effect{}, CallsStarted: 1})
+	msg, err := e.NC.RequestWithContext(ctx, protocol.ReconcileSubject(ConsumerName), req)
+	if err != nil {
+		return fmt.Errorf("look-up request: %w", err)
+	}
+	var reply protocol.ReconcileReply
+	if err := json.Unmarshal(msg.Data, &reply); err != nil {
+		return fmt.Errorf("the look-up reply is not the reply format: %w: %.200s", err, msg.Data)
+	}
+	if reply.EventID != id || reply.Verdict != protocol.VerdictHappened {
+		return fmt.Errorf("look-up reply %+v: want eventId %s, verdict happened (the provider charged it once)", reply, id)
+	}
+	for _, ref := range reply.ExternalRefs {
+		if ref.Ref != "" {
+			return nil
+		}
+	}
+	return fmt.Errorf("look-up reply %+v names no reference of the charge", reply)
 }

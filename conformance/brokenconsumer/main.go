@@ -125,7 +125,8 @@ func withSDK(mode string) error {
 		return err
 	}
 	defer nc.Close()
-	handler := billing.Handler(provider, time.Now)
+	orders := billing.SharedOrders(records)
+	handler := orders.Record(billing.Handler(provider, time.Now))
 	broken := func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
 		var o billing.Order
 		_ = json.Unmarshal(ev.Payload, &o)
@@ -139,7 +140,7 @@ func withSDK(mode string) error {
 		return handler(ctx, ev, fx)
 	}
 	c, err := consumer.New(consumer.Config{Name: conformance.ConsumerName, Store: store, Conn: nc, Stream: conformance.Stream,
-		DLQSubject: conformance.DLQSubject, RetryBackoff: 100 * time.Millisecond, Handler: broken, Lookup: billing.Lookup(provider, billing.SharedOrders(records))})
+		DLQSubject: conformance.DLQSubject, RetryBackoff: 100 * time.Millisecond, Handler: broken, Lookup: billing.Lookup(provider, orders)})
 	if err != nil {
 		return err
 	}

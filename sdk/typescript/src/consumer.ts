@@ -52,7 +52,19 @@ export interface LookupResult {
   detail?: string;
 }
 
-export type Lookup = (req: { eventId: string; effectVersion: number; jobId: string; requestHash: string }) => Promise<LookupResult>;
+/** What a look-up is asked: one event's row, without its payload. */
+export interface LookupRequest {
+  eventId: string;
+  effectVersion: number;
+  jobId: string;
+  requestHash: string;
+  /** The calls the row recorded so far; the one whose outcome is unknown is not among them. */
+  externalRefs?: Effect[];
+  callsStarted?: number;
+}
+
+/** Asks the provider whether an event's effect exists. A read: it must write nothing. */
+export type Lookup = (req: LookupRequest) => Promise<LookupResult>;
 
 export interface Config {
   name: string;
@@ -162,6 +174,43 @@ export class Consumer {
         reply({ eventId: id, status: "error", effects: fx.recorded, error: String((e as Error).message ?? e) });
       }
     }
+  }
+
+  /**
+   * Answers look-ups on replay.reconcile.<name> (queue group replayctl-reconcile), as `replayctl
+   * reconcile` asks about uncertain rows. A malformed request, one for another consumer, a failing
+   * look-up and a verdict outside the protocol are answered unknown: the requester changes nothing.
+   */
+  serveLookup(): () => void {
+    const sub: Subscription = this.cfg.nc.subscribe(`replay.reconcile.${this.cfg.name}`, {
+      queue: "replayctl-reconcile",
+      callback: (_err, msg) => void this.answerLookup(msg),
+    });
+    return () => sub.unsubscribe();
+  }
+
+  private async answerLookup(msg: Msg): Promise<void> {
+    let eventId = "";
+    let reply: LookupResult;
+    try {
+      const req = JSON.parse(Buffer.from(msg.data).toString("utf8"));
+      eventId = typeof req.eventId === "string" ? req.eventId : "";
+      if (req.consumer !== this.cfg.name || !validEventID(eventId)) {
+        reply = { verdict: "unknown", detail: `not a look-up of consumer ${this.cfg.name}'s events` };
+      } else if (!this.cfg.lookup) {
+        reply = { verdict: "unknown", detail: "the consumer has no look-up" };
+      } else {
+        reply = await this.cfg.lookup({ eventId, effectVersion: req.effectVersion, jobId: req.jobId ?? "",
+          requestHash: req.requestHash, externalRefs: req.externalRefs ?? [], callsStarted: req.callsStarted ?? 0 });
+        if (!["happened", "not_happened", "unknown"].includes(reply.verdict)) {
+          reply = { verdict: "unknown", detail: `the look-up answered ${JSON.stringify(reply.verdict)}, not a verdict` };
+        }
+      }
+    } catch (e) {
+      reply = { verdict: "unknown", detail: `the look-up failed: ${(e as Error).message}` };
+    }
+    msg.respond(JSON.stringify({ eventId, verdict: reply.verdict, externalRefs: reply.externalRefs ?? [],
+      detail: (reply.detail ?? "").slice(0, 500) }));
   }
 
   /** Consumes the stream until stop() resolves it. */

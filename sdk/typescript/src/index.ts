@@ -2,5 +2,5 @@ export { ALGORITHM_V1, V2_PREFIX, InvalidOptionsError, payloadHash, v1, v2 } fro
 export type { Hasher, Options } from "./fingerprint.js";
 export { tombstoneKey } from "./tombstone.js";
 export { BusinessError, Consumer, Effects, NotExecutedError } from "./consumer.js";
-export type { Config, Effect, Event, Handler, Lookup, LookupResult, Result } from "./consumer.js";
+export type { Config, Effect, Event, Handler, Lookup, LookupRequest, LookupResult, Result } from "./consumer.js";
 export { poolConfig } from "./pgurl.js";

@@ -12,7 +12,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
 import pg from "pg";
 
-import { BusinessError, Consumer, type Effects, type Event } from "../../src/consumer.js";
+import { BusinessError, Consumer, type Effects, type Event, type LookupRequest } from "../../src/consumer.js";
 import { poolConfig } from "../../src/pgurl.js";
 
 interface Flags {
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
     });
     return receipt;
   };
-  const lookup = async (req: { eventId: string }) => {
+  const lookup = async (req: LookupRequest) => {
     const order = await records.query(`select order_id from billing_orders where event_id = $1`, [req.eventId]);
     if (order.rowCount === 0) {
       return { verdict: "unknown" as const, detail: `the billing service has no record of event ${req.eventId}'s order` };
@@ -158,6 +158,7 @@ async function main(): Promise<void> {
     liveVersion: f.liveVersion, retryBackoffMs: f.retryBackoffMs, concurrency: f.handlers,
     ...(f.leaseMs > 0 ? { leaseMs: f.leaseMs } : {}), log: (l) => process.stderr.write(`billing-consumer-ts: ${l}\n`) });
   const stopShadow = c.serveShadow();
+  const stopLookup = c.serveLookup();
   process.stderr.write("billing-consumer-ts: answering shadow requests on replay.shadow.billing; Ctrl-C stops\n");
   const stop = new AbortController();
   process.on("SIGINT", () => stop.abort());
@@ -168,6 +169,7 @@ async function main(): Promise<void> {
     await c.run(stop.signal);
   }
   stopShadow();
+  stopLookup();
   await nc.drain();
   await pool.end();
   if (records !== pool) await records.end();
