@@ -11,8 +11,11 @@ import { AckPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jet
 import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Pool } from "pg";
 
+import type { Registry } from "prom-client";
+
 import { payloadHash, v1, v2, type Hasher, type Options as FingerprintOptions } from "./fingerprint.js";
 import * as ledger from "./ledger.js";
+import { Meters } from "./metrics.js";
 
 /** An event as the handler sees it. */
 export interface Event {
@@ -85,6 +88,10 @@ export interface Config {
   resultRetentionMs?: number;
   evidenceRetentionMs?: number;
   log?: (line: string) => void;
+  /** Registers the consumer's metrics there (the Go SDK's names); counted either way. */
+  metrics?: Registry;
+  /** How often deliveries go to the ledger's daily counts and the uncertain gauges are read; default 5 s. */
+  countsIntervalMs?: number;
 }
 
 const day = 24 * 3600 * 1000;
@@ -126,17 +133,19 @@ export class Effects {
 }
 
 export class Consumer {
-  private readonly cfg: Required<Omit<Config, "lookup" | "fingerprint" | "log">> & Pick<Config, "lookup" | "log">;
+  private readonly cfg: Required<Omit<Config, "lookup" | "fingerprint" | "log" | "metrics">> & Pick<Config, "lookup" | "log">;
+  private readonly meters: Meters;
   private readonly hasher: Hasher;
   private readonly owner: string;
   private registered = false;
 
   constructor(cfg: Config) {
     this.cfg = {
-      durable: cfg.name, liveVersion: 1, leaseMs: 120_000, retryBackoffMs: 1000, maxDeliver: 5, concurrency: 64,
+      durable: cfg.name, liveVersion: 1, leaseMs: 120_000, retryBackoffMs: 1000, maxDeliver: 5, concurrency: 64, countsIntervalMs: 5000,
       resultRetentionMs: 7 * day, evidenceRetentionMs: 30 * day, ...cfg,
     } as Consumer["cfg"];
     this.hasher = v2(cfg.fingerprint ?? {});
+    this.meters = new Meters(cfg.name, cfg.metrics);
     // host-pid-hex, as the Go SDK names its instances: whoever reviews a row finds the process.
     this.owner = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
   }
@@ -226,6 +235,8 @@ export class Consumer {
     const c = await js.consumers.get(this.cfg.stream, this.cfg.durable);
     const messages = await c.consume({ max_messages: this.cfg.concurrency });
     signal.addEventListener("abort", () => void messages.close());
+    const flush = () => this.meters.flush(this.cfg.pool).catch((e) => this.cfg.log?.(`flushing the delivery counts: ${e}`));
+    const counting = setInterval(flush, this.cfg.countsIntervalMs);
     const inFlight = new Set<Promise<void>>();
     for await (const m of messages) {
       const p = this.process(m).then(
@@ -241,10 +252,18 @@ export class Consumer {
       if (inFlight.size >= this.cfg.concurrency) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
+    clearInterval(counting);
+    await flush();
   }
 
   /** Handles one delivery end to end and says what happened. */
   async process(m: JsMsg): Promise<string> {
+    const outcome = await this.decide(m);
+    this.meters.delivered(outcome);
+    return outcome;
+  }
+
+  private async decide(m: JsMsg): Promise<string> {
     const h = m.headers;
     const id = h?.get("Event-Id") ?? "";
     const ev: Event = { id, subject: m.subject, payload: m.data, mode: "live", effectVersion: this.cfg.liveVersion,
@@ -301,6 +320,7 @@ export class Consumer {
     }
     for (const r of rows) {
       if (r.state !== "processing") continue;
+      if (!r.leaseLive) this.meters.lapsed();
       if (r.leaseLive) {
         m.nak(Math.max(r.leaseRemainingMs, 100));
         return "in_progress";

@@ -319,3 +319,27 @@ export async function reopenExpired(pool: Pool, consumer: string, eventId: strin
   const r = await pool.query(reopenExpiredSQL, [consumer, eventId, versions, note || null, actor]);
   return r.rowCount ?? 0;
 }
+
+const deliveryCountsAddSQL = `
+insert into delivery_counts as d (consumer, day, deliveries, duplicate_deliveries)
+values ($1, (now() at time zone 'utc')::date, $2, $3)
+on conflict (consumer, day) do update
+   set deliveries           = d.deliveries + excluded.deliveries,
+       duplicate_deliveries = d.duplicate_deliveries + excluded.duplicate_deliveries,
+       updated_at           = now()`
+
+/** Adds to the consumer's delivery counts of today, which `replayctl ledger stats` reads. */
+export async function deliveryCountsAdd(pool: Pool, consumer: string, deliveries: number, duplicates: number): Promise<void> {
+  if (deliveries === 0 && duplicates === 0) return;
+  await pool.query(deliveryCountsAddSQL, [consumer, deliveries, duplicates]);
+}
+
+const uncertainSummarySQL = `
+select count(*)::bigint as n, coalesce(max(greatest(extract(epoch from now() - updated_at) * 1000, 0)), 0)::bigint as oldest_ms
+  from effects where consumer = $1 and state = 'uncertain'`
+
+/** The consumer's uncertain rows and how long the oldest has been uncertain. */
+export async function uncertainSummary(pool: Pool, consumer: string): Promise<{ count: number; oldestMs: number }> {
+  const r = await pool.query(uncertainSummarySQL, [consumer]);
+  return { count: Number(r.rows[0].n), oldestMs: Number(r.rows[0].oldest_ms) };
+}

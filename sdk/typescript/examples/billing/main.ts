@@ -10,7 +10,10 @@ import { randomBytes } from "node:crypto";
 
 import { jetstreamManager } from "@nats-io/jetstream";
 import { connect } from "@nats-io/transport-node";
+import { createServer } from "node:http";
+
 import pg from "pg";
+import { Registry } from "prom-client";
 
 import { BusinessError, Consumer, type Effects, type Event, type LookupRequest } from "../../src/consumer.js";
 import { poolConfig } from "../../src/pgurl.js";
@@ -28,6 +31,7 @@ interface Flags {
   recordsURL: string;
   leaseMs: number;
   retryBackoffMs: number;
+  metricsAddr: string;
 }
 
 // goDuration reads a Go duration as the Go example's flags take it: "100ms", "6s", "1m30s".
@@ -51,7 +55,7 @@ function parseFlags(argv: string[]): Flags {
     databaseURL: process.env.REPLAYCTL_DATABASE_URL || process.env.DATABASE_URL || "postgres:///test?host=/var/run/postgresql",
     natsURL: process.env.NATS_URL || "nats://127.0.0.1:4222",
     stream: "BILLING", createStream: false, dlqSubject: "dlq.billing.charge", handlers: 64, liveVersion: 1,
-    shadowOnly: false, concurrency: 32, recordsURL: "", leaseMs: 0, retryBackoffMs: 1000,
+    shadowOnly: false, concurrency: 32, recordsURL: "", leaseMs: 0, retryBackoffMs: 1000, metricsAddr: "",
   };
   for (let i = 0; i < argv.length; i++) {
     const [name, inline] = argv[i].replace(/^--?/, "").split(/=(.*)/s, 2);
@@ -67,11 +71,12 @@ function parseFlags(argv: string[]): Flags {
       case "shadow-only": f.shadowOnly = inline === undefined || inline === "true"; break;
       case "concurrency": f.concurrency = Number(value()); break;
       case "records-database-url": f.recordsURL = value(); break;
+      case "metrics-addr": f.metricsAddr = value(); break;
       case "lease": f.leaseMs = goDuration(value()); break;
       case "retry-backoff": f.retryBackoffMs = goDuration(value()); break;
       case "log-level": value(); break; // accepted for the Go example's command lines; this one logs warnings only
       default:
-        throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version, -shadow-only, -concurrency`);
+        throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version, -shadow-only, -concurrency, -metrics-addr, -records-database-url, -lease, -retry-backoff`);
     }
   }
   return f;
@@ -154,7 +159,20 @@ async function main(): Promise<void> {
     return { verdict: "happened" as const, detail: `order ${orderId} was charged once`,
       externalRefs: [{ kind: "payments.charge", target: "payments-api", ref: charges.rows[0].charge_id }] };
   };
-  const c = new Consumer({ name: "billing", pool, nc, stream: f.stream, dlqSubject: f.dlqSubject, handler, lookup,
+  // -metrics-addr serves the SDK's metrics on http://<addr>/metrics, as the Go example does.
+  const registry = new Registry();
+  const metrics = f.metricsAddr ? createServer(async (req, res) => {
+    if (req.url !== "/metrics") {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { "Content-Type": registry.contentType }).end(await registry.metrics());
+  }) : undefined;
+  if (metrics) {
+    const [host, port] = [f.metricsAddr.slice(0, f.metricsAddr.lastIndexOf(":")), Number(f.metricsAddr.slice(f.metricsAddr.lastIndexOf(":") + 1))];
+    await new Promise<void>((resolve, reject) => metrics.once("error", reject).listen(port, host || "127.0.0.1", resolve));
+  }
+  const c = new Consumer({ metrics: registry, name: "billing", pool, nc, stream: f.stream, dlqSubject: f.dlqSubject, handler, lookup,
     liveVersion: f.liveVersion, retryBackoffMs: f.retryBackoffMs, concurrency: f.handlers,
     ...(f.leaseMs > 0 ? { leaseMs: f.leaseMs } : {}), log: (l) => process.stderr.write(`billing-consumer-ts: ${l}\n`) });
   const stopShadow = c.serveShadow();
@@ -173,6 +191,7 @@ async function main(): Promise<void> {
   await nc.drain();
   await pool.end();
   if (records !== pool) await records.end();
+  metrics?.close();
   process.stderr.write(`billing-consumer-ts: stopped; the payment provider received ${calls} calls\n`);
 }
 
