@@ -5,6 +5,9 @@
 # port, works in its own PostgreSQL schema, and removes both at the end, whatever happens.
 # natscli: $NATS_CLI, else `nats` on PATH, else /tmp/bin/nats, else it is installed from the Go
 # module proxy (v0.5.0) into the run's temporary directory.
+# REPLAY_CONSUMER, when set, is another consumer's command line (taking the Go example's flags)
+# that replaces the Go billing consumer once the outage has filled the DLQ: shadow, execute and
+# reconcile then run against it, e.g. REPLAY_CONSUMER="node $PWD/sdk/typescript/dist/examples/billing/main.js".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$(date +%s)
@@ -59,6 +62,14 @@ n stream get DLQ_BILLING 1
 
 # The outage ends 8 s after the consumer started; the DLQ stays until it is replayed.
 while [ "$(date +%s)" -lt "$outage_ends" ]; do sleep 0.2; done
+if [ -n "${REPLAY_CONSUMER:-}" ]; then
+  kill -INT "$consumer"; wait "$consumer" 2>/dev/null || true
+  say "the replay runs against: $REPLAY_CONSUMER"
+  $REPLAY_CONSUMER -dlq-subject dlq.billing.charge 2>"$work/consumer-2.log" &
+  pids+=($!)
+  for _ in $(seq 1 100); do grep -q "answering shadow requests" "$work/consumer-2.log" && break; sleep 0.1; done
+  grep -q "answering shadow requests" "$work/consumer-2.log" || fail "$REPLAY_CONSUMER did not start: $(tail -5 "$work/consumer-2.log")"
+fi
 
 # Triage: what is in the DLQ, a selection tried as a dry run (nothing recorded), and a policy
 # that asks a second operator to approve what the replay charges.
