@@ -34,12 +34,14 @@ import (
 func main() {
 	mode := flag.String("break", "naive", "the breakage: naive, double-charge or shadow-calls")
 	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	var err error
 	switch *mode {
 	case "naive":
-		err = naive()
+		err = withService(ctx, naive)
 	case "double-charge", "shadow-calls":
-		err = withSDK(*mode)
+		err = withService(ctx, func(ctx context.Context, s service) error { return withSDK(ctx, s, *mode) })
 	default:
 		err = fmt.Errorf("-break %q: use naive, double-charge or shadow-calls", *mode)
 	}
@@ -49,9 +51,15 @@ func main() {
 	}
 }
 
-func naive() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// service is what every breakage runs on: the provider's records and the NATS connection the kit
+// gave it (DATABASE_URL, NATS_URL).
+type service struct {
+	records  *billing.Records
+	provider *billing.Provider
+	nc       *nats.Conn
+}
+
+func withService(ctx context.Context, run func(context.Context, service) error) error {
 	records, err := billing.OpenRecords(ctx, os.Getenv("DATABASE_URL"))
 	if err != nil {
 		return err
@@ -64,6 +72,11 @@ func naive() error {
 		return err
 	}
 	defer nc.Close()
+	return run(ctx, service{records: records, provider: provider, nc: nc})
+}
+
+func naive(ctx context.Context, s service) error {
+	provider, nc := s.provider, s.nc
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -104,28 +117,14 @@ func naive() error {
 
 // withSDK runs the billing consumer on the SDK, as examples/billing does, with its handler broken
 // as mode says.
-func withSDK(mode string) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	dbURL := os.Getenv("DATABASE_URL")
-	store, err := ledger.Open(ctx, dbURL, ledger.ForHandlers(64))
+func withSDK(ctx context.Context, s service, mode string) error {
+	store, err := ledger.Open(ctx, os.Getenv("DATABASE_URL"), ledger.ForHandlers(64))
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	records, err := billing.OpenRecords(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	defer records.Close()
-	provider := billing.NewProvider()
-	provider.Records = records
-	nc, err := nats.Connect(os.Getenv("NATS_URL"))
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	orders := billing.SharedOrders(records)
+	provider, nc := s.provider, s.nc
+	orders := billing.SharedOrders(s.records)
 	handler := orders.Record(billing.Handler(provider, time.Now))
 	broken := func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
 		var o billing.Order

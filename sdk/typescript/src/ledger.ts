@@ -1,6 +1,8 @@
 // The ledger statements the consumer sends: the Go SDK's own (ledger/effects.go, expired.go,
-// fingerprints.go, effect_versions.go), with the same parameters, so a TypeScript instance and a
-// Go instance on one durable keep the same compare-and-set rules. Keep them in step with Go's.
+// fingerprints.go, effect_versions.go, delivery_counts.go), with the same parameters, so a
+// TypeScript instance and a Go instance on one durable keep the same compare-and-set rules. A Go
+// test (ledger/sdk_typescript_sql_test.go) fails when one of them differs from Go's; only the read
+// of an event's rows (effectsForEvent) is this SDK's own.
 
 import pg, { type Pool } from "pg";
 
@@ -156,7 +158,7 @@ body as (
 insert into effect_bodies (consumer, event_id, effect_version, replay_until, body)
 select consumer, event_id, effect_version, replay_until, $6::jsonb from done where $6::jsonb is not null
 on conflict do nothing)
-select count(*)::int as n from done`
+select count(*) from done`
 
 /** A handled event's outcome. */
 export interface Completion {
@@ -175,10 +177,10 @@ export interface Completion {
 
 /** Stores the outcome and releases the lease; false when owner no longer held it. */
 export async function complete(pool: Pool, c: Completion): Promise<boolean> {
-  const r = await pool.query(completeSQL, [c.key.consumer, c.key.eventId, c.key.effectVersion, c.owner, c.resultHash,
+  const r = await pool.query({ text: completeSQL, rowMode: "array" }, [c.key.consumer, c.key.eventId, c.key.effectVersion, c.owner, c.resultHash,
     c.resultBody, c.outcomeKind || null, c.effectCount, JSON.stringify(c.externalRefs), c.lastError || null,
     c.resultRetentionMs, c.evidenceRetentionMs, c.writeForbidden]);
-  return r.rows[0].n === 1;
+  return Number(r.rows[0][0]) === 1;
 }
 
 const markUncertainSQL = `
@@ -221,13 +223,13 @@ export async function release(pool: Pool, key: EffectKey, owner: string, why: st
 
 const isExecutingSQL = `
 select exists (select from effect_versions
-                where consumer = $1 and effect_version = $2 and state = 'executing' and job_id = $3) as executing,
-       coalesce((select source_kind from jobs where id = $3), 'dlq') as source_kind`
+                where consumer = $1 and effect_version = $2 and state = 'executing' and job_id = $3),
+       coalesce((select source_kind from jobs where id = $3), 'dlq')`
 
 /** Whether a replay's (job, version) is registered as executing, and the job's source kind. */
 export async function replayExecuting(pool: Pool, consumer: string, version: number, jobId: string): Promise<{ executing: boolean; sourceKind: string }> {
-  const r = await pool.query(isExecutingSQL, [consumer, version, jobId]);
-  return { executing: r.rows[0].executing, sourceKind: r.rows[0].source_kind };
+  const r = await pool.query({ text: isExecutingSQL, rowMode: "array" }, [consumer, version, jobId]);
+  return { executing: r.rows[0][0], sourceKind: r.rows[0][1] };
 }
 
 const registerAlgorithmSQL = `
@@ -335,11 +337,11 @@ export async function deliveryCountsAdd(pool: Pool, consumer: string, deliveries
 }
 
 const uncertainSummarySQL = `
-select count(*)::bigint as n, coalesce(max(greatest(extract(epoch from now() - updated_at) * 1000, 0)), 0)::bigint as oldest_ms
+select count(*), coalesce(max(greatest(extract(epoch from now() - updated_at) * 1000, 0)), 0)::bigint
   from effects where consumer = $1 and state = 'uncertain'`
 
 /** The consumer's uncertain rows and how long the oldest has been uncertain. */
 export async function uncertainSummary(pool: Pool, consumer: string): Promise<{ count: number; oldestMs: number }> {
-  const r = await pool.query(uncertainSummarySQL, [consumer]);
-  return { count: Number(r.rows[0].n), oldestMs: Number(r.rows[0].oldest_ms) };
+  const r = await pool.query({ text: uncertainSummarySQL, rowMode: "array" }, [consumer]);
+  return { count: Number(r.rows[0][0]), oldestMs: Number(r.rows[0][1]) };
 }
