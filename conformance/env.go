@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -114,18 +116,39 @@ func (e *Env) row(ctx context.Context, eventID string, version int) (*ledger.Unc
 	return nil, nil
 }
 
-// waitRow waits until eventID's row under version is in state.
-func (e *Env) waitRow(ctx context.Context, eventID string, version int, state string) (*ledger.UncertainRow, error) {
+// waitRow waits until eventID's row under version is in one of states.
+func (e *Env) waitRow(ctx context.Context, eventID string, version int, states ...string) (*ledger.UncertainRow, error) {
 	var last *ledger.UncertainRow
-	err := e.waitFor(ctx, fmt.Sprintf("%s's ledger row under version %d to be %s", eventID, version, state), func() (bool, error) {
+	err := e.waitFor(ctx, fmt.Sprintf("%s's ledger row under version %d to be %s", eventID, version, strings.Join(states, " or ")), func() (bool, error) {
 		r, err := e.row(ctx, eventID, version)
 		last = r
-		return r != nil && r.State == state, err
+		return r != nil && slices.Contains(states, r.State), err
 	})
 	if err != nil && last != nil {
 		return last, fmt.Errorf("%w (it is %s)", err, last.State)
 	}
 	return last, err
+}
+
+// deliver publishes eventID and waits until the consumer is done with it, whatever it did.
+func (e *Env) deliver(ctx context.Context, eventID string, payload []byte, extra map[string]string) error {
+	seq, err := e.publish(ctx, eventID, payload, extra)
+	if err != nil {
+		return err
+	}
+	return e.handled(ctx, seq)
+}
+
+// wantRows fails unless eventID has exactly n ledger rows, whatever their versions.
+func (e *Env) wantRows(ctx context.Context, eventID string, n int) error {
+	rows, err := e.rows(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	if len(rows) != n {
+		return fmt.Errorf("%d ledger rows of %s, want %d", len(rows), eventID, n)
+	}
+	return nil
 }
 
 // waitFor polls cond until it holds or ctx ends; the error names what was awaited.

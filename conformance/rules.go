@@ -68,15 +68,11 @@ func duplicateDelivery(ctx context.Context, e *Env) error {
 	if err := e.completeOnce(ctx, id, 100); err != nil {
 		return err
 	}
-	seq, err := e.publish(ctx, id, order(id, 100), nil)
-	if err != nil {
+	if err := e.deliver(ctx, id, order(id, 100), nil); err != nil {
 		return err
 	}
-	if err := e.handled(ctx, seq); err != nil {
+	if err := e.wantRows(ctx, id, 1); err != nil {
 		return err
-	}
-	if rows, err := e.rows(ctx, id); err != nil || len(rows) != 1 {
-		return fmt.Errorf("%d ledger rows of %s (%v), want 1", len(rows), id, err)
 	}
 	return e.wantCharges(ctx, id, 1)
 }
@@ -90,11 +86,7 @@ func changedPayload(ctx context.Context, e *Env) error {
 	if err != nil {
 		return err
 	}
-	seq, err := e.publish(ctx, id, order(id, 99_900), nil)
-	if err != nil {
-		return err
-	}
-	if err := e.handled(ctx, seq); err != nil {
+	if err := e.deliver(ctx, id, order(id, 99_900), nil); err != nil {
 		return err
 	}
 	after, err := e.row(ctx, id, 1)
@@ -203,31 +195,23 @@ func bumpedVersion(ctx context.Context, e *Env) error {
 	// A redelivery of the replay (another message ID, so JetStream stores it) and a live copy.
 	headers[protocol.HeaderMsgID] += ":again"
 	for _, h := range []map[string]string{headers, nil} {
-		seq, err := e.publish(ctx, id, order(id, 100), h)
-		if err != nil {
-			return err
-		}
-		if err := e.handled(ctx, seq); err != nil {
+		if err := e.deliver(ctx, id, order(id, 100), h); err != nil {
 			return err
 		}
 	}
-	if rows, err := e.rows(ctx, id); err != nil || len(rows) != 1 {
-		return fmt.Errorf("%d ledger rows of %s (%v), want only the replay's", len(rows), id, err)
+	if err := e.wantRows(ctx, id, 1); err != nil {
+		return err
 	}
 	return e.wantCharges(ctx, id, 1)
 }
 
 func unregisteredVersion(ctx context.Context, e *Env) error {
 	id := e.event("unregistered")
-	seq, err := e.publish(ctx, id, order(id, 100), replayHeaders("conf-"+e.Run+"-nojob", id, 2_000_000))
-	if err != nil {
+	if err := e.deliver(ctx, id, order(id, 100), replayHeaders("conf-"+e.Run+"-nojob", id, 2_000_000)); err != nil {
 		return err
 	}
-	if err := e.handled(ctx, seq); err != nil {
+	if err := e.wantRows(ctx, id, 0); err != nil {
 		return err
-	}
-	if rows, err := e.rows(ctx, id); err != nil || len(rows) != 0 {
-		return fmt.Errorf("%d ledger rows of %s (%v), want none", len(rows), id, err)
 	}
 	return e.wantCharges(ctx, id, 0)
 }
@@ -261,8 +245,8 @@ func shadowRequest(ctx context.Context, e *Env) error {
 	}
 	// A call or a row would be written before the reply; a moment more for a late one.
 	time.Sleep(200 * time.Millisecond)
-	if rows, err := e.rows(ctx, id); err != nil || len(rows) != 0 {
-		return fmt.Errorf("%d ledger rows of the shadowed %s (%v), want none", len(rows), id, err)
+	if err := e.wantRows(ctx, id, 0); err != nil {
+		return err
 	}
 	return e.wantCharges(ctx, id, 0)
 }
@@ -345,24 +329,13 @@ func expiredLooksUp(ctx context.Context, e *Env) error {
 	if err := e.tombstone(ctx, id, payload); err != nil {
 		return err
 	}
-	seq, err := e.publish(ctx, id, payload, nil)
-	if err != nil {
-		return err
-	}
-	if err := e.handled(ctx, seq); err != nil {
+	if err := e.deliver(ctx, id, payload, nil); err != nil {
 		return err
 	}
 	// The look-up's answer: reconciled when it finds the charge, uncertain (a person decides) when
 	// it cannot tell; the billing look-up finds no order recorded for this event, so says unknown.
-	var last string
-	if err := e.waitFor(ctx, id+"'s tombstone to be settled by the look-up", func() (bool, error) {
-		r, err := e.row(ctx, id, 1)
-		if r != nil {
-			last = r.State
-		}
-		return r != nil && (r.State == "reconciled" || r.State == stateUncertain), err
-	}); err != nil {
-		return fmt.Errorf("%w (it is %s)", err, last)
+	if _, err := e.waitRow(ctx, id, 1, ledger.EffectReconciled, stateUncertain); err != nil {
+		return err
 	}
 	return e.wantCharges(ctx, id, 1)
 }
@@ -404,11 +377,7 @@ func expiredNotHappened(ctx context.Context, e *Env) error {
 		return fmt.Errorf("the tombstone was not reopened and run: %w", err)
 	}
 	// A copy more: the reopened row's completion settles it.
-	seq, err := e.publish(ctx, id, payload, nil)
-	if err != nil {
-		return err
-	}
-	if err := e.handled(ctx, seq); err != nil {
+	if err := e.deliver(ctx, id, payload, nil); err != nil {
 		return err
 	}
 	return e.wantCharges(ctx, id, 1)

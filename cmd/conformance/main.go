@@ -125,28 +125,20 @@ func run(ctx context.Context, o options, logw io.Writer) (*conformance.Report, e
 	runID := fmt.Sprintf("%d", time.Now().UnixNano()%1_000_000_000)
 	base := firstNonEmpty(o.databaseURL, os.Getenv("DATABASE_URL"), "postgres:///test?host=/var/run/postgresql")
 	schema := "conformance_" + runID
-	admin, err := pgxpool.New(ctx, base)
+	// A fresh schema the way the demo makes its own (ledger.OpenFreshSchema),
+	// dropped after the run unless -keep.
+	store, release, err := ledger.OpenFreshSchema(ctx, base, schema, nil)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", ledger.RedactURL(base), err)
+		return nil, err
 	}
-	defer admin.Close()
-	if _, err := admin.Exec(ctx, "create schema "+pgx.Identifier{schema}.Sanitize()); err != nil {
-		return nil, fmt.Errorf("create the ledger schema %s: %w", schema, err)
-	}
+	defer release()
 	if !o.keep {
-		defer func() {
-			_, _ = admin.Exec(context.WithoutCancel(ctx), "drop schema if exists "+pgx.Identifier{schema}.Sanitize()+" cascade")
-		}()
+		defer dropSchema(context.WithoutCancel(ctx), base, schema)
 	}
-	dbURL, err := withSearchPath(base, schema)
+	dbURL, err := ledger.WithSearchPath(base, schema)
 	if err != nil {
 		return nil, err
 	}
-	store, err := ledger.Open(ctx, dbURL)
-	if err != nil {
-		return nil, err
-	}
-	defer store.Close()
 	if _, err := store.Migrate(ctx); err != nil {
 		return nil, fmt.Errorf("migrate the ledger schema %s: %w", schema, err)
 	}
@@ -276,18 +268,14 @@ func (p *consumerProcess) stop(logw io.Writer) {
 	}
 }
 
-func withSearchPath(base, schema string) (string, error) {
-	if _, err := pgx.ParseConfig(base); err != nil {
-		return "", fmt.Errorf("-database-url: %w", err)
+// dropSchema drops the run's schema; a failure leaves it behind, named conformance_<run>.
+func dropSchema(ctx context.Context, base, schema string) {
+	admin, err := pgxpool.New(ctx, base)
+	if err != nil {
+		return
 	}
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	if !strings.Contains(base, "://") {
-		return base + " search_path=" + schema, nil
-	}
-	return base + sep + "search_path=" + schema, nil
+	defer admin.Close()
+	_, _ = admin.Exec(ctx, "drop schema if exists "+pgx.Identifier{schema}.Sanitize()+" cascade")
 }
 
 func firstNonEmpty(vs ...string) string {

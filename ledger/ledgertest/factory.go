@@ -84,11 +84,12 @@ func or(s, fallback string) string {
 	return s
 }
 
-// update runs one statement over the effects rows of eventIDs, or every row when none are named.
-func update(t testing.TB, db Execer, what, set string, eventIDs []string, args ...any) {
+// update runs one statement over the rows of table whose column is one of values, or every row
+// when none are named; set's own parameters start at $2.
+func update(t testing.TB, db Execer, what, table, column, set string, values []string, args ...any) {
 	t.Helper()
-	sql := `update effects set ` + set + ` where (coalesce(cardinality($1::text[]), 0) = 0 or event_id = any($1))`
-	if _, err := db.Exec(context.Background(), sql, append([]any{eventIDs}, args...)...); err != nil {
+	sql := `update ` + table + ` set ` + set + ` where (coalesce(cardinality($1::text[]), 0) = 0 or ` + column + ` = any($1))`
+	if _, err := db.Exec(context.Background(), sql, append([]any{values}, args...)...); err != nil {
 		t.Fatalf("ledgertest.%s: %v", what, err)
 	}
 }
@@ -97,23 +98,27 @@ func update(t testing.TB, db Execer, what, set string, eventIDs []string, args .
 // ago, as if their holder died.
 func LapseLeases(t testing.TB, db Execer, eventIDs ...string) {
 	t.Helper()
-	update(t, db, "LapseLeases", `lease_expires_at = now() - interval '1 second'`, eventIDs)
+	update(t, db, "LapseLeases", "effects", "event_id", `lease_expires_at = now() - interval '1 second'`, eventIDs)
 }
 
 // MakeTombstones turns eventIDs' rows (every row when none are named) into tombstones, as prune
 // does when their evidence window ends: state expired, the state they ended in kept.
 func MakeTombstones(t testing.TB, db Execer, eventIDs ...string) {
 	t.Helper()
-	update(t, db, "MakeTombstones", `state = 'expired', final_state = state`, eventIDs)
+	update(t, db, "MakeTombstones", "effects", "event_id", `state = 'expired', final_state = state`, eventIDs)
 }
+
+// endWindows dates a row's replay_until and evidence_until back by $2 and $3 milliseconds; 0
+// leaves the window alone. Effects rows and API records name their windows alike.
+const endWindows = `
+replay_until = case when $2::bigint > 0 then now() - make_interval(secs => $2 / 1000.0) else replay_until end,
+evidence_until = case when $3::bigint > 0 then now() - make_interval(secs => $3 / 1000.0) else evidence_until end`
 
 // EndWindows dates the replay and evidence windows of eventIDs' rows (every row when none are
 // named) back: they ended replayAgo and evidenceAgo ago. A zero duration leaves that window alone.
 func EndWindows(t testing.TB, db Execer, replayAgo, evidenceAgo time.Duration, eventIDs ...string) {
 	t.Helper()
-	update(t, db, "EndWindows", `
-replay_until = case when $2::bigint > 0 then now() - make_interval(secs => $2 / 1000.0) else replay_until end,
-evidence_until = case when $3::bigint > 0 then now() - make_interval(secs => $3 / 1000.0) else evidence_until end`,
+	update(t, db, "EndWindows", "effects", "event_id", endWindows,
 		eventIDs, replayAgo.Milliseconds(), evidenceAgo.Milliseconds())
 }
 
@@ -121,12 +126,12 @@ evidence_until = case when $3::bigint > 0 then now() - make_interval(secs => $3 
 // replay's rows).
 func ForbidWrites(t testing.TB, db Execer, eventIDs ...string) {
 	t.Helper()
-	update(t, db, "ForbidWrites", `write_forbidden = true`, eventIDs)
+	update(t, db, "ForbidWrites", "effects", "event_id", `write_forbidden = true`, eventIDs)
 }
 
 // AskedAgo dates the last reconcile look-up of eventIDs' rows (every row when none are named) d
 // ago, as if the worker had asked then.
 func AskedAgo(t testing.TB, db Execer, d time.Duration, eventIDs ...string) {
 	t.Helper()
-	update(t, db, "AskedAgo", `reviewed_at = now() - make_interval(secs => $2 / 1000.0)`, eventIDs, d.Milliseconds())
+	update(t, db, "AskedAgo", "effects", "event_id", `reviewed_at = now() - make_interval(secs => $2 / 1000.0)`, eventIDs, d.Milliseconds())
 }

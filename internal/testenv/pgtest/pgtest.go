@@ -92,15 +92,18 @@ func URL(t testing.TB) string {
 	if _, err := pool.Exec(ctx, "create schema "+ident); err != nil {
 		t.Fatalf("pgtest: create schema %s: %v", schema, err)
 	}
-	t.Cleanup(func() {
-		// The test's context is already cancelled when cleanups run.
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-		defer cancel()
-		if _, err := pool.Exec(ctx, "drop schema if exists "+ident+" cascade"); err != nil {
-			t.Errorf("pgtest: drop schema %s: %v", schema, err)
-		}
-	})
+	t.Cleanup(func() { dropSchema(t, schema) })
 	return withSearchPath(base, schema)
+}
+
+// dropSchema drops schema with everything in it, at a test's cleanup.
+func dropSchema(t testing.TB, schema string) {
+	// The test's context is already cancelled when cleanups run.
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	if _, err := pool.Exec(ctx, "drop schema if exists "+pgx.Identifier{schema}.Sanitize()+" cascade"); err != nil {
+		t.Errorf("pgtest: drop schema %s: %v", schema, err)
+	}
 }
 
 // schemaName turns a test name into a unique lowercase identifier of at most 63 bytes.

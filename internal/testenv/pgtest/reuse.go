@@ -100,25 +100,23 @@ func reusableURL(t testing.TB, migrate func(url string)) string {
 	}
 	reuseMu.Lock()
 	var schema string
-	if n := len(reuseFree); n > 0 {
+	n := len(reuseFree)
+	reused := n > 0 // only schemas migrated and emptied are free
+	if reused {
 		schema, reuseFree = reuseFree[n-1], reuseFree[:n-1]
 	} else {
 		reuseNext++
 		schema = fmt.Sprintf("%s%d_%d", reusePrefix, pid, reuseNext)
 	}
 	reuseMu.Unlock()
-	ident := pgx.Identifier{schema}.Sanitize()
-	pool := shared(t)
 	url := withSearchPath(base, schema)
 
 	t.Cleanup(func() { release(t, schema) })
-	reuseMu.Lock()
-	_, known := reuseShape[schema]
-	reuseMu.Unlock()
-	if !known {
+	if !reused {
+		pool := shared(t)
 		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 		defer cancel()
-		if _, err := pool.Exec(ctx, "create schema "+ident); err != nil {
+		if _, err := pool.Exec(ctx, "create schema "+pgx.Identifier{schema}.Sanitize()); err != nil {
 			t.Fatalf("pgtest: create schema %s: %v", schema, err)
 		}
 		migrate(url)
@@ -156,9 +154,7 @@ func release(t testing.TB, schema string) {
 	reuseMu.Lock()
 	delete(reuseShape, schema)
 	reuseMu.Unlock()
-	if _, err := pool.Exec(ctx, "drop schema if exists "+pgx.Identifier{schema}.Sanitize()+" cascade"); err != nil {
-		t.Errorf("pgtest: drop schema %s: %v", schema, err)
-	}
+	dropSchema(t, schema)
 }
 
 // errShapeChanged says a test changed the schema's structure: it is dropped, not reused.
