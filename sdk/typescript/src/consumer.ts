@@ -171,18 +171,17 @@ export class Consumer {
     const ev: Event = { id, subject: msg.subject, payload: msg.data, mode: "shadow", effectVersion: version,
       jobId: h!.get("Replay-Job"), writeForbidden: true, delivery: 1 };
     const fx = new Effects(true, async () => undefined);
+    let outcome: StoredResult;
     try {
-      const result = await this.cfg.handler(ev, fx);
-      const body = Buffer.from(JSON.stringify(result ?? null));
-      reply({ eventId: id, status: "ok", resultHash: payloadHash(body), result: result ?? null, effects: fx.recorded });
+      outcome = storedResult(await this.cfg.handler(ev, fx));
     } catch (e) {
-      if (e instanceof BusinessError) {
-        const result = { error: e.message };
-        reply({ eventId: id, status: "ok", resultHash: payloadHash(Buffer.from(JSON.stringify(result))), result, effects: fx.recorded });
-      } else {
+      if (!(e instanceof BusinessError)) {
         reply({ eventId: id, status: "error", effects: fx.recorded, error: String((e as Error).message ?? e) });
+        return;
       }
+      outcome = storedResult(undefined, e);
     }
+    reply({ eventId: id, status: "ok", resultHash: outcome.hash, result: outcome.body, effects: fx.recorded });
   }
 
   /**
@@ -439,10 +438,9 @@ export class Consumer {
       m.nak(this.backoff(ev.delivery));
       return "retrying";
     }
-    const body = business ? { error: business.message } : (result ?? null);
-    const json = JSON.stringify(body);
+    const stored = storedResult(result, business);
     const done = await ledger.complete(this.cfg.pool, {
-      key, owner: this.owner, resultHash: payloadHash(Buffer.from(json)), resultBody: json, outcomeKind: business ? "business" : "",
+      key, owner: this.owner, resultHash: stored.hash, resultBody: stored.json, outcomeKind: business ? "business" : "",
       effectCount: fx.made, externalRefs: fx.recorded, lastError: business?.message ?? "", writeForbidden: ev.writeForbidden,
       resultRetentionMs: this.cfg.resultRetentionMs, evidenceRetentionMs: this.cfg.evidenceRetentionMs,
     });
@@ -479,6 +477,21 @@ export class Consumer {
     m.ack();
     return "dead_lettered";
   }
+}
+
+/** A handling's result as the ledger stores it and shadow answers it, with its fingerprint. */
+interface StoredResult {
+  body: unknown;
+  json: string;
+  hash: string;
+}
+
+// storedResult is the handler's result, or for a terminal business failure {"error": message},
+// the one shape shadow counts as a failure (docs/protocol.md, "Shadow request and reply").
+function storedResult(result: Result, business?: BusinessError): StoredResult {
+  const body = business ? { error: business.message } : (result ?? null);
+  const json = JSON.stringify(body);
+  return { body, json, hash: payloadHash(Buffer.from(json)) };
 }
 
 function validEventID(id: string): boolean {
