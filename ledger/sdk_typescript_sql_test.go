@@ -19,7 +19,7 @@ func TestTheTypeScriptSDKSendsTheGoSDKsStatements(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?s)const (\\w+) = `(.*?)`").FindAllStringSubmatch(string(src), -1) {
 		consts[m[1]] = m[2]
 	}
-	expand := strings.NewReplacer("${leasedRow}", leasedRow, "${stateProcessing}", stateProcessing)
+	expand := strings.NewReplacer("${leasedRow}", leasedRow, "${stateProcessing}", stateProcessing, "${batchedRow}", batchedRow)
 	space := regexp.MustCompile(`\s+`)
 	norm := func(s string) string { return strings.TrimSpace(space.ReplaceAllString(s, " ")) }
 	for ts, goSQL := range map[string]string{
@@ -29,6 +29,8 @@ func TestTheTypeScriptSDKSendsTheGoSDKsStatements(t *testing.T) {
 		"isExecutingSQL": effectVersionsIsExecuting, "registerAlgorithmSQL": fingerprintAlgorithmsRegister,
 		"applyExpiredVerdictSQL": effectsApplyExpiredVerdict, "reopenExpiredSQL": effectsReopenExpired,
 		"deliveryCountsAddSQL": deliveryCountsAdd, "uncertainSummarySQL": effectsUncertainSummary,
+		"batchedRow": batchedRow, "callStartedBatchSQL": effectsCallStartedBatch, "heartbeatBatchSQL": effectsHeartbeatBatch,
+		"completeBatchSQL": effectsCompleteBatch, "claimLockBatchSQL": effectsClaimLockBatch, "claimBatchSQL": effectsClaimBatch,
 	} {
 		got, ok := consts[ts]
 		if !ok {

@@ -14,6 +14,7 @@ import type { Pool } from "pg";
 import type { Registry } from "prom-client";
 
 import { payloadHash, v1, v2, type Hasher, type Options as FingerprintOptions } from "./fingerprint.js";
+import { GroupCommit, Batcher, type GroupQueue, type GroupStats } from "./groupcommit.js";
 import * as ledger from "./ledger.js";
 import { Meters } from "./metrics.js";
 
@@ -138,6 +139,12 @@ export class Consumer {
   private readonly hasher: Hasher;
   private readonly owner: string;
   private registered = false;
+  private readonly group = new GroupCommit();
+  private readonly reads: Batcher<string, ledger.EffectRow[]>;
+  private readonly claims: GroupQueue<ledger.Claim>;
+  private readonly marks: GroupQueue<{ key: ledger.EffectKey; owner: string; ordinal: number }>;
+  private readonly completions: GroupQueue<ledger.Completion>;
+  private readonly beats: GroupQueue<{ key: ledger.EffectKey; owner: string; leaseMs: number }>;
 
   constructor(cfg: Config) {
     this.cfg = {
@@ -148,6 +155,17 @@ export class Consumer {
     this.meters = new Meters(cfg.name, cfg.metrics);
     // host-pid-hex, as the Go SDK names its instances: whoever reviews a row finds the process.
     this.owner = `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+    const pool = this.cfg.pool;
+    this.reads = new Batcher((ids) => ledger.effectsForEventsRows(pool, cfg.name, ids));
+    this.claims = this.group.queue((c) => ledger.claim(pool, c), (cs) => ledger.claimBatch(pool, cs));
+    this.marks = this.group.queue((m) => ledger.callStarted(pool, m.key, m.owner, m.ordinal), (ms) => ledger.callStartedBatch(pool, ms));
+    this.completions = this.group.queue((c) => ledger.complete(pool, c), (cs) => ledger.completeBatch(pool, cs));
+    this.beats = this.group.queue((b) => ledger.heartbeat(pool, b.key, b.owner, b.leaseMs), (bs) => ledger.heartbeatBatch(pool, bs));
+  }
+
+  /** What the group committer and the batched reads sent so far: statements against rows. */
+  get stats(): GroupStats & { readStatements: number; reads: number } {
+    return { ...this.group.stats, readStatements: this.reads.statements, reads: this.reads.calls };
   }
 
   /** Answers shadow requests until the returned function is called. */
@@ -292,7 +310,7 @@ export class Consumer {
       await ledger.registerAlgorithm(this.cfg.pool, this.cfg.name, this.hasher.algorithm, this.hasher.optionsEncoded);
       this.registered = true;
     }
-    const rows = await ledger.effectsForEventRows(this.cfg.pool, this.cfg.name, id);
+    const rows = await this.reads.get(id);
     const key: ledger.EffectKey = { consumer: this.cfg.name, eventId: id, effectVersion: ev.effectVersion };
 
     // Conflicts, under each row's own algorithm.
@@ -340,14 +358,14 @@ export class Consumer {
       const met = await this.meetExpired(m, ev, key, hash, tombstones.map((t) => t.effectVersion));
       if (met !== undefined) return met;
     }
-    const current = tombstones.length > 0 ? await ledger.effectsForEventRows(this.cfg.pool, this.cfg.name, id) : rows;
+    const current = tombstones.length > 0 ? await this.reads.get(id) : rows;
     const own = current.findIndex((r) => r.effectVersion === ev.effectVersion);
     const ownHash = own >= 0 ? this.hashUnder(current[own].requestHashAlg, ev.payload) : undefined;
-    const claimed = await ledger.claim(this.cfg.pool, {
+    const claimed = await this.claims.submit(rowKey(key), {
       key, requestHash: hash, requestHashAlg: this.hasher.algorithm, owner: this.owner, leaseMs: this.cfg.leaseMs, jobId: ev.jobId,
       anyVersionSettles,
       takeOverHash: own >= 0 ? (ownHash ?? "") : hash, takeOverHashAlg: own >= 0 ? current[own].requestHashAlg : this.hasher.algorithm,
-    });
+    }, `${key.consumer}\u001f${key.eventId}`);
     if (!claimed) {
       m.nak(this.backoff(ev.delivery));
       return "in_progress";
@@ -403,12 +421,12 @@ export class Consumer {
 
   private async handle(m: JsMsg, ev: Event, key: ledger.EffectKey): Promise<string> {
     const fx = new Effects(ev.writeForbidden, async (n) => {
-      if (!(await ledger.callStarted(this.cfg.pool, key, this.owner, n))) {
+      if (!(await this.marks.submit(rowKey(key), { key, owner: this.owner, ordinal: n }))) {
         throw new Error(`the lease on ${key.eventId} is no longer live: the call was not made`);
       }
     });
     const beat = setInterval(() => {
-      void ledger.heartbeat(this.cfg.pool, key, this.owner, this.cfg.leaseMs).catch(() => undefined);
+      void this.beats.submit(rowKey(key), { key, owner: this.owner, leaseMs: this.cfg.leaseMs }).catch(() => undefined);
       m.working();
     }, this.cfg.leaseMs / 4);
     let result: Result;
@@ -439,7 +457,7 @@ export class Consumer {
       return "retrying";
     }
     const stored = storedResult(result, business);
-    const done = await ledger.complete(this.cfg.pool, {
+    const done = await this.completions.submit(rowKey(key), {
       key, owner: this.owner, resultHash: stored.hash, resultBody: stored.json, outcomeKind: business ? "business" : "",
       effectCount: fx.made, externalRefs: fx.recorded, lastError: business?.message ?? "", writeForbidden: ev.writeForbidden,
       resultRetentionMs: this.cfg.resultRetentionMs, evidenceRetentionMs: this.cfg.evidenceRetentionMs,
@@ -492,6 +510,12 @@ function storedResult(result: Result, business?: BusinessError): StoredResult {
   const body = business ? { error: business.message } : (result ?? null);
   const json = JSON.stringify(body);
   return { body, json, hash: payloadHash(Buffer.from(json)) };
+}
+
+// rowKey names one row for the group committer; an event ID holds no control character, so the
+// separator cannot be forged.
+function rowKey(k: ledger.EffectKey): string {
+  return `${k.consumer}\u001f${k.eventId}\u001f${k.effectVersion}`;
 }
 
 function validEventID(id: string): boolean {

@@ -50,8 +50,47 @@ select distinct t.effect_version, 'expired', 'none', 'none', '[]'::jsonb, '', fa
 /** Every row of eventId, lowest version first, its compact tombstones among them. */
 export async function effectsForEventRows(pool: Pool, consumer: string, eventId: string): Promise<EffectRow[]> {
   const rows = await pool.query(effectsForEvent, [consumer, eventId, tombstoneKey(consumer, eventId).toString()]);
-  const whole = new Set(rows.rows.filter((r) => !r.compact).map((r) => r.effect_version));
-  const out: EffectRow[] = rows.rows.filter((r) => !r.compact || !whole.has(r.effect_version)).map((r) => ({
+  return eventRows(rows.rows);
+}
+
+// effectsForEvents is effectsForEvent for many events at once (the reads of concurrent handlers
+// as one query), each row numbered by its event's position. The lateral join keeps every look-up
+// on the primary key whatever the planner guesses of the arrays' length.
+const effectsForEvents = `
+select k.i, e.* from unnest($2::text[]) with ordinality as k(event_id, i)
+ cross join lateral (
+   select effect_version, state, request_hash, request_hash_alg, external_refs, coalesce(lease_owner, '') as lease_owner,
+          coalesce(lease_expires_at > now(), false) as lease_live,
+          greatest(coalesce(extract(epoch from lease_expires_at - now()) * 1000, 0), 0)::bigint as lease_remaining_ms,
+          calls_started, coalesce(last_error, '') as last_error, write_forbidden, false as compact
+     from effects where consumer = $1 and event_id = k.event_id) e
+union all
+select k.i, t.effect_version, 'expired', 'none', 'none', '[]'::jsonb, '', false, 0::bigint, 0, '', false, true
+  from unnest($3::bigint[]) with ordinality as k(key, i)
+  join effect_tombstones t on t.key = k.key
+  join effect_tombstone_consumers c on c.id = t.consumer_key
+ where c.consumer = $1`
+
+/** The rows of each of eventIds, as effectsForEventRows reads one, in one query. */
+export async function effectsForEventsRows(pool: Pool, consumer: string, eventIds: string[]): Promise<EffectRow[][]> {
+  const keys = eventIds.map((id) => tombstoneKey(consumer, id).toString());
+  const rows = await pool.query(effectsForEvents, [consumer, eventIds, keys]);
+  const byEvent: Record<string, unknown>[][] = eventIds.map(() => []);
+  for (const r of rows.rows) byEvent[Number(r.i) - 1].push(r);
+  return byEvent.map(eventRows);
+}
+
+// eventRows is one event's rows, a compact tombstone only where its version has no effects row.
+// Compact tombstones may repeat a version (prune gives every row it moves its own): each counts once.
+function eventRows(rows: any[]): EffectRow[] {
+  const seen = new Set(rows.filter((r) => !r.compact).map((r) => r.effect_version));
+  const kept = rows.filter((r) => {
+    if (!r.compact) return true;
+    if (seen.has(r.effect_version)) return false;
+    seen.add(r.effect_version);
+    return true;
+  });
+  const out: EffectRow[] = kept.map((r) => ({
     effectVersion: r.effect_version,
     state: r.state,
     requestHash: r.request_hash,
@@ -344,4 +383,163 @@ select count(*), coalesce(max(greatest(extract(epoch from now() - updated_at) * 
 export async function uncertainSummary(pool: Pool, consumer: string): Promise<{ count: number; oldestMs: number }> {
   const r = await pool.query({ text: uncertainSummarySQL, rowMode: "array" }, [consumer]);
   return { count: Number(r.rows[0][0]), oldestMs: Number(r.rows[0][1]) };
+}
+
+// The batched forms of the claim, the call-started mark, the completion and the heartbeat: the Go
+// SDK's (ledger/groupcommit_statements.go, groupcommit_claims.go), rows given as parallel arrays,
+// each updated row returning its request's position. Keys in one batch are distinct (the group
+// committer ensures it), so a row answers exactly one request.
+const batchedRow = `e.consumer = r.consumer and e.event_id = r.event_id and e.effect_version + 0 = r.effect_version
+   and e.lease_owner = r.owner and e.state || '' = 'processing'`
+
+const callStartedBatchSQL = `
+update effects e set calls_started = greatest(e.calls_started, r.ordinal), updated_at = now()
+  from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[])
+       with ordinality as r(consumer, event_id, effect_version, owner, ordinal, i)
+ where ${batchedRow} and e.lease_expires_at > now()
+returning r.i`
+
+const heartbeatBatchSQL = `
+update effects e
+   set lease_expires_at = now() + r.lease_ms * interval '1 millisecond', heartbeat_at = now(), updated_at = now()
+  from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::bigint[])
+       with ordinality as r(consumer, event_id, effect_version, owner, lease_ms, i)
+ where ${batchedRow}
+returning r.i`
+
+const completeBatchSQL = `
+with done as (
+update effects e
+   set state = 'completed', result_hash = r.result_hash, result_body = null,
+       outcome_kind = r.outcome_kind, effect_count = r.effect_count, external_refs = r.external_refs::jsonb,
+       last_error = r.last_error, lease_owner = null, lease_expires_at = null,
+       replay_until = now() + r.result_ms * interval '1 millisecond',
+       evidence_until = now() + r.evidence_ms * interval '1 millisecond', write_forbidden = r.write_forbidden,
+       updated_at = now()
+  from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::int[],
+              $9::text[], $10::text[], $11::bigint[], $12::bigint[], $13::bool[])
+       with ordinality as r(consumer, event_id, effect_version, owner, result_hash, result_body, outcome_kind,
+                            effect_count, external_refs, last_error, result_ms, evidence_ms, write_forbidden, i)
+ where ${batchedRow}
+returning r.i, e.consumer, e.event_id, e.effect_version, e.replay_until, r.result_body),
+body as (
+insert into effect_bodies (consumer, event_id, effect_version, replay_until, body)
+select consumer, event_id, effect_version, replay_until, result_body::jsonb from done where result_body is not null
+on conflict do nothing)
+select i from done`
+
+const claimLockBatchSQL = `
+select count(*) from (
+  select pg_advisory_xact_lock(l.id)
+    from (select hashtextextended(current_schema() || ':replayctl.effect.' || u.consumer || chr(31) || u.event_id, 0) as id
+            from unnest($1::text[], $2::text[]) as u(consumer, event_id)
+           order by 1) as l) as locked`
+
+const claimBatchSQL = `
+with r as (
+  select * from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::text[], $7::bigint[],
+                       $8::text[], $9::bool[], $10::text[], $11::text[])
+         as r(consumer, event_id, effect_version, request_hash, request_hash_alg, owner, lease_ms,
+              job_id, any_version_settles, take_over_alg, take_over_hash)
+   where not exists (
+          select 1 from effects o
+           where o.consumer = r.consumer and o.event_id = r.event_id and o.effect_version <> r.effect_version
+             and (o.state = 'uncertain'
+                  or (o.state = 'processing' and o.lease_expires_at > now())
+                  or (r.any_version_settles and o.state in ('completed', 'reconciled', 'expired') and not o.write_forbidden)))
+), taken as (
+  update effects e
+     set state = 'processing', lease_owner = r.owner, lease_expires_at = now() + r.lease_ms * interval '1 millisecond',
+         heartbeat_at = now(), attempts = e.attempts + 1, calls_started = 0, job_id = coalesce(r.job_id, e.job_id),
+         request_hash = r.request_hash, request_hash_alg = r.request_hash_alg, updated_at = now()
+    from r
+   where e.consumer = r.consumer and e.event_id = r.event_id and e.effect_version + 0 = r.effect_version
+     and (e.state = 'received'
+          or (e.state = 'processing' and (e.lease_expires_at is null or e.lease_expires_at <= now())
+              and e.calls_started = 0))
+     and e.request_hash_alg = r.take_over_alg and e.request_hash = r.take_over_hash
+  returning e.consumer, e.event_id
+), inserted as (
+  insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg,
+                       lease_owner, lease_expires_at, heartbeat_at, job_id, attempts, calls_started)
+  select r.consumer, r.event_id, r.effect_version, 'processing', r.request_hash, r.request_hash_alg, r.owner,
+         now() + r.lease_ms * interval '1 millisecond', now(), r.job_id, 1, 0
+    from r
+   where not exists (select 1 from effects x
+                      where x.consumer = r.consumer and x.event_id = r.event_id and x.effect_version + 0 = r.effect_version)
+  on conflict (consumer, event_id, effect_version) do nothing
+  returning consumer, event_id
+)
+select consumer, event_id from taken union all select consumer, event_id from inserted`
+
+// positions turns a batched update's returned positions (1-based) into one answer per request.
+function positions(n: number, rows: unknown[][]): boolean[] {
+  const oks = new Array<boolean>(n).fill(false);
+  for (const [p] of rows) {
+    const i = Number(p);
+    if (!(i >= 1 && i <= n)) throw new Error(`a batched update returned position ${i} of ${n}`);
+    oks[i - 1] = true;
+  }
+  return oks;
+}
+
+function keyColumns(keys: EffectKey[]): [string[], string[], number[]] {
+  return [keys.map((k) => k.consumer), keys.map((k) => k.eventId), keys.map((k) => k.effectVersion)];
+}
+
+/** Marks a started call for each of marks in one statement; false where the lease is gone. */
+export async function callStartedBatch(pool: Pool, marks: { key: EffectKey; owner: string; ordinal: number }[]): Promise<boolean[]> {
+  const r = await pool.query({ text: callStartedBatchSQL, rowMode: "array" }, [...keyColumns(marks.map((m) => m.key)),
+    marks.map((m) => m.owner), marks.map((m) => m.ordinal)]);
+  return positions(marks.length, r.rows);
+}
+
+/** Extends each of beats' leases in one statement; false where it is no longer the owner's. */
+export async function heartbeatBatch(pool: Pool, beats: { key: EffectKey; owner: string; leaseMs: number }[]): Promise<boolean[]> {
+  const r = await pool.query({ text: heartbeatBatchSQL, rowMode: "array" }, [...keyColumns(beats.map((b) => b.key)),
+    beats.map((b) => b.owner), beats.map((b) => b.leaseMs)]);
+  return positions(beats.length, r.rows);
+}
+
+/** Stores each of cs's outcomes in one statement; false where the owner no longer held the lease. */
+export async function completeBatch(pool: Pool, cs: Completion[]): Promise<boolean[]> {
+  const r = await pool.query({ text: completeBatchSQL, rowMode: "array" }, [...keyColumns(cs.map((c) => c.key)),
+    cs.map((c) => c.owner), cs.map((c) => c.resultHash), cs.map((c) => c.resultBody), cs.map((c) => c.outcomeKind || null),
+    cs.map((c) => c.effectCount), cs.map((c) => JSON.stringify(c.externalRefs)), cs.map((c) => c.lastError || null),
+    cs.map((c) => c.resultRetentionMs), cs.map((c) => c.evidenceRetentionMs), cs.map((c) => c.writeForbidden)]);
+  return positions(cs.length, r.rows);
+}
+
+/**
+ * Claims of distinct events in one transaction: their locks in the order of the lock IDs (two
+ * batches, of this instance or another, then wait for each other in one direction and never
+ * deadlock), then the claims, from one snapshot taken after the locks. Like a single claim it
+ * needs no durability of its own (ledger/claim_flush.go).
+ */
+export async function claimBatch(pool: Pool, cs: Claim[]): Promise<boolean[]> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query("begin; select set_config('synchronous_commit', 'off', true)");
+    const [consumers, events, versions] = keyColumns(cs.map((c) => c.key));
+    await client.query(claimLockBatchSQL, [consumers, events]);
+    const r = await client.query({ text: claimBatchSQL, rowMode: "array" }, [consumers, events, versions,
+      cs.map((c) => c.requestHash), cs.map((c) => c.requestHashAlg), cs.map((c) => c.owner), cs.map((c) => c.leaseMs),
+      cs.map((c) => c.jobId || null), cs.map((c) => c.anyVersionSettles), cs.map((c) => c.takeOverHashAlg),
+      cs.map((c) => c.takeOverHash)]);
+    await client.query("commit");
+    const position = new Map(cs.map((c, i) => [`${c.key.consumer}\u001f${c.key.eventId}`, i]));
+    const oks = new Array<boolean>(cs.length).fill(false);
+    for (const [consumer, eventId] of r.rows) {
+      const i = position.get(`${consumer}\u001f${eventId}`);
+      if (i === undefined) throw new Error(`a batched claim returned event ${JSON.stringify(eventId)} of consumer ${consumer}, not in its batch`);
+      oks[i] = true;
+    }
+    return oks;
+  } catch (e) {
+    await client.query("rollback").catch((rollbackFailed: Error) => (broken = rollbackFailed));
+    throw e;
+  } finally {
+    client.release(broken);
+  }
 }

@@ -16,6 +16,7 @@ import pg from "pg";
 import { Registry } from "prom-client";
 
 import { BusinessError, Consumer, type Effects, type Event, type LookupRequest } from "../../src/consumer.js";
+import { Batcher } from "../../src/groupcommit.js";
 import { poolConfig } from "../../src/pgurl.js";
 
 interface Flags {
@@ -117,6 +118,22 @@ async function main(): Promise<void> {
     const jsm = await jetstreamManager(nc);
     await jsm.streams.add({ name: f.stream, subjects: ["billing.>"] }).catch(() => undefined);
   }
+  // The service's own rows go out as the Go example's do (internal/billing/batch.go): the rows of
+  // concurrent handlers as one statement, one in flight, so the service writes at the speed of
+  // PostgreSQL rather than one commit per row.
+  const orders = new Batcher<{ eventId: string; orderId: string }, void>(async (rows) => {
+    const last = new Map(rows.map((r) => [r.eventId, r.orderId])); // an upsert touches a row once per statement
+    await records.query(`insert into billing_orders (event_id, order_id)
+select * from unnest($1::text[], $2::text[])
+on conflict (event_id) do update set order_id = excluded.order_id`, [[...last.keys()], [...last.values()]]);
+    return rows.map(() => undefined);
+  }, 256, 1);
+  const charges = new Batcher<{ id: string; orderId: string; totalCents: number; currency: string }, void>(async (rows) => {
+    await records.query(`insert into billing_provider_charges (charge_id, order_id, total_cents, currency)
+select * from unnest($1::text[], $2::text[], $3::bigint[], $4::text[])`,
+      [rows.map((r) => r.id), rows.map((r) => r.orderId), rows.map((r) => r.totalCents), rows.map((r) => r.currency)]);
+    return rows.map(() => undefined);
+  }, 256, 1);
   let calls = 0;
   const handler = async (ev: Event, fx: Effects) => {
     let o: Order;
@@ -131,14 +148,12 @@ async function main(): Promise<void> {
       totalCents: o.amountCents + fee, currency: o.currency, processedAt: new Date().toISOString() };
     if (ev.mode !== "shadow") {
       // The order is the service's own record, written before the charge: the look-up reads it.
-      await records.query(`insert into billing_orders (event_id, order_id) values ($1, $2)
-        on conflict (event_id) do update set order_id = excluded.order_id`, [ev.id, o.orderId]);
+      await orders.get({ eventId: ev.id, orderId: o.orderId });
     }
     await fx.call("payments.charge", "payments-api", async () => {
       calls++;
       const id = `ch_${o.orderId}_${randomBytes(4).toString("hex")}`;
-      await records.query(`insert into billing_provider_charges (charge_id, order_id, total_cents, currency) values ($1, $2, $3, $4)`,
-        [id, o.orderId, receipt.totalCents, o.currency]);
+      await charges.get({ id, orderId: o.orderId, totalCents: receipt.totalCents, currency: o.currency });
       return id;
     });
     await fx.call("email.receipt", "mailer", async () => {
