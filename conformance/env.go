@@ -41,6 +41,17 @@ type Env struct {
 	Records *billing.Records
 	// Run tells this run's events apart from an earlier run's on the same ledger.
 	Run string
+	// Process is the consumer under test's process, which kill-mid-call kills and starts again.
+	Process Process
+}
+
+// Process controls the consumer under test.
+type Process interface {
+	// Kill sends SIGKILL to the consumer's process group and returns once it exited: a crash, no
+	// chance to record anything.
+	Kill() error
+	// Start runs the consumer's command again and returns once it serves.
+	Start(ctx context.Context) error
 }
 
 // Streams creates the billing stream and its DLQ stream, as an operator would before starting

@@ -180,26 +180,77 @@ func run(ctx context.Context, o options, logw io.Writer) (*conformance.Report, e
 		return nil, err
 	}
 
-	sut, err := startConsumer(o, natsURL, dbURL)
-	if err != nil {
+	sut := &supervisor{o: o, natsURL: natsURL, dbURL: dbURL}
+	defer sut.stop(logw)
+	if err := sut.Start(ctx); err != nil {
 		return nil, err
 	}
-	defer sut.stop(logw)
-	select {
-	case <-sut.ready:
-	case <-sut.exited:
-		return nil, fmt.Errorf("the consumer under test exited before printing %q:\n%s", o.ready, sut.tail())
-	case <-time.After(o.readyTimeout):
-		return nil, fmt.Errorf("the consumer under test did not print %q within %s:\n%s", o.ready, o.readyTimeout, sut.tail())
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	env := &conformance.Env{NC: nc, JS: js, Store: store, Seed: seed, Records: records, Run: runID}
+	env := &conformance.Env{NC: nc, JS: js, Store: store, Seed: seed, Records: records, Run: runID, Process: sut}
 	report := conformance.Run(ctx, env, selected, o.timeout)
 	if report.Failed > 0 {
 		fmt.Fprintf(logw, "conformance: the consumer under test's last output:\n%s\n", sut.tail())
 	}
 	return &report, nil
+}
+
+// supervisor is the consumer under test across restarts: kill-mid-call-uncertain kills it and
+// starts it again (conformance.Process).
+type supervisor struct {
+	o              options
+	natsURL, dbURL string
+	cur            *consumerProcess
+	earlierOutput  string
+}
+
+// Start runs the consumer's command and returns once it printed -ready.
+func (s *supervisor) Start(ctx context.Context) error {
+	p, err := startConsumer(s.o, s.natsURL, s.dbURL)
+	if err != nil {
+		return err
+	}
+	if s.cur != nil {
+		s.earlierOutput += s.cur.tail() + "\n--- killed by the kit and started again ---\n"
+	}
+	s.cur = p
+	select {
+	case <-p.ready:
+		return nil
+	case <-p.exited:
+		return fmt.Errorf("the consumer under test exited before printing %q:\n%s", s.o.ready, s.tail())
+	case <-time.After(s.o.readyTimeout):
+		return fmt.Errorf("the consumer under test did not print %q within %s:\n%s", s.o.ready, s.o.readyTimeout, s.tail())
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Kill sends SIGKILL to the consumer's process group, as a crash or the OOM killer would.
+func (s *supervisor) Kill() error {
+	if err := syscall.Kill(-s.cur.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	select {
+	case <-s.cur.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("the consumer's process %d did not exit within 10s of SIGKILL", s.cur.cmd.Process.Pid)
+	}
+}
+
+func (s *supervisor) stop(logw io.Writer) {
+	if s.cur != nil {
+		s.cur.stop(logw)
+	}
+}
+
+// tail is the last lines the consumer printed, across its restarts.
+func (s *supervisor) tail() string {
+	out := s.earlierOutput
+	if s.cur != nil {
+		out += s.cur.tail()
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-30):], "\n")
 }
 
 // consumerProcess is the consumer under test, in a process group of its own (a `go run` or `npx`

@@ -9,6 +9,9 @@
 //     recorded call: duplicate-delivery's one external call is broken.
 //   - shadow-calls: the SDK's billing consumer whose handler calls the provider itself when
 //     shadowed: shadow-no-call-no-row is broken.
+//   - unmarked-call: the SDK's billing consumer whose handler charges first and tells the SDK
+//     about the call afterwards, so the call is in flight before its start is in the ledger:
+//     kill-mid-call-uncertain is broken.
 package main
 
 import (
@@ -32,7 +35,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("break", "naive", "the breakage: naive, double-charge or shadow-calls")
+	mode := flag.String("break", "naive", "the breakage: naive, double-charge, shadow-calls or unmarked-call")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -40,10 +43,10 @@ func main() {
 	switch *mode {
 	case "naive":
 		err = withService(ctx, naive)
-	case "double-charge", "shadow-calls":
+	case "double-charge", "shadow-calls", "unmarked-call":
 		err = withService(ctx, func(ctx context.Context, s service) error { return withSDK(ctx, s, *mode) })
 	default:
-		err = fmt.Errorf("-break %q: use naive, double-charge or shadow-calls", *mode)
+		err = fmt.Errorf("-break %q: use naive, double-charge, shadow-calls or unmarked-call", *mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "brokenconsumer:", err)
@@ -126,9 +129,22 @@ func withSDK(ctx context.Context, s service, mode string) error {
 	provider, nc := s.provider, s.nc
 	orders := billing.SharedOrders(s.records)
 	handler := orders.Record(billing.Handler(provider, time.Now))
+	chargeThenMark := orders.Record(func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
+		var o billing.Order
+		_ = json.Unmarshal(ev.Payload, &o)
+		charge, err := provider.Charge(ctx, o.OrderID, o.AmountCents, o.Currency)
+		if err != nil {
+			return consumer.Result{}, err
+		}
+		_, err = fx.Call(ctx, billing.EffectCharge, billing.TargetCharge, func(context.Context) (string, error) { return charge, nil })
+		return consumer.Result{Body: map[string]string{"charge": charge}}, err
+	})
 	broken := func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
 		var o billing.Order
 		_ = json.Unmarshal(ev.Payload, &o)
+		if mode == "unmarked-call" && ev.Mode != consumer.ModeShadow {
+			return chargeThenMark(ctx, ev, fx)
+		}
 		switch {
 		case mode == "double-charge" && ev.Mode != consumer.ModeShadow,
 			mode == "shadow-calls" && ev.Mode == consumer.ModeShadow:
