@@ -15,6 +15,7 @@ import (
 	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
+	"github.com/replayctl/replayctl/seal"
 )
 
 // The reference service's names, which a consumer under test takes as its defaults.
@@ -43,7 +44,13 @@ type Env struct {
 	Run string
 	// Process is the consumer under test's process, which kill-mid-call kills and starts again.
 	Process Process
+	// ResultKeyring is the keyring the consumer was given (ResultKeyringEnv): its stored result
+	// bodies must open with it.
+	ResultKeyring *seal.Keyring
 }
+
+// ResultKeyringEnv names the keyring file a consumer under test seals its result bodies with.
+const ResultKeyringEnv = "REPLAYCTL_RESULT_KEYRING"
 
 // Process controls the consumer under test.
 type Process interface {

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +35,7 @@ import (
 	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/internal/natsembed"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/seal"
 )
 
 type options struct {
@@ -180,12 +182,28 @@ func run(ctx context.Context, o options, logw io.Writer) (*conformance.Report, e
 		return nil, err
 	}
 
-	sut := &supervisor{o: o, natsURL: natsURL, dbURL: dbURL}
+	// The consumer seals its result bodies with a keyring of the kit's, which sealed-result-body
+	// opens.
+	keyringDir, err := os.MkdirTemp("", "conformance-keyring-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(keyringDir)
+	keyringPath := filepath.Join(keyringDir, "results.keyring")
+	if err := os.WriteFile(keyringPath, []byte(seal.NewKeyLine("conformance-"+runID)+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	keyring, err := seal.ReadKeyringFile(keyringPath)
+	if err != nil {
+		return nil, err
+	}
+	sut := &supervisor{o: o, env: []string{"NATS_URL=" + natsURL, "DATABASE_URL=" + dbURL, "REPLAYCTL_DATABASE_URL=" + dbURL,
+		"REPLAYCTL_CONSUMER=" + conformance.ConsumerName, conformance.ResultKeyringEnv + "=" + keyringPath}}
 	defer sut.stop(logw)
 	if err := sut.Start(ctx); err != nil {
 		return nil, err
 	}
-	env := &conformance.Env{NC: nc, JS: js, Store: store, Seed: seed, Records: records, Run: runID, Process: sut}
+	env := &conformance.Env{NC: nc, JS: js, Store: store, Seed: seed, Records: records, Run: runID, Process: sut, ResultKeyring: keyring}
 	report := conformance.Run(ctx, env, selected, o.timeout)
 	if report.Failed > 0 {
 		fmt.Fprintf(logw, "conformance: the consumer under test's last output:\n%s\n", sut.tail())
@@ -196,15 +214,16 @@ func run(ctx context.Context, o options, logw io.Writer) (*conformance.Report, e
 // supervisor is the consumer under test across restarts: kill-mid-call-uncertain kills it and
 // starts it again (conformance.Process).
 type supervisor struct {
-	o              options
-	natsURL, dbURL string
-	cur            *consumerProcess
-	earlierOutput  string
+	o options
+	// env is what the consumer finds in its environment besides the kit's own.
+	env           []string
+	cur           *consumerProcess
+	earlierOutput string
 }
 
 // Start runs the consumer's command and returns once it printed -ready.
 func (s *supervisor) Start(ctx context.Context) error {
-	p, err := startConsumer(s.o, s.natsURL, s.dbURL)
+	p, err := startConsumer(s.o, s.env)
 	if err != nil {
 		return err
 	}
@@ -263,11 +282,10 @@ type consumerProcess struct {
 	out    bytes.Buffer
 }
 
-func startConsumer(o options, natsURL, dbURL string) (*consumerProcess, error) {
+func startConsumer(o options, env []string) (*consumerProcess, error) {
 	p := &consumerProcess{ready: make(chan struct{}), exited: make(chan struct{})}
 	p.cmd = exec.Command("sh", "-c", o.consumerCmd)
-	p.cmd.Env = append(os.Environ(), "NATS_URL="+natsURL, "DATABASE_URL="+dbURL, "REPLAYCTL_DATABASE_URL="+dbURL,
-		"REPLAYCTL_CONSUMER="+conformance.ConsumerName)
+	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	w := &readyWriter{p: p, want: o.ready}
 	p.cmd.Stdout, p.cmd.Stderr = w, w

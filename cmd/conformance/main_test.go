@@ -48,6 +48,8 @@ func TestTheKitPassesTheSDKConsumerAndCatchesEachBrokenOne(t *testing.T) {
 			"shadow-no-call-no-row": "1 times, want 0"}},
 		{name: "unmarked-call", cmd: broken + " -break unmarked-call", timeout: 10 * time.Second, fail: map[string]string{
 			"kill-mid-call-uncertain": "before its start was marked"}},
+		{name: "plaintext-results", cmd: broken + " -break plaintext-results", timeout: 10 * time.Second, fail: map[string]string{
+			"sealed-result-body": "is stored as it is"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

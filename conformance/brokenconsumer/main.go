@@ -12,6 +12,8 @@
 //   - unmarked-call: the SDK's billing consumer whose handler charges first and tells the SDK
 //     about the call afterwards, so the call is in flight before its start is in the ledger:
 //     kill-mid-call-uncertain is broken.
+//   - plaintext-results: the SDK's billing consumer that ignores the keyring it was given
+//     (REPLAYCTL_RESULT_KEYRING) and stores its receipts as they are: sealed-result-body is broken.
 package main
 
 import (
@@ -32,10 +34,11 @@ import (
 	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/protocol"
+	"github.com/replayctl/replayctl/seal"
 )
 
 func main() {
-	mode := flag.String("break", "naive", "the breakage: naive, double-charge, shadow-calls or unmarked-call")
+	mode := flag.String("break", "naive", "the breakage: naive, double-charge, shadow-calls, unmarked-call or plaintext-results")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -43,10 +46,10 @@ func main() {
 	switch *mode {
 	case "naive":
 		err = withService(ctx, naive)
-	case "double-charge", "shadow-calls", "unmarked-call":
+	case "double-charge", "shadow-calls", "unmarked-call", "plaintext-results":
 		err = withService(ctx, func(ctx context.Context, s service) error { return withSDK(ctx, s, *mode) })
 	default:
-		err = fmt.Errorf("-break %q: use naive, double-charge, shadow-calls or unmarked-call", *mode)
+		err = fmt.Errorf("-break %q: use naive, double-charge, shadow-calls, unmarked-call or plaintext-results", *mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "brokenconsumer:", err)
@@ -154,7 +157,13 @@ func withSDK(ctx context.Context, s service, mode string) error {
 		}
 		return handler(ctx, ev, fx)
 	}
-	c, err := consumer.New(consumer.Config{Name: conformance.ConsumerName, Store: store, Conn: nc, Stream: conformance.Stream,
+	var resultKeyring *seal.Keyring
+	if path := os.Getenv("REPLAYCTL_RESULT_KEYRING"); path != "" && mode != "plaintext-results" {
+		if resultKeyring, err = seal.ReadKeyringFile(path); err != nil {
+			return err
+		}
+	}
+	c, err := consumer.New(consumer.Config{ResultKeyring: resultKeyring, Name: conformance.ConsumerName, Store: store, Conn: nc, Stream: conformance.Stream,
 		DLQSubject: conformance.DLQSubject, RetryBackoff: 100 * time.Millisecond, Handler: broken, Lookup: billing.Lookup(provider, orders)})
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import { payloadHash, v1, v2, type Hasher, type Options as FingerprintOptions } 
 import { GroupCommit, Batcher, type GroupQueue, type GroupStats } from "./groupcommit.js";
 import * as ledger from "./ledger.js";
 import { Meters } from "./metrics.js";
+import { resultContext, type Keyring } from "./seal.js";
 
 /** An event as the handler sees it. */
 export interface Event {
@@ -93,6 +94,12 @@ export interface Config {
   metrics?: Registry;
   /** How often deliveries go to the ledger's daily counts and the uncertain gauges are read; default 5 s. */
   countsIntervalMs?: number;
+  /**
+   * Seals every stored result body (AES-256-GCM, the Go SDK's format: seal.ts), bound to its row;
+   * the result hash stays over the plaintext, so shadow compares on it, or opens the bodies when
+   * given the keyring (`replayctl shadow --keyring`).
+   */
+  resultKeyring?: Keyring;
 }
 
 const day = 24 * 3600 * 1000;
@@ -134,7 +141,7 @@ export class Effects {
 }
 
 export class Consumer {
-  private readonly cfg: Required<Omit<Config, "lookup" | "fingerprint" | "log" | "metrics">> & Pick<Config, "lookup" | "log">;
+  private readonly cfg: Required<Omit<Config, "lookup" | "fingerprint" | "log" | "metrics" | "resultKeyring">> & Pick<Config, "lookup" | "log" | "resultKeyring">;
   private readonly meters: Meters;
   private readonly hasher: Hasher;
   private readonly owner: string;
@@ -457,8 +464,10 @@ export class Consumer {
       return "retrying";
     }
     const stored = storedResult(result, business);
+    const kr = this.cfg.resultKeyring;
+    const body = kr ? kr.sealJSON(stored.json, resultContext(key.consumer, key.eventId, key.effectVersion)) : stored.json;
     const done = await this.completions.submit(rowKey(key), {
-      key, owner: this.owner, resultHash: stored.hash, resultBody: stored.json, outcomeKind: business ? "business" : "",
+      key, owner: this.owner, resultHash: stored.hash, resultBody: body, outcomeKind: business ? "business" : "",
       effectCount: fx.made, externalRefs: fx.recorded, lastError: business?.message ?? "", writeForbidden: ev.writeForbidden,
       resultRetentionMs: this.cfg.resultRetentionMs, evidenceRetentionMs: this.cfg.evidenceRetentionMs,
     });

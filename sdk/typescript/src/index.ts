@@ -7,3 +7,5 @@ export { poolConfig } from "./pgurl.js";
 export { METRIC_DELIVERIES, METRIC_DUPLICATE_DELIVERIES, METRIC_LEASE_EXPIRIES, METRIC_PAYLOAD_MISMATCHES, METRIC_UNCERTAIN_AGE, METRIC_UNCERTAIN_ROWS } from "./metrics.js";
 export { Batcher } from "./groupcommit.js";
 export type { GroupStats } from "./groupcommit.js";
+export { BadKeyringError, KEY_SIZE, Keyring, SealError, resultContext } from "./seal.js";
+export type { Key } from "./seal.js";

@@ -37,6 +37,7 @@ import (
 	"github.com/replayctl/replayctl/internal/natsconn"
 	"github.com/replayctl/replayctl/internal/tracing"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/seal"
 )
 
 // options are the command's flags.
@@ -53,6 +54,8 @@ type options struct {
 	concurrency, handlers    int
 	// metricsAddr is where /metrics is served; empty serves nothing.
 	metricsAddr string
+	// resultKeyring is a keyring file sealing the stored receipts; empty stores them as they are.
+	resultKeyring string
 	// failChargesUntil is how long after start every charge fails (a live outage); retryBackoff
 	// is the SDK's first nak delay, shortened so an outage dead-letters in seconds.
 	failChargesUntil, retryBackoff time.Duration
@@ -81,6 +84,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 32, "shadow requests handled at once")
 	flag.IntVar(&o.handlers, "handlers", 1024, "stream messages handled at once; each waits on the ledger's batched statements, and the pool does not grow with them (docs/ledger.md)")
 	flag.BoolVar(&o.createStream, "create-stream", false, "create -stream on billing.> if it does not exist")
+	flag.StringVar(&o.resultKeyring, "result-keyring", os.Getenv("REPLAYCTL_RESULT_KEYRING"), "keyring file (`replayctl keys keyring new`) sealing every stored receipt, AES-256-GCM; shadow opens them with --keyring (default: $REPLAYCTL_RESULT_KEYRING; empty: stored as they are)")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://<addr>/metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	flag.DurationVar(&o.failChargesUntil, "fail-charges-until", 0, "simulate a payment provider outage: every charge fails (connection refused) for this long after start, e.g. 20s (0: none)")
 	flag.DurationVar(&o.retryBackoff, "retry-backoff", time.Second, "nak delay after a message's first transient failure, doubled per delivery")
@@ -165,8 +169,15 @@ func run(o options) error {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return fmt.Errorf("-log-level %q: use warn or info", o.logLevel)
 	}
+	var resultKeyring *seal.Keyring
+	if o.resultKeyring != "" {
+		if resultKeyring, err = seal.ReadKeyringFile(o.resultKeyring); err != nil {
+			return fmt.Errorf("-result-keyring: %w", err)
+		}
+	}
 	c, err := consumer.New(consumer.Config{
-		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: o.dlqSubject,
+		ResultKeyring: resultKeyring,
+		Name:          "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: o.dlqSubject,
 		LiveVersion: o.liveVersion, RetryBackoff: o.retryBackoff, Lease: o.lease, ShadowConcurrency: o.concurrency, Concurrency: o.handlers, Metrics: registry,
 		Handler: orders.Record(billing.Handler(provider, time.Now)),
 		Lookup:  billing.Lookup(provider, orders),

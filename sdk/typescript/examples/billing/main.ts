@@ -17,6 +17,7 @@ import { Registry } from "prom-client";
 
 import { BusinessError, Consumer, type Effects, type Event, type LookupRequest } from "../../src/consumer.js";
 import { Batcher } from "../../src/groupcommit.js";
+import { Keyring } from "../../src/seal.js";
 import { poolConfig } from "../../src/pgurl.js";
 
 interface Flags {
@@ -33,6 +34,7 @@ interface Flags {
   leaseMs: number;
   retryBackoffMs: number;
   metricsAddr: string;
+  resultKeyring: string;
 }
 
 // goDuration reads a Go duration as the Go example's flags take it: "100ms", "6s", "1m30s".
@@ -57,6 +59,7 @@ function parseFlags(argv: string[]): Flags {
     natsURL: process.env.NATS_URL || "nats://127.0.0.1:4222",
     stream: "BILLING", createStream: false, dlqSubject: "dlq.billing.charge", handlers: 64, liveVersion: 1,
     shadowOnly: false, concurrency: 32, recordsURL: "", leaseMs: 0, retryBackoffMs: 1000, metricsAddr: "",
+    resultKeyring: process.env.REPLAYCTL_RESULT_KEYRING || "",
   };
   for (let i = 0; i < argv.length; i++) {
     const [name, inline] = argv[i].replace(/^--?/, "").split(/=(.*)/s, 2);
@@ -73,11 +76,12 @@ function parseFlags(argv: string[]): Flags {
       case "concurrency": f.concurrency = Number(value()); break;
       case "records-database-url": f.recordsURL = value(); break;
       case "metrics-addr": f.metricsAddr = value(); break;
+      case "result-keyring": f.resultKeyring = value(); break;
       case "lease": f.leaseMs = goDuration(value()); break;
       case "retry-backoff": f.retryBackoffMs = goDuration(value()); break;
       case "log-level": value(); break; // accepted for the Go example's command lines; this one logs warnings only
       default:
-        throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version, -shadow-only, -concurrency, -metrics-addr, -records-database-url, -lease, -retry-backoff`);
+        throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version, -shadow-only, -concurrency, -metrics-addr, -records-database-url, -lease, -retry-backoff, -result-keyring`);
     }
   }
   return f;
@@ -187,7 +191,9 @@ select * from unnest($1::text[], $2::text[], $3::bigint[], $4::text[])`,
     const [host, port] = [f.metricsAddr.slice(0, f.metricsAddr.lastIndexOf(":")), Number(f.metricsAddr.slice(f.metricsAddr.lastIndexOf(":") + 1))];
     await new Promise<void>((resolve, reject) => metrics.once("error", reject).listen(port, host || "127.0.0.1", resolve));
   }
-  const c = new Consumer({ metrics: registry, name: "billing", pool, nc, stream: f.stream, dlqSubject: f.dlqSubject, handler, lookup,
+  // -result-keyring (or REPLAYCTL_RESULT_KEYRING) seals the stored receipts, as the Go example does.
+  const resultKeyring = f.resultKeyring ? Keyring.fromFile(f.resultKeyring) : undefined;
+  const c = new Consumer({ metrics: registry, resultKeyring, name: "billing", pool, nc, stream: f.stream, dlqSubject: f.dlqSubject, handler, lookup,
     liveVersion: f.liveVersion, retryBackoffMs: f.retryBackoffMs, concurrency: f.handlers,
     ...(f.leaseMs > 0 ? { leaseMs: f.leaseMs } : {}), log: (l) => process.stderr.write(`billing-consumer-ts: ${l}\n`) });
   const stopShadow = c.serveShadow();
