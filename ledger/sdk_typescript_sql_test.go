@@ -19,7 +19,8 @@ func TestTheTypeScriptSDKSendsTheGoSDKsStatements(t *testing.T) {
 	for _, m := range regexp.MustCompile("(?s)const (\\w+) = `(.*?)`").FindAllStringSubmatch(string(src), -1) {
 		consts[m[1]] = m[2]
 	}
-	expand := strings.NewReplacer("${leasedRow}", leasedRow, "${stateProcessing}", stateProcessing, "${batchedRow}", batchedRow)
+	expand := strings.NewReplacer("${leasedRow}", leasedRow, "${stateProcessing}", stateProcessing, "${batchedRow}", batchedRow,
+		"${uncertainRowFrom}", uncertainRowFrom, "${uncertainPageOf}", uncertainPageOf)
 	space := regexp.MustCompile(`\s+`)
 	norm := func(s string) string { return strings.TrimSpace(space.ReplaceAllString(s, " ")) }
 	for ts, goSQL := range map[string]string{
@@ -31,6 +32,8 @@ func TestTheTypeScriptSDKSendsTheGoSDKsStatements(t *testing.T) {
 		"deliveryCountsAddSQL": deliveryCountsAdd, "uncertainSummarySQL": effectsUncertainSummary,
 		"batchedRow": batchedRow, "callStartedBatchSQL": effectsCallStartedBatch, "heartbeatBatchSQL": effectsHeartbeatBatch,
 		"completeBatchSQL": effectsCompleteBatch, "claimLockBatchSQL": effectsClaimLockBatch, "claimBatchSQL": effectsClaimBatch,
+		"uncertainPageSQL": effectsUncertainPage, "stuckPageSQL": effectsStuckPage, "reconcileApplySQL": effectsReconcileApply,
+		"auditInsertSQL": auditInsert,
 	} {
 		got, ok := consts[ts]
 		if !ok {

@@ -198,7 +198,8 @@ func run(ctx context.Context, o options, logw io.Writer) (*conformance.Report, e
 		return nil, err
 	}
 	sut := &supervisor{o: o, env: []string{"NATS_URL=" + natsURL, "DATABASE_URL=" + dbURL, "REPLAYCTL_DATABASE_URL=" + dbURL,
-		"REPLAYCTL_CONSUMER=" + conformance.ConsumerName, conformance.ResultKeyringEnv + "=" + keyringPath}}
+		"REPLAYCTL_CONSUMER=" + conformance.ConsumerName, conformance.ResultKeyringEnv + "=" + keyringPath,
+		conformance.ReconcileAfterEnv + "=" + conformance.ReconcileAfter.String(), conformance.ReconcileIntervalEnv + "=" + conformance.ReconcileInterval.String()}}
 	defer sut.stop(logw)
 	if err := sut.Start(ctx); err != nil {
 		return nil, err

@@ -50,6 +50,8 @@ func TestTheKitPassesTheSDKConsumerAndCatchesEachBrokenOne(t *testing.T) {
 			"kill-mid-call-uncertain": "before its start was marked"}},
 		{name: "plaintext-results", cmd: broken + " -break plaintext-results", timeout: 10 * time.Second, fail: map[string]string{
 			"sealed-result-body": "is stored as it is"}},
+		{name: "no-reconcile-worker", cmd: broken + " -break no-reconcile-worker", timeout: 10 * time.Second, fail: map[string]string{
+			"reconcile-worker": "did not settle the row"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -14,6 +14,8 @@
 //     kill-mid-call-uncertain is broken.
 //   - plaintext-results: the SDK's billing consumer that ignores the keyring it was given
 //     (REPLAYCTL_RESULT_KEYRING) and stores its receipts as they are: sealed-result-body is broken.
+//   - no-reconcile-worker: the SDK's billing consumer whose reconcile worker waits a day before
+//     it asks about an uncertain row, whatever the kit says: reconcile-worker is broken.
 package main
 
 import (
@@ -38,7 +40,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("break", "naive", "the breakage: naive, double-charge, shadow-calls, unmarked-call or plaintext-results")
+	mode := flag.String("break", "naive", "the breakage: naive, double-charge, shadow-calls, unmarked-call, plaintext-results or no-reconcile-worker")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -46,10 +48,10 @@ func main() {
 	switch *mode {
 	case "naive":
 		err = withService(ctx, naive)
-	case "double-charge", "shadow-calls", "unmarked-call", "plaintext-results":
+	case "double-charge", "shadow-calls", "unmarked-call", "plaintext-results", "no-reconcile-worker":
 		err = withService(ctx, func(ctx context.Context, s service) error { return withSDK(ctx, s, *mode) })
 	default:
-		err = fmt.Errorf("-break %q: use naive, double-charge, shadow-calls, unmarked-call or plaintext-results", *mode)
+		err = fmt.Errorf("-break %q: use naive, double-charge, shadow-calls, unmarked-call, plaintext-results or no-reconcile-worker", *mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "brokenconsumer:", err)
@@ -163,7 +165,12 @@ func withSDK(ctx context.Context, s service, mode string) error {
 			return err
 		}
 	}
-	c, err := consumer.New(consumer.Config{ResultKeyring: resultKeyring, Name: conformance.ConsumerName, Store: store, Conn: nc, Stream: conformance.Stream,
+	reconcileAfter, _ := time.ParseDuration(os.Getenv(conformance.ReconcileAfterEnv))
+	reconcileInterval, _ := time.ParseDuration(os.Getenv(conformance.ReconcileIntervalEnv))
+	if mode == "no-reconcile-worker" {
+		reconcileAfter = 24 * time.Hour
+	}
+	c, err := consumer.New(consumer.Config{ResultKeyring: resultKeyring, ReconcileAfter: reconcileAfter, ReconcileInterval: reconcileInterval, Name: conformance.ConsumerName, Store: store, Conn: nc, Stream: conformance.Stream,
 		DLQSubject: conformance.DLQSubject, RetryBackoff: 100 * time.Millisecond, Handler: broken, Lookup: billing.Lookup(provider, orders)})
 	if err != nil {
 		return err

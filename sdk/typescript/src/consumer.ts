@@ -17,6 +17,7 @@ import { payloadHash, v1, v2, type Hasher, type Options as FingerprintOptions } 
 import { GroupCommit, Batcher, type GroupQueue, type GroupStats } from "./groupcommit.js";
 import * as ledger from "./ledger.js";
 import { Meters } from "./metrics.js";
+import { reconcileUncertain, type ReconcileReport } from "./reconcile.js";
 import { resultContext, type Keyring } from "./seal.js";
 
 /** An event as the handler sees it. */
@@ -100,6 +101,13 @@ export interface Config {
    * given the keyring (`replayctl shadow --keyring`).
    */
   resultKeyring?: Keyring;
+  /**
+   * With a lookup, run() also runs the reconcile worker: it asks the look-up about rows uncertain
+   * (or stuck with a call started) for reconcileAfterMs (default 15 min) every reconcileIntervalMs
+   * (default 1 min, doubled after a failed pass up to 30 min).
+   */
+  reconcileAfterMs?: number;
+  reconcileIntervalMs?: number;
 }
 
 const day = 24 * 3600 * 1000;
@@ -156,7 +164,8 @@ export class Consumer {
   constructor(cfg: Config) {
     this.cfg = {
       durable: cfg.name, liveVersion: 1, leaseMs: 120_000, retryBackoffMs: 1000, maxDeliver: 5, concurrency: 64, countsIntervalMs: 5000,
-      resultRetentionMs: 7 * day, evidenceRetentionMs: 30 * day, ...cfg,
+      resultRetentionMs: 7 * day, evidenceRetentionMs: 30 * day,
+      reconcileAfterMs: 15 * 60_000, reconcileIntervalMs: 60_000, ...cfg,
     } as Consumer["cfg"];
     this.hasher = v2(cfg.fingerprint ?? {});
     this.meters = new Meters(cfg.name, cfg.metrics);
@@ -246,6 +255,37 @@ export class Consumer {
       detail: (reply.detail ?? "").slice(0, 500) }));
   }
 
+  /** One pass of the reconcile worker (Config.reconcileAfterMs); run() repeats it when a lookup is set. */
+  reconcileUncertain(): Promise<ReconcileReport> {
+    return reconcileUncertain({ pool: this.cfg.pool, nc: this.cfg.nc, consumer: this.cfg.name,
+      olderThanMs: this.cfg.reconcileAfterMs, actor: `reconcile-worker ${this.owner}` });
+  }
+
+  // reconcileWorker runs a pass now and then every interval, twice as long after a failed pass
+  // (up to 30 min), until signal aborts; a pass under way finishes (each batch it applies is one
+  // statement).
+  private async reconcileWorker(signal: AbortSignal): Promise<void> {
+    const interval = this.cfg.reconcileIntervalMs;
+    let wait = interval;
+    while (!signal.aborted) {
+      try {
+        const r = await this.reconcileUncertain();
+        wait = interval;
+        if (r.listed > 0) {
+          this.cfg.log?.(`reconcile worker: run ${r.runId} looked up ${r.listed} uncertain row(s): ${r.reconciled} reconciled, ` +
+            `${r.manualReview} for manual review, ${r.unanswered} unanswered, ${r.changed} changed since listed`);
+        }
+      } catch (e) {
+        wait = Math.min(2 * wait, Math.max(30 * 60_000, interval));
+        this.cfg.log?.(`reconcile worker: the pass failed (${(e as Error).message}); the next one waits ${Math.round(wait / 1000)}s`);
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, wait);
+        signal.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
+      });
+    }
+  }
+
   /** Consumes the stream until stop() resolves it. */
   async run(signal: AbortSignal): Promise<void> {
     const jsm = await jetstreamManager(this.cfg.nc);
@@ -261,6 +301,7 @@ export class Consumer {
     signal.addEventListener("abort", () => void messages.close());
     const flush = () => this.meters.flush(this.cfg.pool).catch((e) => this.cfg.log?.(`flushing the delivery counts: ${e}`));
     const counting = setInterval(flush, this.cfg.countsIntervalMs);
+    const reconciling = this.cfg.lookup ? this.reconcileWorker(signal) : Promise.resolve();
     const inFlight = new Set<Promise<void>>();
     for await (const m of messages) {
       const p = this.process(m).then(
@@ -276,6 +317,7 @@ export class Consumer {
       if (inFlight.size >= this.cfg.concurrency) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
+    await reconciling;
     clearInterval(counting);
     await flush();
   }

@@ -9,3 +9,4 @@ export { Batcher } from "./groupcommit.js";
 export type { GroupStats } from "./groupcommit.js";
 export { BadKeyringError, KEY_SIZE, Keyring, SealError, resultContext } from "./seal.js";
 export type { Key } from "./seal.js";
+export type { ReconcileReport } from "./reconcile.js";

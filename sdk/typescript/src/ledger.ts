@@ -543,3 +543,160 @@ export async function claimBatch(pool: Pool, cs: Claim[]): Promise<boolean[]> {
     client.release(broken);
   }
 }
+
+// The reconcile worker's statements: the Go SDK's (ledger/reconcile.go, queries.go), which
+// `replayctl reconcile` sends too. $1 consumer, $2 job ('' for all), $3 older than (ms), $4/$5 the
+// cursor, $6 the limit, $7 due only, $8 the longest wait between look-ups (ms); the stuck page
+// adds $9, how long after its lease lapsed a lease with a call started counts as stuck (ms).
+const uncertainRowFrom = `
+select event_id, effect_version, state, coalesce(job_id, ''), request_hash, request_hash_alg, effect_count, calls_started,
+       external_refs, coalesce(lease_owner, ''), coalesce(last_error, ''), updated_at,
+       greatest(extract(epoch from now() - updated_at) * 1000, 0)::bigint,
+       coalesce(review_state, ''), coalesce(review_verdict, ''), coalesce(review_note, ''), reviewed_at,
+       coalesce(reviewed_by, '')
+  from effects`
+
+const uncertainPageOf = `
+   and ($2 = '' or job_id = $2)
+   and updated_at <= now() - $3::bigint * interval '1 millisecond'
+   and (not $7::boolean or reviewed_at is null
+        or now() - reviewed_at >= least(greatest(reviewed_at - updated_at, $3::bigint * interval '1 millisecond'),
+                                        $8::bigint * interval '1 millisecond'))
+   and (event_id collate "C", effect_version) > ($4::text collate "C", $5::integer)
+ order by event_id collate "C", effect_version
+ limit $6`
+
+const uncertainPageSQL = `${uncertainRowFrom}
+ where consumer = $1 and state = 'uncertain'${uncertainPageOf}`
+
+const stuckPageSQL = `${uncertainRowFrom}
+ where consumer = $1 and state = 'processing' and calls_started > 0
+   and lease_expires_at < now() - $9::bigint * interval '1 millisecond'${uncertainPageOf}`
+
+const reconcileApplySQL = `
+with v as (
+    select * from unnest($2::text[], $3::integer[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::timestamptz[],
+                         $11::boolean[], $13::boolean[])
+           as v(event_id, effect_version, verdict, refs, note, seen_updated_at, seen_reviewed_at, stuck, resolved)
+),
+changed as (
+    update effects e
+       set state          = case when v.verdict = 'happened' then 'reconciled'
+                                 when v.resolved then 'received' else 'uncertain' end,
+           external_refs  = case when v.verdict = 'happened'
+                                 then e.external_refs || coalesce((select jsonb_agg(distinct f) from jsonb_array_elements(v.refs::jsonb) f
+                                                                    where not e.external_refs @> jsonb_build_array(f)), '[]'::jsonb)
+                                 else e.external_refs end,
+           effect_count   = case when v.verdict = 'happened' then greatest(e.effect_count, e.calls_started)
+                                 else e.effect_count end,
+           calls_started  = case when v.resolved and v.verdict <> 'happened' then 0 else e.calls_started end,
+           review_state   = case when v.verdict = 'happened' or v.resolved then null else 'manual_review' end,
+           review_verdict = v.verdict,
+           review_note    = nullif(v.note, ''),
+           reviewed_at    = now(),
+           reviewed_by    = $9,
+           lease_expires_at = null,
+           updated_at     = case when v.verdict = 'happened' or v.stuck or v.resolved then now() else e.updated_at end
+      from v
+     where e.consumer = $1 and e.event_id = v.event_id and e.effect_version = v.effect_version
+       and case when v.stuck
+                then e.state = 'processing' and e.calls_started > 0
+                     and e.lease_expires_at < now() - $12::bigint * interval '1 millisecond'
+                else e.state = 'uncertain' end
+       and (not v.resolved or v.verdict in ('happened', 'not_happened'))
+       and e.updated_at = v.seen_updated_at
+       and e.reviewed_at is not distinct from v.seen_reviewed_at
+ returning e.event_id, e.effect_version, e.state, e.job_id, e.review_verdict, e.review_note,
+           jsonb_array_length(e.external_refs) as refs, v.stuck, v.resolved
+),
+targets as (
+    update job_targets t
+       set status = case when c.state = 'reconciled' then 'completed' when c.state = 'received' then 'failed' else t.status end,
+           outcome_detail = case when c.state = 'reconciled' then null
+                                 when c.state = 'received'
+                                 then left('resolved not_happened by ' || $9 || coalesce(': ' || c.review_note, '')
+                                           || '; eligible for a new plan', 500)
+                                 else left('manual review (look-up: ' || c.review_verdict || ')'
+                                           || coalesce(': ' || c.review_note, ''), 500) end,
+           updated_at = now()
+      from changed c
+      join jobs j on j.id = c.job_id and j.effect_version_to = c.effect_version
+     where t.job_id = c.job_id and t.event_id = c.event_id and t.status in ('published', 'uncertain')
+ returning t.job_id, t.event_id
+),
+audited as (
+    -- Through audit_append, so each entry joins the consumer's hash chain; the main query counts
+    -- these rows, which makes PostgreSQL run the CTE (a plain SELECT in WITH runs only if read).
+    select audit_append(null, $9, c.job_id, null,
+           case when c.resolved then 'reconcile.resolved'
+                when c.state = 'reconciled' then 'reconcile.reconciled' else 'reconcile.manual_review' end,
+           jsonb_build_object('run', $10::text, 'consumer', $1::text, 'eventId', c.event_id,
+                              'effectVersion', c.effect_version, 'verdict', c.review_verdict,
+                              'from', case when c.stuck then 'processing (stuck lease)' else 'uncertain' end,
+                              'to', case when c.state = 'reconciled' then 'reconciled'
+                                         when c.state = 'received' then 'received (eligible for a new plan)'
+                                         else 'uncertain/manual_review' end,
+                              'externalRefs', c.refs, 'detail', c.review_note), $1::text) as entry_id
+      from changed c
+)
+select c.event_id, c.effect_version, c.state, coalesce(c.job_id, ''),
+       exists (select 1 from targets t where t.job_id = c.job_id and t.event_id = c.event_id)
+  from changed c
+ where (select count(*) from audited) >= 0
+ order by c.event_id collate "C", c.effect_version`
+
+const auditInsertSQL = `select audit_append($1::timestamptz, $2, $3, $4, $5, $6::jsonb, '')`
+
+/** A row the reconcile worker asks about: uncertain, or a stuck lease with a call started. */
+export interface UncertainRow {
+  eventId: string;
+  effectVersion: number;
+  jobId: string;
+  requestHash: string;
+  requestHashAlg: string;
+  callsStarted: number;
+  externalRefs: unknown;
+  /** updated_at and reviewed_at as PostgreSQL wrote them (microseconds): the compare-and-set's. */
+  seenUpdatedAt: string;
+  seenReviewedAt: string | null;
+  stuck: boolean;
+}
+
+// Timestamps stay text: a Date keeps milliseconds, and the compare-and-set compares microseconds.
+const timestampsAsText = {
+  getTypeParser: (oid: number, format?: "text" | "binary") =>
+    oid === 1184 ? (v: string) => v : (pg.types.getTypeParser as (o: number, f?: string) => (v: string) => unknown)(oid, format),
+};
+
+/** Up to limit of consumer's rows due for a look-up, uncertain (or stuck) for olderThanMs, oldest look-ups first by event. */
+export async function uncertainPage(pool: Pool, consumer: string, stuck: boolean, olderThanMs: number, limit: number,
+  maxBackoffMs: number, stuckAfterMs: number): Promise<UncertainRow[]> {
+  const args: unknown[] = [consumer, "", olderThanMs, "", -1, limit, true, maxBackoffMs];
+  if (stuck) args.push(stuckAfterMs);
+  const r = await pool.query({ text: stuck ? stuckPageSQL : uncertainPageSQL, rowMode: "array", types: timestampsAsText }, args);
+  return r.rows.map((c) => ({ eventId: c[0], effectVersion: c[1], jobId: c[3], requestHash: c[4], requestHashAlg: c[5],
+    callsStarted: c[7], externalRefs: c[8], seenUpdatedAt: c[11], seenReviewedAt: c[16], stuck }));
+}
+
+/** One look-up verdict for a listed row. */
+export interface ReconcileVerdict {
+  row: UncertainRow;
+  verdict: "happened" | "not_happened" | "unknown";
+  foundRefs: unknown[];
+  note: string;
+}
+
+/** Applies verdicts in one statement with reconcile's compare-and-set; returns the rows changed and their new state. */
+export async function reconcileApply(pool: Pool, consumer: string, actor: string, runId: string, verdicts: ReconcileVerdict[],
+  stuckAfterMs: number): Promise<{ eventId: string; effectVersion: number; state: string }[]> {
+  const r = await pool.query({ text: reconcileApplySQL, rowMode: "array" }, [consumer, verdicts.map((v) => v.row.eventId),
+    verdicts.map((v) => v.row.effectVersion), verdicts.map((v) => v.verdict), verdicts.map((v) => JSON.stringify(v.foundRefs)),
+    verdicts.map((v) => v.note), verdicts.map((v) => v.row.seenUpdatedAt), verdicts.map((v) => v.row.seenReviewedAt), actor, runId,
+    verdicts.map((v) => v.row.stuck), stuckAfterMs, verdicts.map(() => false)]);
+  return r.rows.map((c) => ({ eventId: c[0], effectVersion: c[1], state: c[2] }));
+}
+
+/** Appends an audit entry (the consumer's hash chain when details name it). */
+export async function auditInsert(pool: Pool, actor: string, action: string, details: object): Promise<void> {
+  await pool.query(auditInsertSQL, [null, actor, null, null, action, JSON.stringify(details)]);
+}

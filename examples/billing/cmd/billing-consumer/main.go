@@ -56,6 +56,8 @@ type options struct {
 	metricsAddr string
 	// resultKeyring is a keyring file sealing the stored receipts; empty stores them as they are.
 	resultKeyring string
+	// reconcileAfter and reconcileInterval tune the SDK's reconcile worker (0: its defaults).
+	reconcileAfter, reconcileInterval time.Duration
 	// failChargesUntil is how long after start every charge fails (a live outage); retryBackoff
 	// is the SDK's first nak delay, shortened so an outage dead-letters in seconds.
 	failChargesUntil, retryBackoff time.Duration
@@ -85,6 +87,8 @@ func main() {
 	flag.IntVar(&o.handlers, "handlers", 1024, "stream messages handled at once; each waits on the ledger's batched statements, and the pool does not grow with them (docs/ledger.md)")
 	flag.BoolVar(&o.createStream, "create-stream", false, "create -stream on billing.> if it does not exist")
 	flag.StringVar(&o.resultKeyring, "result-keyring", os.Getenv("REPLAYCTL_RESULT_KEYRING"), "keyring file (`replayctl keys keyring new`) sealing every stored receipt, AES-256-GCM; shadow opens them with --keyring (default: $REPLAYCTL_RESULT_KEYRING; empty: stored as they are)")
+	flag.DurationVar(&o.reconcileAfter, "reconcile-after", envDuration("REPLAYCTL_RECONCILE_AFTER"), "how long a row stays uncertain before the reconcile worker asks the look-up about it (default: $REPLAYCTL_RECONCILE_AFTER, else the SDK's 15m)")
+	flag.DurationVar(&o.reconcileInterval, "reconcile-interval", envDuration("REPLAYCTL_RECONCILE_INTERVAL"), "how often the reconcile worker looks for such rows (default: $REPLAYCTL_RECONCILE_INTERVAL, else the SDK's 1m)")
 	flag.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on http://<addr>/metrics, e.g. 127.0.0.1:9464 (empty: none)")
 	flag.DurationVar(&o.failChargesUntil, "fail-charges-until", 0, "simulate a payment provider outage: every charge fails (connection refused) for this long after start, e.g. 20s (0: none)")
 	flag.DurationVar(&o.retryBackoff, "retry-backoff", time.Second, "nak delay after a message's first transient failure, doubled per delivery")
@@ -176,8 +180,8 @@ func run(o options) error {
 		}
 	}
 	c, err := consumer.New(consumer.Config{
-		ResultKeyring: resultKeyring,
-		Name:          "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: o.dlqSubject,
+		ResultKeyring: resultKeyring, ReconcileAfter: o.reconcileAfter, ReconcileInterval: o.reconcileInterval,
+		Name: "billing", Store: store, Conn: nc, Stream: stream, DLQSubject: o.dlqSubject,
 		LiveVersion: o.liveVersion, RetryBackoff: o.retryBackoff, Lease: o.lease, ShadowConcurrency: o.concurrency, Concurrency: o.handlers, Metrics: registry,
 		Handler: orders.Record(billing.Handler(provider, time.Now)),
 		Lookup:  billing.Lookup(provider, orders),
@@ -247,4 +251,18 @@ func firstNonEmpty(values ...string) string {
 		}
 	}
 	return ""
+}
+
+// envDuration is the duration in the environment variable name, 0 (the SDK's default) when unset;
+// a value that is not a duration is said on stderr and left out.
+func envDuration(name string) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "billing-consumer: warning: $%s=%q is not a duration such as 15m; the SDK's default applies\n", name, v)
+	}
+	return d
 }

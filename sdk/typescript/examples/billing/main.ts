@@ -35,6 +35,8 @@ interface Flags {
   retryBackoffMs: number;
   metricsAddr: string;
   resultKeyring: string;
+  reconcileAfterMs: number;
+  reconcileIntervalMs: number;
 }
 
 // goDuration reads a Go duration as the Go example's flags take it: "100ms", "6s", "1m30s".
@@ -60,6 +62,8 @@ function parseFlags(argv: string[]): Flags {
     stream: "BILLING", createStream: false, dlqSubject: "dlq.billing.charge", handlers: 64, liveVersion: 1,
     shadowOnly: false, concurrency: 32, recordsURL: "", leaseMs: 0, retryBackoffMs: 1000, metricsAddr: "",
     resultKeyring: process.env.REPLAYCTL_RESULT_KEYRING || "",
+    reconcileAfterMs: process.env.REPLAYCTL_RECONCILE_AFTER ? goDuration(process.env.REPLAYCTL_RECONCILE_AFTER) : 0,
+    reconcileIntervalMs: process.env.REPLAYCTL_RECONCILE_INTERVAL ? goDuration(process.env.REPLAYCTL_RECONCILE_INTERVAL) : 0,
   };
   for (let i = 0; i < argv.length; i++) {
     const [name, inline] = argv[i].replace(/^--?/, "").split(/=(.*)/s, 2);
@@ -77,11 +81,13 @@ function parseFlags(argv: string[]): Flags {
       case "records-database-url": f.recordsURL = value(); break;
       case "metrics-addr": f.metricsAddr = value(); break;
       case "result-keyring": f.resultKeyring = value(); break;
+      case "reconcile-after": f.reconcileAfterMs = goDuration(value()); break;
+      case "reconcile-interval": f.reconcileIntervalMs = goDuration(value()); break;
       case "lease": f.leaseMs = goDuration(value()); break;
       case "retry-backoff": f.retryBackoffMs = goDuration(value()); break;
       case "log-level": value(); break; // accepted for the Go example's command lines; this one logs warnings only
       default:
-        throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version, -shadow-only, -concurrency, -metrics-addr, -records-database-url, -lease, -retry-backoff, -result-keyring`);
+        throw new Error(`unknown flag -${name}: use -database-url, -nats-url, -stream, -create-stream, -dlq-subject, -handlers, -live-version, -shadow-only, -concurrency, -metrics-addr, -records-database-url, -lease, -retry-backoff, -result-keyring, -reconcile-after, -reconcile-interval`);
     }
   }
   return f;
@@ -193,7 +199,9 @@ select * from unnest($1::text[], $2::text[], $3::bigint[], $4::text[])`,
   }
   // -result-keyring (or REPLAYCTL_RESULT_KEYRING) seals the stored receipts, as the Go example does.
   const resultKeyring = f.resultKeyring ? Keyring.fromFile(f.resultKeyring) : undefined;
-  const c = new Consumer({ metrics: registry, resultKeyring, name: "billing", pool, nc, stream: f.stream, dlqSubject: f.dlqSubject, handler, lookup,
+  const c = new Consumer({ metrics: registry, resultKeyring,
+    ...(f.reconcileAfterMs > 0 ? { reconcileAfterMs: f.reconcileAfterMs } : {}),
+    ...(f.reconcileIntervalMs > 0 ? { reconcileIntervalMs: f.reconcileIntervalMs } : {}), name: "billing", pool, nc, stream: f.stream, dlqSubject: f.dlqSubject, handler, lookup,
     liveVersion: f.liveVersion, retryBackoffMs: f.retryBackoffMs, concurrency: f.handlers,
     ...(f.leaseMs > 0 ? { leaseMs: f.leaseMs } : {}), log: (l) => process.stderr.write(`billing-consumer-ts: ${l}\n`) });
   const stopShadow = c.serveShadow();
