@@ -19,6 +19,8 @@ import * as ledger from "./ledger.js";
 import { Meters } from "./metrics.js";
 import { reconcileUncertain, type ReconcileReport } from "./reconcile.js";
 import { resultContext, type Keyring } from "./seal.js";
+import { endDelivery, inSpan, startDelivery, type DeliveryEnd, type Failure } from "./tracing.js";
+import { SpanKind, type Context } from "@opentelemetry/api";
 
 /** An event as the handler sees it. */
 export interface Event {
@@ -41,10 +43,14 @@ export interface Effect {
 }
 
 /** A terminal business failure: stored as the result, acknowledged, never retried. */
-export class BusinessError extends Error {}
+export class BusinessError extends Error {
+  override name = "BusinessError";
+}
 
 /** A failed call that certainly did not run (a refused connection): safe to retry. */
-export class NotExecutedError extends Error {}
+export class NotExecutedError extends Error {
+  override name = "NotExecutedError";
+}
 
 /** The handler's result: a JSON value stored as the event's result body. */
 export type Result = unknown;
@@ -120,6 +126,8 @@ export class Effects {
   constructor(
     private readonly suppress: boolean,
     private readonly starting: (n: number) => Promise<void>,
+    /** The delivery's trace context: each call made gets a span under it. */
+    private readonly traceCtx?: Context,
   ) {}
 
   /** Runs call, the external call of kind on target, unless suppressed; returns its reference. */
@@ -133,7 +141,9 @@ export class Effects {
     this.recorded.push({ kind, target });
     this.made++;
     try {
-      const ref = await call();
+      // The span names the kind and the call's number, not its target (an account is the payload's).
+      const ref = await inSpan(this.traceCtx, `effect ${kind}`, call, { kind: SpanKind.CLIENT,
+        attributes: { "replayctl.effect.kind": kind, "replayctl.effect.call": n }, failure: callFailure });
       this.recorded[n - 1].ref = ref || undefined;
       return ref;
     } catch (e) {
@@ -147,6 +157,12 @@ export class Effects {
     }
   }
 }
+
+// callFailure is how a call's span says it failed: "not executed" with proof it did not run,
+// "uncertain" when the write may have happened.
+const callFailure: Failure = (e) => e instanceof NotExecutedError
+  ? { event: "not executed", reason: "NotExecutedError" }
+  : { event: "uncertain", reason: "the call's outcome is unknown" };
 
 export class Consumer {
   private readonly cfg: Required<Omit<Config, "lookup" | "fingerprint" | "log" | "metrics" | "resultKeyring">> & Pick<Config, "lookup" | "log" | "resultKeyring">;
@@ -324,16 +340,27 @@ export class Consumer {
 
   /** Handles one delivery end to end and says what happened. */
   async process(m: JsMsg): Promise<string> {
-    const outcome = await this.decide(m);
-    this.meters.delivered(outcome);
-    return outcome;
+    const { span, ctx } = startDelivery(this.cfg.name, { traceparent: m.headers?.get("Traceparent"),
+      originalTraceparent: m.headers?.get("Replay-Original-Traceparent") });
+    const end: DeliveryEnd = { outcome: "", eventId: "", effectVersion: 0, jobId: "", mode: "live", delivery: m.info.deliveryCount };
+    try {
+      end.outcome = await this.decide(m, ctx, end);
+    } catch (e) {
+      endDelivery(span, { ...end, outcome: "retrying", reason: "the ledger or NATS failed" });
+      throw e;
+    }
+    endDelivery(span, end);
+    this.meters.delivered(end.outcome);
+    return end.outcome;
   }
 
-  private async decide(m: JsMsg): Promise<string> {
+  private async decide(m: JsMsg, traceCtx: Context, end: DeliveryEnd): Promise<string> {
     const h = m.headers;
     const id = h?.get("Event-Id") ?? "";
     const ev: Event = { id, subject: m.subject, payload: m.data, mode: "live", effectVersion: this.cfg.liveVersion,
       jobId: "", writeForbidden: false, delivery: m.info.deliveryCount };
+    if (validEventID(id)) end.eventId = id;
+    end.effectVersion = ev.effectVersion;
     if (!validEventID(id)) return this.deadLetter(m, ev, "invalid message", `the Event-Id header is missing or invalid`);
     const job = h?.get("Replay-Job") ?? "";
     let anyVersionSettles = true;
@@ -348,6 +375,7 @@ export class Consumer {
       }
       ev.effectVersion = Number(version);
       ev.writeForbidden = wf === "true";
+      Object.assign(end, { effectVersion: ev.effectVersion, jobId: job, mode: "replay" });
       const reg = await this.registry(ev.effectVersion, job);
       anyVersionSettles = reg.sourceKind !== "backfill";
       if (!reg.executing) {
@@ -410,16 +438,16 @@ export class Consumer {
     const current = tombstones.length > 0 ? await this.reads.get(id) : rows;
     const own = current.findIndex((r) => r.effectVersion === ev.effectVersion);
     const ownHash = own >= 0 ? this.hashUnder(current[own].requestHashAlg, ev.payload) : undefined;
-    const claimed = await this.claims.submit(rowKey(key), {
+    const claimed = await inSpan(traceCtx, "claim", () => this.claims.submit(rowKey(key), {
       key, requestHash: hash, requestHashAlg: this.hasher.algorithm, owner: this.owner, leaseMs: this.cfg.leaseMs, jobId: ev.jobId,
       anyVersionSettles,
       takeOverHash: own >= 0 ? (ownHash ?? "") : hash, takeOverHashAlg: own >= 0 ? current[own].requestHashAlg : this.hasher.algorithm,
-    }, `${key.consumer}\u001f${key.eventId}`);
+    }, `${key.consumer}\u001f${key.eventId}`));
     if (!claimed) {
       m.nak(this.backoff(ev.delivery));
       return "in_progress";
     }
-    return this.handle(m, ev, key);
+    return this.handle(m, ev, key, traceCtx);
   }
 
   // registry caches a yes for a few seconds, never a no (docs/protocol.md, "Execute messages"): a
@@ -468,12 +496,12 @@ export class Consumer {
     return "uncertain";
   }
 
-  private async handle(m: JsMsg, ev: Event, key: ledger.EffectKey): Promise<string> {
+  private async handle(m: JsMsg, ev: Event, key: ledger.EffectKey, traceCtx: Context): Promise<string> {
     const fx = new Effects(ev.writeForbidden, async (n) => {
       if (!(await this.marks.submit(rowKey(key), { key, owner: this.owner, ordinal: n }))) {
         throw new Error(`the lease on ${key.eventId} is no longer live: the call was not made`);
       }
-    });
+    }, traceCtx);
     const beat = setInterval(() => {
       void this.beats.submit(rowKey(key), { key, owner: this.owner, leaseMs: this.cfg.leaseMs }).catch(() => undefined);
       m.working();
@@ -508,11 +536,11 @@ export class Consumer {
     const stored = storedResult(result, business);
     const kr = this.cfg.resultKeyring;
     const body = kr ? kr.sealJSON(stored.json, resultContext(key.consumer, key.eventId, key.effectVersion)) : stored.json;
-    const done = await this.completions.submit(rowKey(key), {
+    const done = await inSpan(traceCtx, "complete", () => this.completions.submit(rowKey(key), {
       key, owner: this.owner, resultHash: stored.hash, resultBody: body, outcomeKind: business ? "business" : "",
       effectCount: fx.made, externalRefs: fx.recorded, lastError: business?.message ?? "", writeForbidden: ev.writeForbidden,
       resultRetentionMs: this.cfg.resultRetentionMs, evidenceRetentionMs: this.cfg.evidenceRetentionMs,
-    });
+    }));
     if (!done) {
       if (fx.made > 0) {
         m.term(`event ${ev.id}: ${fx.made} call(s) made but the outcome could not be recorded: review it by hand`);

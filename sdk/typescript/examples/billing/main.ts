@@ -18,6 +18,7 @@ import { Registry } from "prom-client";
 import { BusinessError, Consumer, type Effects, type Event, type LookupRequest } from "../../src/consumer.js";
 import { Batcher } from "../../src/groupcommit.js";
 import { Keyring } from "../../src/seal.js";
+import { setupTracing } from "./tracing.js";
 import { poolConfig } from "../../src/pgurl.js";
 
 interface Flags {
@@ -116,6 +117,8 @@ function feeCents(amount: number, version: number): number {
 
 async function main(): Promise<void> {
   const f = parseFlags(process.argv.slice(2));
+  // Installed before the consumer starts, as a service of your own installs its provider.
+  const flushTraces = await setupTracing("billing-consumer-ts", (l) => process.stderr.write(`billing-consumer-ts: warning: ${l}\n`));
   // As many connections as handlers keep busy, up to 16: more only queue more backends on the
   // machine's cores (20,000 replayed at 311/s with 16, 230/s with 48, docs/benchmarks.md).
   const pool = new pg.Pool(poolConfig(f.databaseURL, Math.max(4, Math.min(f.handlers, 16))));
@@ -221,6 +224,7 @@ select * from unnest($1::text[], $2::text[], $3::bigint[], $4::text[])`,
   await pool.end();
   if (records !== pool) await records.end();
   metrics?.close();
+  await flushTraces();
   process.stderr.write(`billing-consumer-ts: stopped; the payment provider received ${calls} calls\n`);
 }
 
