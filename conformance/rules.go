@@ -35,6 +35,7 @@ var rules = []Rule{
 	{Name: "expired-evidence-looks-up", Says: "a late copy of an event whose evidence window ended goes to the look-up (reconciled, or uncertain for a person), never run again", check: expiredLooksUp},
 	{Name: "expired-not-happened-runs-once", Says: "a late copy of a tombstoned event the look-up says never happened runs once, as a new event", check: expiredNotHappened},
 	{Name: "lookup-answers", Says: "a look-up request on replay.reconcile.billing is answered from the provider's records, in the reply format", check: lookupAnswers},
+	{Name: "business-failure-recorded", Says: "a terminal business failure is recorded once as a completed business outcome with an {\"error\"} result, no call, no retry, no dead letter", check: businessFailure},
 	{Name: "reconcile-worker", Says: "a row left uncertain is asked about by the consumer's own reconcile worker and, the look-up saying happened, settled reconciled with no second call", check: reconcileWorker},
 	{Name: "sealed-result-body", Says: "given a keyring, the consumer stores each result body sealed (AES-256-GCM, bound to its row), with the result hash over the plaintext", check: sealedResult},
 	{Name: "invalid-dead-lettered", Says: "a message with an invalid replay header is dead-lettered with the DLQ headers and its payload unchanged", check: invalidDeadLettered},

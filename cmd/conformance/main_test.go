@@ -43,7 +43,7 @@ func TestTheKitPassesTheSDKConsumerAndCatchesEachBrokenOne(t *testing.T) {
 			"live-lease-waits": "2 times, want 1", "bumped-version-runs-once": "2 times, want 1",
 			"expired-not-happened-runs-once": "2 times, want 1", "lookup-answers": "Verdict:unknown",
 			// Its extra charge comes before the SDK's mark, so the call in flight has none.
-			"kill-mid-call-uncertain": "before its start was marked"}},
+			"kill-mid-call-uncertain": "before its start was marked", "business-failure-recorded": "1 times, want 0"}},
 		{name: "shadow-calls", cmd: broken + " -break shadow-calls", timeout: 10 * time.Second, fail: map[string]string{
 			"shadow-no-call-no-row": "1 times, want 0"}},
 		{name: "unmarked-call", cmd: broken + " -break unmarked-call", timeout: 10 * time.Second, fail: map[string]string{

@@ -21,6 +21,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -137,6 +138,9 @@ func withSDK(ctx context.Context, s service, mode string) error {
 	chargeThenMark := orders.Record(func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
 		var o billing.Order
 		_ = json.Unmarshal(ev.Payload, &o)
+		if o.Currency == "" {
+			return consumer.Result{}, consumer.Business(errors.New("order has no currency"))
+		}
 		charge, err := provider.Charge(ctx, o.OrderID, o.AmountCents, o.Currency)
 		if err != nil {
 			return consumer.Result{}, err
