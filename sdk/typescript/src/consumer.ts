@@ -302,8 +302,71 @@ export class Consumer {
     }
   }
 
-  /** Consumes the stream until stop() resolves it. */
+  /**
+   * Consumes the stream until signal aborts. What interrupts the pull (missed heartbeats, the
+   * durable deleted, the iterator ending) is ridden through as the Go SDK does: the durable and
+   * the iterator are made again, waiting longer after each interruption in a row, and counted in
+   * consumer_pull_interruptions_total by reason.
+   */
   async run(signal: AbortSignal): Promise<void> {
+    const flush = () => this.meters.flush(this.cfg.pool).catch((e) => this.cfg.log?.(`flushing the delivery counts: ${e}`));
+    const counting = setInterval(flush, this.cfg.countsIntervalMs);
+    const reconciling = this.cfg.lookup ? this.reconcileWorker(signal) : Promise.resolve();
+    const inFlight = new Set<Promise<void>>();
+    let streak = 0;
+    while (!signal.aborted) {
+      let messages: Awaited<ReturnType<Awaited<ReturnType<typeof this.openDurable>>["consume"]>>;
+      try {
+        messages = await (await this.openDurable()).consume({ max_messages: this.cfg.concurrency });
+      } catch (e) {
+        if (this.firstOpen) throw e; // at start it is the configuration (no such stream): said at once
+        this.interrupted("reopen_failed", `open the durable ${this.cfg.durable} on ${this.cfg.stream}: ${(e as Error).message}`);
+        await sleep(backoffAfter(++streak), signal);
+        continue;
+      }
+      this.firstOpen = false;
+      const close = () => void messages.close();
+      let closedFor = ""; // the interruption that closed the iterator, counted once
+      signal.addEventListener("abort", close, { once: true });
+      void (async () => {
+        for await (const st of messages.status()) {
+          if (st.type === "heartbeats_missed") this.interrupted("missed_heartbeat", `no pull heartbeat from ${this.cfg.stream}`);
+          if (st.type === "consumer_deleted" || st.type === "consumer_not_found") {
+            if (!closedFor) this.interrupted((closedFor = "durable_gone"), `the durable ${this.cfg.durable} is gone: made again`);
+            void messages.close();
+          }
+        }
+      })().catch(() => undefined);
+      for await (const m of messages) {
+        streak = 0;
+        const p = this.process(m).then(
+          () => undefined,
+          (e) => {
+            // A ledger or NATS failure decided nothing: the message comes back.
+            this.cfg.log?.(`event ${m.headers?.get("Event-Id") ?? "?"}: ${e instanceof Error ? e.message : e}; retried`);
+            m.nak(this.cfg.retryBackoffMs);
+          },
+        );
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p));
+        if (inFlight.size >= this.cfg.concurrency) await Promise.race(inFlight);
+      }
+      signal.removeEventListener("abort", close);
+      if (!signal.aborted) {
+        if (!closedFor) this.interrupted("iterator_closed", `the pull on ${this.cfg.stream} ended: made again`);
+        await sleep(backoffAfter(++streak), signal);
+      }
+    }
+    await Promise.all(inFlight);
+    await reconciling;
+    clearInterval(counting);
+    await flush();
+  }
+
+  private firstOpen = true;
+
+  // openDurable makes the durable (or updates it to this configuration) and returns it.
+  private async openDurable() {
     const jsm = await jetstreamManager(this.cfg.nc);
     const config = { durable_name: this.cfg.durable, ack_policy: AckPolicy.Explicit, ack_wait: 2 * (this.cfg.leaseMs / 4) * 1_000_000, max_deliver: -1 };
     try {
@@ -311,31 +374,12 @@ export class Consumer {
     } catch {
       await jsm.consumers.add(this.cfg.stream, config);
     }
-    const js = jetstream(this.cfg.nc);
-    const c = await js.consumers.get(this.cfg.stream, this.cfg.durable);
-    const messages = await c.consume({ max_messages: this.cfg.concurrency });
-    signal.addEventListener("abort", () => void messages.close());
-    const flush = () => this.meters.flush(this.cfg.pool).catch((e) => this.cfg.log?.(`flushing the delivery counts: ${e}`));
-    const counting = setInterval(flush, this.cfg.countsIntervalMs);
-    const reconciling = this.cfg.lookup ? this.reconcileWorker(signal) : Promise.resolve();
-    const inFlight = new Set<Promise<void>>();
-    for await (const m of messages) {
-      const p = this.process(m).then(
-        () => undefined,
-        (e) => {
-          // A ledger or NATS failure decided nothing: the message comes back.
-          this.cfg.log?.(`event ${m.headers?.get("Event-Id") ?? "?"}: ${e instanceof Error ? e.message : e}; retried`);
-          m.nak(this.cfg.retryBackoffMs);
-        },
-      );
-      inFlight.add(p);
-      void p.finally(() => inFlight.delete(p));
-      if (inFlight.size >= this.cfg.concurrency) await Promise.race(inFlight);
-    }
-    await Promise.all(inFlight);
-    await reconciling;
-    clearInterval(counting);
-    await flush();
+    return jetstream(this.cfg.nc).consumers.get(this.cfg.stream, this.cfg.durable);
+  }
+
+  private interrupted(reason: string, why: string): void {
+    this.meters.interrupted(reason);
+    this.cfg.log?.(`pull interrupted (${reason}): ${why}`);
   }
 
   /** Handles one delivery end to end and says what happened. */
@@ -589,6 +633,22 @@ function storedResult(result: Result, business?: BusinessError): StoredResult {
   const body = business ? { error: business.message } : (result ?? null);
   const json = JSON.stringify(body);
   return { body, json, hash: payloadHash(Buffer.from(json)) };
+}
+
+// backoffAfter is the wait before making the pull again after n interruptions in a row: 250 ms
+// doubling to 10 s.
+function backoffAfter(n: number): number {
+  return Math.min(250 * 2 ** Math.max(0, n - 1), 10_000);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener("abort", () => {
+      clearTimeout(t);
+      resolve();
+    }, { once: true });
+  });
 }
 
 // rowKey names one row for the group committer; an event ID holds no control character, so the

@@ -4,7 +4,7 @@ export { tombstoneKey } from "./tombstone.js";
 export { BusinessError, Consumer, Effects, NotExecutedError } from "./consumer.js";
 export type { Config, Effect, Event, Handler, Lookup, LookupRequest, LookupResult, Result } from "./consumer.js";
 export { poolConfig } from "./pgurl.js";
-export { METRIC_DELIVERIES, METRIC_DUPLICATE_DELIVERIES, METRIC_LEASE_EXPIRIES, METRIC_PAYLOAD_MISMATCHES, METRIC_UNCERTAIN_AGE, METRIC_UNCERTAIN_ROWS } from "./metrics.js";
+export { METRIC_DELIVERIES, METRIC_DUPLICATE_DELIVERIES, METRIC_LEASE_EXPIRIES, METRIC_PAYLOAD_MISMATCHES, METRIC_UNCERTAIN_AGE, METRIC_PULL_INTERRUPTIONS, METRIC_UNCERTAIN_ROWS } from "./metrics.js";
 export { Batcher } from "./groupcommit.js";
 export type { GroupStats } from "./groupcommit.js";
 export { BadKeyringError, KEY_SIZE, Keyring, SealError, resultContext } from "./seal.js";

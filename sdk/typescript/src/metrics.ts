@@ -15,6 +15,7 @@ export const METRIC_PAYLOAD_MISMATCHES = "key_payload_mismatch_total";
 export const METRIC_LEASE_EXPIRIES = "processing_lease_expired_total";
 export const METRIC_UNCERTAIN_AGE = "uncertain_state_age_seconds";
 export const METRIC_UNCERTAIN_ROWS = "idempotency_uncertain_rows";
+export const METRIC_PULL_INTERRUPTIONS = "consumer_pull_interruptions_total";
 
 export class Meters {
   private readonly deliveries: Counter;
@@ -23,6 +24,9 @@ export class Meters {
   private readonly lapses: Counter;
   private readonly uncertainAge: Gauge;
   private readonly uncertainRows: Gauge;
+  private readonly pullInterruptions: Counter;
+  /** Interruptions counted so far, whatever their reason. */
+  interruptions = 0;
   private unflushedDeliveries = 0;
   private unflushedDuplicates = 0;
 
@@ -45,8 +49,16 @@ export class Meters {
     this.uncertainAge = gauge(METRIC_UNCERTAIN_AGE,
       "How long the consumer's oldest uncertain ledger row has been uncertain, 0 when none; read from the ledger every few seconds.");
     this.uncertainRows = gauge(METRIC_UNCERTAIN_ROWS, "The consumer's uncertain ledger rows: external writes waiting for a look-up or a person.");
+    this.pullInterruptions = new Counter({ name: METRIC_PULL_INTERRUPTIONS, labelNames: ["consumer", "reason"], registers,
+      help: "Interruptions of the consumer's pull iterator (missed heartbeats, leader changes, re-created iterators) that Run rode through." });
     this.uncertainAge.labels(labels).set(0);
     this.uncertainRows.labels(labels).set(0);
+  }
+
+  /** Counts one interruption of the pull the consumer rode through, by reason. */
+  interrupted(reason: string): void {
+    this.interruptions++;
+    this.pullInterruptions.labels({ consumer: this.consumer, reason }).inc();
   }
 
   /** Counts one handled delivery by its outcome. */

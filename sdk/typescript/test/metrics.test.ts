@@ -12,6 +12,9 @@ test("the metrics carry the Go SDK's names and count deliveries by outcome", asy
   const m = new Meters("billing", registry);
   for (const outcome of ["completed", "duplicate", "duplicate", "conflict"]) m.delivered(outcome);
   m.lapsed();
+  m.interrupted("missed_heartbeat");
+  m.interrupted("missed_heartbeat");
+  m.interrupted("durable_gone");
   const text = await registry.metrics();
   for (const [name, value] of [
     ["idempotency_deliveries_total", 4],
@@ -23,4 +26,6 @@ test("the metrics carry the Go SDK's names and count deliveries by outcome", asy
   ] as const) {
     assert.match(text, new RegExp(`^${name}\\{consumer="billing"\\} ${value}$`, "m"), name);
   }
+  assert.match(text, /^consumer_pull_interruptions_total\{consumer="billing",reason="missed_heartbeat"\} 2$/m);
+  assert.match(text, /^consumer_pull_interruptions_total\{consumer="billing",reason="durable_gone"\} 1$/m);
 });
