@@ -153,11 +153,9 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 		}
 	}
 	if !countsBefore.IsZero() {
-		tag, err := s.pool.Exec(ctx, apiKeysPruneDaily, countsBefore, o.Route)
-		if err != nil {
-			return r, fmt.Errorf("prune the API key counts: %w", err)
+		if err := s.pruneDailyCounts(ctx, countsBefore, o.Route, r); err != nil {
+			return r, err
 		}
-		r.DailyCounts = tag.RowsAffected()
 	}
 	if r.Bodies+r.Tombstoned+r.Rows+r.DailyCounts > 0 {
 		err := AuditInsert(ctx, s.pool, AuditEntry{Actor: o.Actor, Action: "keys-prune", Details: map[string]any{
@@ -168,6 +166,33 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 	}
 	return r, nil
 }
+
+// pruneDailyCounts removes the daily counts before before (migration 0037): for every route, the
+// weeks wholly before it leave by dropping their partitions, and the days before it in the
+// partitions that stay (its own week's, the default's) by a row delete that reads only those
+// days; for one route, by the row delete alone (a partition holds every route's days). Then the
+// weeks ahead are made, as migrate made them.
+func (s *Store) pruneDailyCounts(ctx context.Context, before time.Time, route string, r *APIKeysPruneReport) error {
+	if route == "" {
+		if err := s.pool.QueryRow(ctx, `select api_key_daily_drop_before($1::date)`, before).Scan(&r.DailyCounts); err != nil {
+			return fmt.Errorf("drop the API key counts' partitions before %s: %w", before.Format(time.DateOnly), err)
+		}
+	}
+	tag, err := s.pool.Exec(ctx, apiKeysPruneDaily, before, route)
+	if err != nil {
+		return fmt.Errorf("prune the API key counts (%d removed so far; run it again to continue): %w", r.DailyCounts, err)
+	}
+	r.DailyCounts += tag.RowsAffected()
+	if _, err := s.pool.Exec(ctx, `select api_key_daily_ensure((now() at time zone 'UTC')::date, (now() at time zone 'UTC')::date + $1::integer)`, dailyPartitionsAheadDays); err != nil {
+		return fmt.Errorf("make the API key counts' partitions ahead: %w", err)
+	}
+	return nil
+}
+
+// dailyPartitionsAheadDays is how far ahead each keys prune makes the counts' weekly partitions,
+// as ledger prune does the bodies' (bodyPartitionsAhead): a fleet that prunes weekly never writes
+// into the default partition.
+const dailyPartitionsAheadDays = 120
 
 // apiKeysPruneStep is one step of APIKeysPrune: its condition (for the count), its batch statement,
 // its horizon, its route (empty: every route) and, for a deletion of tombstones, the routes it

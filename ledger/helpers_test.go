@@ -26,3 +26,13 @@ func queryInt(t *testing.T, store *ledger.Store, sql string, args ...any) int {
 	}
 	return n
 }
+
+// queryText runs a single-text query, for assertions on the catalog.
+func queryText(t *testing.T, store *ledger.Store, sql string, args ...any) string {
+	t.Helper()
+	var s string
+	if err := store.Pool().QueryRow(t.Context(), sql, args...).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return s
+}
