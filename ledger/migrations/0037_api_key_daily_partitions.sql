@@ -48,6 +48,10 @@ $$;
 -- A day past the partitions made ahead lands here; prune deletes its rows one by one.
 create table api_key_daily_default partition of api_key_daily default;
 
+-- Migration 0036's index by day, on every partition: api_key_daily_before's own is attached, not
+-- built again. The row deletes of keys prune and the dry run's count read the days due with it.
+create index if not exists api_key_daily_by_day on api_key_daily (day);
+
 -- api_key_daily_ensure makes the weekly partitions from p_from's week to p_until that are missing
 -- (at most 60 weeks), as effect_bodies_ensure does (security definer: replayctl's operator role may not
 -- create tables; a lock it cannot have within 2 s is left to the next prune).
