@@ -19,6 +19,7 @@ import * as ledger from "./ledger.js";
 import { Meters } from "./metrics.js";
 import { reconcileUncertain, type ReconcileReport } from "./reconcile.js";
 import { resultContext, type Keyring } from "./seal.js";
+import { termReasonRead } from "./term.js";
 import { endDelivery, inSpan, startDelivery, type DeliveryEnd, type Failure } from "./tracing.js";
 import { SpanKind, type Context } from "@opentelemetry/api";
 
@@ -312,6 +313,10 @@ export class Consumer {
     const flush = () => this.meters.flush(this.cfg.pool).catch((e) => this.cfg.log?.(`flushing the delivery counts: ${e}`));
     const counting = setInterval(flush, this.cfg.countsIntervalMs);
     const reconciling = this.cfg.lookup ? this.reconcileWorker(signal) : Promise.resolve();
+    if (!termReasonRead(this.cfg.nc.info?.version)) {
+      this.cfg.log?.(`nats-server ${this.cfg.nc.info?.version ?? "(unknown version)"} does not read a term's reason before 2.10.4: ` +
+        "refused, conflicting and uncertain messages are termed without one, so their MSG_TERMINATED advisories carry no reason");
+    }
     const inFlight = new Set<Promise<void>>();
     let streak = 0;
     while (!signal.aborted) {
@@ -377,6 +382,12 @@ export class Consumer {
     return jetstream(this.cfg.nc).consumers.get(this.cfg.stream, this.cfg.durable);
   }
 
+  // term tells the server never to redeliver m, with the reason where the server reads one.
+  private term(m: JsMsg, reason: string): void {
+    if (termReasonRead(this.cfg.nc.info?.version)) m.term(reason.slice(0, 1000));
+    else m.term();
+  }
+
   private interrupted(reason: string, why: string): void {
     this.meters.interrupted(reason);
     this.cfg.log?.(`pull interrupted (${reason}): ${why}`);
@@ -423,7 +434,7 @@ export class Consumer {
       const reg = await this.registry(ev.effectVersion, job);
       anyVersionSettles = reg.sourceKind !== "backfill";
       if (!reg.executing) {
-        m.term(`replay refused: version ${ev.effectVersion} is not registered as executing for job ${job}`);
+        this.term(m, `replay refused: version ${ev.effectVersion} is not registered as executing for job ${job}`);
         return "refused";
       }
     }
@@ -438,11 +449,11 @@ export class Consumer {
     const incoming = rows.map((r) => this.hashUnder(r.requestHashAlg, ev.payload));
     for (let i = 0; i < rows.length; i++) {
       if (incoming[i] === undefined) {
-        m.term(`event ${id}: its row's fingerprint algorithm ${rows[i].requestHashAlg} is not this consumer's`);
+        this.term(m, `event ${id}: its row's fingerprint algorithm ${rows[i].requestHashAlg} is not this consumer's`);
         return "conflict";
       }
       if (rows[i].requestHash !== incoming[i]) {
-        m.term(`event ${id}: the payload differs from the one stored under effect version ${rows[i].effectVersion}`);
+        this.term(m, `event ${id}: the payload differs from the one stored under effect version ${rows[i].effectVersion}`);
         return "conflict";
       }
     }
@@ -453,7 +464,7 @@ export class Consumer {
       }
     }
     if (rows.some((r) => r.state === "uncertain")) {
-      m.term(`event ${id}: a ledger row is uncertain; it is never retried automatically`);
+      this.term(m, `event ${id}: a ledger row is uncertain; it is never retried automatically`);
       return "uncertain";
     }
     for (const r of rows) {
@@ -469,7 +480,7 @@ export class Consumer {
           m.nak(this.cfg.leaseMs / 4);
           return "in_progress";
         }
-        m.term(`event ${id}: the lease of ${r.leaseOwner} lapsed after ${r.callsStarted} call(s) started: uncertain`);
+        this.term(m, `event ${id}: the lease of ${r.leaseOwner} lapsed after ${r.callsStarted} call(s) started: uncertain`);
         return "uncertain";
       }
     }
@@ -536,7 +547,7 @@ export class Consumer {
       m.ack();
       return "reconciled";
     }
-    m.term(`event ${ev.id}: its evidence expired and the look-up answered ${res.verdict}: review it by hand`);
+    this.term(m, `event ${ev.id}: its evidence expired and the look-up answered ${res.verdict}: review it by hand`);
     return "uncertain";
   }
 
@@ -563,13 +574,13 @@ export class Consumer {
     }
     if (fx.unknown) {
       await ledger.markUncertain(this.cfg.pool, key, this.owner, fx.made, fx.recorded, `${fx.unknown.message}; the write may have happened`);
-      m.term(`event ${ev.id}: an external call's outcome is unknown: uncertain`);
+      this.term(m, `event ${ev.id}: an external call's outcome is unknown: uncertain`);
       return "uncertain";
     }
     if (failure) {
       if (fx.made > 0) {
         await ledger.markUncertain(this.cfg.pool, key, this.owner, fx.made, fx.recorded, `the handler failed after ${fx.made} call(s): ${failure.message}`);
-        m.term(`event ${ev.id}: failed after a call was made: uncertain`);
+        this.term(m, `event ${ev.id}: failed after a call was made: uncertain`);
         return "uncertain";
       }
       await ledger.release(this.cfg.pool, key, this.owner, failure.message.slice(0, 1000));
@@ -587,7 +598,7 @@ export class Consumer {
     }));
     if (!done) {
       if (fx.made > 0) {
-        m.term(`event ${ev.id}: ${fx.made} call(s) made but the outcome could not be recorded: review it by hand`);
+        this.term(m, `event ${ev.id}: ${fx.made} call(s) made but the outcome could not be recorded: review it by hand`);
         return "uncertain";
       }
       m.nak(this.backoff(ev.delivery));
