@@ -9,7 +9,6 @@ import (
 
 	"github.com/replayctl/replayctl/dlq"
 	"github.com/replayctl/replayctl/fingerprint"
-	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/seal"
 )
 
@@ -34,14 +33,10 @@ func businessFailure(ctx context.Context, e *Env) error {
 	if err := e.deliver(ctx, id, payload, nil); err != nil {
 		return err
 	}
-	rows, err := ledger.EffectsForEvent(ctx, e.Seed, ConsumerName, id)
+	r, err := e.onlyRow(ctx, id)
 	if err != nil {
 		return err
 	}
-	if len(rows) != 1 {
-		return fmt.Errorf("%d ledger rows of %s, want 1", len(rows), id)
-	}
-	r := rows[0]
 	if r.OutcomeKind != "business" || r.EffectCount != 0 || r.Attempts != 1 {
 		return fmt.Errorf("the row of %s has outcome kind %q, %d effects, %d attempts; want business, 0, 1 (recorded once, never retried)",
 			id, r.OutcomeKind, r.EffectCount, r.Attempts)

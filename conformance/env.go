@@ -157,6 +157,19 @@ func (e *Env) deliver(ctx context.Context, eventID string, payload []byte, extra
 	return e.handled(ctx, seq)
 }
 
+// onlyRow is eventID's one ledger row as the SDK reads it (its result body and hash too); an
+// error when the event has none or several.
+func (e *Env) onlyRow(ctx context.Context, eventID string) (ledger.EffectRow, error) {
+	rows, err := ledger.EffectsForEvent(ctx, e.Seed, ConsumerName, eventID)
+	if err != nil {
+		return ledger.EffectRow{}, err
+	}
+	if len(rows) != 1 {
+		return ledger.EffectRow{}, fmt.Errorf("%d ledger rows of %s, want 1", len(rows), eventID)
+	}
+	return rows[0], nil
+}
+
 // wantRows fails unless eventID has exactly n ledger rows, whatever their versions.
 func (e *Env) wantRows(ctx context.Context, eventID string, n int) error {
 	rows, err := e.rows(ctx, eventID)

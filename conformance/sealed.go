@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/replayctl/replayctl/fingerprint"
-	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/seal"
 )
 
@@ -24,14 +23,11 @@ func sealedResult(ctx context.Context, e *Env) error {
 	if err := e.completeOnce(ctx, id, 100); err != nil {
 		return err
 	}
-	rows, err := ledger.EffectsForEvent(ctx, e.Seed, ConsumerName, id)
+	row, err := e.onlyRow(ctx, id)
 	if err != nil {
 		return err
 	}
-	if len(rows) != 1 {
-		return fmt.Errorf("%d ledger rows of %s, want 1", len(rows), id)
-	}
-	body := rows[0].ResultBody
+	body := row.ResultBody
 	if !seal.IsSealedJSON(body) {
 		return fmt.Errorf("the result body of %s is stored as it is (%d bytes), not sealed with the keyring in $%s", id, len(body), ResultKeyringEnv)
 	}
@@ -56,8 +52,8 @@ func sealedResult(ctx context.Context, e *Env) error {
 	if !json.Valid(plain) || !strings.Contains(string(plain), "order-"+id) {
 		return fmt.Errorf("the sealed result body of %s opens to %q, not the receipt of order-%s", id, plain, id)
 	}
-	if got := fingerprint.Payload(plain); got != rows[0].ResultHash {
-		return fmt.Errorf("result_hash of %s is %s; the fingerprint of the opened body is %s (the hash must be over the plaintext)", id, rows[0].ResultHash, got)
+	if got := fingerprint.Payload(plain); got != row.ResultHash {
+		return fmt.Errorf("result_hash of %s is %s; the fingerprint of the opened body is %s (the hash must be over the plaintext)", id, row.ResultHash, got)
 	}
 	return nil
 }
