@@ -6,6 +6,10 @@
 # variables. Then internal/tracing/jaegercheck reads the traces back: one trace per replayed
 # message with the consumer's delivery, claim, calls and completion, linked to the job and to
 # the delivery that dead-lettered it; no raw event ID or payload value on any span.
+# REPLAY_CONSUMER, when set, is another consumer's command line (taking the Go example's flags),
+# which replaces the Go consumer once the outage has dead-lettered the orders, as in
+# scripts/tutorial.sh: its spans must hold what the Go consumer's do (the TypeScript SDK's, in
+# .ci/run). It runs as service billing-consumer.
 # Needs Jaeger's ports free (4317, 4318, 16686). JAEGER_KEEP=1 leaves Jaeger running on exit (to
 # look at the traces at http://127.0.0.1:16686).
 set -euo pipefail
@@ -59,7 +63,8 @@ replayctl migrate >/dev/null
 
 outage_ends=$(( $(date +%s) + 7 ))
 billing-consumer -fail-charges-until 6s -retry-backoff 100ms -dlq-subject dlq.billing.charge 2>"$work/consumer.log" &
-pids+=($!)
+consumer=$!
+pids+=($consumer)
 for _ in $(seq 1 50); do grep -q "answering shadow requests" "$work/consumer.log" && break; sleep 0.1; done
 
 orders=5
@@ -79,6 +84,14 @@ for _ in $(seq 1 150); do
 done
 [ "$dlq" -eq "$orders" ] || fail "DLQ_BILLING holds $dlq messages, want $orders"
 while [ "$(date +%s)" -lt "$outage_ends" ]; do sleep 0.2; done
+if [ -n "${REPLAY_CONSUMER:-}" ]; then
+  kill -INT "$consumer"; wait "$consumer" 2>/dev/null || true
+  say "the replay runs against: $REPLAY_CONSUMER"
+  OTEL_SERVICE_NAME=billing-consumer $REPLAY_CONSUMER -dlq-subject dlq.billing.charge 2>"$work/consumer-2.log" &
+  pids+=($!)
+  for _ in $(seq 1 100); do grep -q "answering shadow requests" "$work/consumer-2.log" && break; sleep 0.1; done
+  grep -q "answering shadow requests" "$work/consumer-2.log" || fail "$REPLAY_CONSUMER did not start: $(tail -5 "$work/consumer-2.log")"
+fi
 
 replayctl plan --consumer billing --stream DLQ_BILLING --reason "provider outage fixed; traces check" -o "$work/job.json" >/dev/null
 replayctl shadow "$work/job.json" --max-calls-over 1 >/dev/null

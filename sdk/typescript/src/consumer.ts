@@ -20,7 +20,7 @@ import { Meters } from "./metrics.js";
 import { reconcileUncertain, type ReconcileReport } from "./reconcile.js";
 import { resultContext, type Keyring } from "./seal.js";
 import { termReasonRead } from "./term.js";
-import { endDelivery, inSpan, startDelivery, type DeliveryEnd, type Failure } from "./tracing.js";
+import { endDelivery, endShadow, inSpan, startDelivery, startShadow, type DeliveryEnd, type Failure } from "./tracing.js";
 import { SpanKind, type Context } from "@opentelemetry/api";
 
 /** An event as the handler sees it. */
@@ -212,8 +212,17 @@ export class Consumer {
 
   private async shadow(msg: Msg): Promise<void> {
     const h = msg.headers;
+    const span = startShadow(this.cfg.name, { traceparent: h?.get("Traceparent"), eventId: h?.get("Event-Id"), jobId: h?.get("Replay-Job") });
+    const reply = (body: ShadowReply) => {
+      endShadow(span, body.status, body.effects.length);
+      msg.respond(JSON.stringify(body));
+    };
+    await this.answerShadow(msg, reply);
+  }
+
+  private async answerShadow(msg: Msg, reply: (body: ShadowReply) => void): Promise<void> {
+    const h = msg.headers;
     const id = h?.get("Event-Id") ?? "";
-    const reply = (body: object) => msg.respond(JSON.stringify(body));
     const version = Number(h?.get("Replay-Effect-Version") ?? "");
     if (!validEventID(id) || h?.get("Replay-Mode") !== "shadow" || !validJobID(h?.get("Replay-Job") ?? "") || !validVersion(h?.get("Replay-Effect-Version") ?? "")) {
       reply({ eventId: id, status: "error", effects: [], error: "a shadow request needs Event-Id, Replay-Mode: shadow, Replay-Job and Replay-Effect-Version" });
@@ -629,6 +638,16 @@ export class Consumer {
     m.ack();
     return "dead_lettered";
   }
+}
+
+/** The reply to a shadow request (docs/protocol.md, "Shadow request and reply"). */
+interface ShadowReply {
+  eventId: string;
+  status: "ok" | "error";
+  effects: Effect[];
+  resultHash?: string;
+  result?: unknown;
+  error?: string;
 }
 
 /** A handling's result as the ledger stores it and shadow answers it, with its fingerprint. */

@@ -123,3 +123,23 @@ export async function inSpan<T>(ctx: Context | undefined, name: string, step: ()
     throw e;
   }
 }
+
+/** Starts the span of one shadow request, a child of `replayctl shadow`'s request span. */
+export function startShadow(consumer: string, h: { traceparent?: string; eventId?: string; jobId?: string }): Span {
+  let parent = context.active();
+  const remote = parseTraceparent(h.traceparent);
+  if (remote) parent = trace.setSpanContext(parent, remote);
+  const attrs: Record<string, string> = { [attributes.consumer]: consumer, [attributes.mode]: "shadow" };
+  if (h.eventId) attrs[attributes.eventIdHash] = eventIdHash(h.eventId);
+  if (h.jobId) attrs[attributes.jobId] = h.jobId;
+  return trace.getTracer(tracerName).startSpan(`shadow ${consumer}`, { kind: SpanKind.SERVER, attributes: attrs }, parent);
+}
+
+/** Ends a shadow request's span with its status and the calls the handler would make. */
+export function endShadow(span: Span, status: string, calls: number): void {
+  if (!span.isRecording()) return;
+  span.setAttribute(attributes.outcome, status);
+  span.setAttribute("replayctl.calls", calls);
+  if (status !== "ok") fail(span, "shadow error", "the handler failed in shadow mode");
+  span.end();
+}
