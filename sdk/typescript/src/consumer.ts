@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 
-import { AckPolicy, jetstream, jetstreamManager, type JsMsg } from "@nats-io/jetstream";
+import { AckPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import { headers as natsHeaders, type Msg, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import type { Pool } from "pg";
 
@@ -319,6 +319,9 @@ export class Consumer {
    * consumer_pull_interruptions_total by reason.
    */
   async run(signal: AbortSignal): Promise<void> {
+    // The first pull is opened before anything starts: a bad configuration (no such stream) is
+    // said at once, and nothing is left running behind the error.
+    let messages: Pull | undefined = await this.openPull();
     const flush = () => this.meters.flush(this.cfg.pool).catch((e) => this.cfg.log?.(`flushing the delivery counts: ${e}`));
     const counting = setInterval(flush, this.cfg.countsIntervalMs);
     const reconciling = this.cfg.lookup ? this.reconcileWorker(signal) : Promise.resolve();
@@ -329,29 +332,30 @@ export class Consumer {
     const inFlight = new Set<Promise<void>>();
     let streak = 0;
     while (!signal.aborted) {
-      let messages: Awaited<ReturnType<Awaited<ReturnType<typeof this.openDurable>>["consume"]>>;
-      try {
-        messages = await (await this.openDurable()).consume({ max_messages: this.cfg.concurrency });
-      } catch (e) {
-        if (this.firstOpen) throw e; // at start it is the configuration (no such stream): said at once
-        this.interrupted("reopen_failed", `open the durable ${this.cfg.durable} on ${this.cfg.stream}: ${(e as Error).message}`);
-        await sleep(backoffAfter(++streak), signal);
-        continue;
+      if (messages === undefined) {
+        try {
+          messages = await this.openPull();
+        } catch (e) {
+          this.interrupted("reopen_failed", `open the durable ${this.cfg.durable} on ${this.cfg.stream}: ${(e as Error).message}`);
+          await sleep(backoffAfter(++streak), signal);
+          continue;
+        }
       }
-      this.firstOpen = false;
-      const close = () => void messages.close();
+      const pull: Pull = messages;
+      messages = undefined; // made again if this one ends
+      const close = () => void pull.close();
       let closedFor = ""; // the interruption that closed the iterator, counted once
       signal.addEventListener("abort", close, { once: true });
       void (async () => {
-        for await (const st of messages.status()) {
+        for await (const st of pull.status()) {
           if (st.type === "heartbeats_missed") this.interrupted("missed_heartbeat", `no pull heartbeat from ${this.cfg.stream}`);
           if (st.type === "consumer_deleted" || st.type === "consumer_not_found") {
             if (!closedFor) this.interrupted((closedFor = "durable_gone"), `the durable ${this.cfg.durable} is gone: made again`);
-            void messages.close();
+            void pull.close();
           }
         }
       })().catch(() => undefined);
-      for await (const m of messages) {
+      for await (const m of pull) {
         streak = 0;
         const p = this.process(m).then(
           () => undefined,
@@ -377,7 +381,10 @@ export class Consumer {
     await flush();
   }
 
-  private firstOpen = true;
+  // openPull makes the durable (or updates it to this configuration) and starts pulling from it.
+  private async openPull(): Promise<Pull> {
+    return (await this.openDurable()).consume({ max_messages: this.cfg.concurrency });
+  }
 
   // openDurable makes the durable (or updates it to this configuration) and returns it.
   private async openDurable() {
@@ -664,6 +671,9 @@ function storedResult(result: Result, business?: BusinessError): StoredResult {
   const json = JSON.stringify(body);
   return { body, json, hash: payloadHash(Buffer.from(json)) };
 }
+
+/** One pull from the durable: its messages, its status notifications, and close. */
+type Pull = ConsumerMessages;
 
 // backoffAfter is the wait before making the pull again after n interruptions in a row: 250 ms
 // doubling to 10 s.
