@@ -1,8 +1,9 @@
 // The ledger statements the consumer sends: the Go SDK's own (ledger/effects.go, expired.go,
-// fingerprints.go, effect_versions.go, delivery_counts.go), with the same parameters, so a
+// fingerprints.go, effect_versions.go, delivery_counts.go, groupcommit_statements.go,
+// groupcommit_claims.go, reconcile.go, queries.go), with the same parameters, so a
 // TypeScript instance and a Go instance on one durable keep the same compare-and-set rules. A Go
 // test (ledger/sdk_typescript_sql_test.go) fails when one of them differs from Go's; only the read
-// of an event's rows (effectsForEvent) is this SDK's own.
+// of events' rows (effectsForEvents) is this SDK's own.
 
 import pg, { type Pool } from "pg";
 
@@ -33,29 +34,12 @@ export interface EffectKey {
 const leasedRow = "consumer = $1 and event_id = $2 and effect_version + 0 = $3";
 const stateProcessing = "state || '' = 'processing'";
 
-// The event's rows and, in the same round trip, its compact tombstones (migration 0035), each of
-// which stands for the expired row of its version when that version has no effects row and
-// matches any payload (algorithm "none").
-const effectsForEvent = `
-select effect_version, state, request_hash, request_hash_alg, external_refs, coalesce(lease_owner, '') as lease_owner,
-       coalesce(lease_expires_at > now(), false) as lease_live,
-       greatest(coalesce(extract(epoch from lease_expires_at - now()) * 1000, 0), 0)::bigint as lease_remaining_ms,
-       calls_started, coalesce(last_error, '') as last_error, write_forbidden, false as compact
-  from effects where consumer = $1 and event_id = $2
-union all
-select distinct t.effect_version, 'expired', 'none', 'none', '[]'::jsonb, '', false, 0::bigint, 0, '', false, true
-  from effect_tombstones t join effect_tombstone_consumers c on c.id = t.consumer_key
- where t.key = $3 and c.consumer = $1`
-
-/** Every row of eventId, lowest version first, its compact tombstones among them. */
-export async function effectsForEventRows(pool: Pool, consumer: string, eventId: string): Promise<EffectRow[]> {
-  const rows = await pool.query(effectsForEvent, [consumer, eventId, tombstoneKey(consumer, eventId).toString()]);
-  return eventRows(rows.rows);
-}
-
-// effectsForEvents is effectsForEvent for many events at once (the reads of concurrent handlers
-// as one query), each row numbered by its event's position. The lateral join keeps every look-up
-// on the primary key whatever the planner guesses of the arrays' length.
+// effectsForEvents reads the rows of many events at once (the reads of concurrent handlers as one
+// query; a lone handler's too) and, in the same round trip, their compact tombstones (migration
+// 0035), each of which stands for the expired row of its version when that version has no
+// effects row and matches any payload (algorithm "none"). Each row is numbered by its event's
+// position. The lateral join keeps every look-up on the primary key whatever the planner guesses
+// of the arrays' length.
 const effectsForEvents = `
 select k.i, e.* from unnest($2::text[]) with ordinality as k(event_id, i)
  cross join lateral (
@@ -71,7 +55,7 @@ select k.i, t.effect_version, 'expired', 'none', 'none', '[]'::jsonb, '', false,
   join effect_tombstone_consumers c on c.id = t.consumer_key
  where c.consumer = $1`
 
-/** The rows of each of eventIds, as effectsForEventRows reads one, in one query. */
+/** The rows of each of eventIds, lowest version first, its compact tombstones among them, in one query. */
 export async function effectsForEventsRows(pool: Pool, consumer: string, eventIds: string[]): Promise<EffectRow[][]> {
   const keys = eventIds.map((id) => tombstoneKey(consumer, id).toString());
   const rows = await pool.query(effectsForEvents, [consumer, eventIds, keys]);

@@ -25,8 +25,6 @@ export class Meters {
   private readonly uncertainAge: Gauge;
   private readonly uncertainRows: Gauge;
   private readonly pullInterruptions: Counter;
-  /** Interruptions counted so far, whatever their reason. */
-  interruptions = 0;
   private unflushedDeliveries = 0;
   private unflushedDuplicates = 0;
 
@@ -57,7 +55,6 @@ export class Meters {
 
   /** Counts one interruption of the pull the consumer rode through, by reason. */
   interrupted(reason: string): void {
-    this.interruptions++;
     this.pullInterruptions.labels({ consumer: this.consumer, reason }).inc();
   }
 

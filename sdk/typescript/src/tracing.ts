@@ -50,11 +50,15 @@ export interface DeliveryHeaders {
   originalTraceparent?: string;
 }
 
+// remoteParent is the context a span continues: the traceparent's remote span, else the active one.
+function remoteParent(traceparent: string | undefined): Context {
+  const remote = parseTraceparent(traceparent);
+  return remote ? trace.setSpanContext(context.active(), remote) : context.active();
+}
+
 /** Starts the span of one delivery and returns it with the context its children start in. */
 export function startDelivery(consumer: string, h: DeliveryHeaders): { span: Span; ctx: Context } {
-  let parent = context.active();
-  const remote = parseTraceparent(h.traceparent);
-  if (remote) parent = trace.setSpanContext(parent, remote);
+  const parent = remoteParent(h.traceparent);
   const links: Link[] = [];
   const original = parseTraceparent(h.originalTraceparent);
   if (original) links.push({ context: original, attributes: { "replayctl.link": "original delivery" } });
@@ -126,9 +130,7 @@ export async function inSpan<T>(ctx: Context | undefined, name: string, step: ()
 
 /** Starts the span of one shadow request, a child of `replayctl shadow`'s request span. */
 export function startShadow(consumer: string, h: { traceparent?: string; eventId?: string; jobId?: string }): Span {
-  let parent = context.active();
-  const remote = parseTraceparent(h.traceparent);
-  if (remote) parent = trace.setSpanContext(parent, remote);
+  const parent = remoteParent(h.traceparent);
   const attrs: Record<string, string> = { [attributes.consumer]: consumer, [attributes.mode]: "shadow" };
   if (h.eventId) attrs[attributes.eventIdHash] = eventIdHash(h.eventId);
   if (h.jobId) attrs[attributes.jobId] = h.jobId;
