@@ -109,6 +109,17 @@ func (e *Env) handled(ctx context.Context, seq uint64) error {
 	})
 }
 
+// chargedBefore writes the provider's own record of a charge of eventID's order, made before the
+// kit looks (by an instance that died since, or long ago): the look-up finds it.
+func (e *Env) chargedBefore(ctx context.Context, eventID string, cents int64) error {
+	provider := billing.NewProvider()
+	provider.Records = e.Records
+	if _, err := provider.Charge(ctx, "order-"+eventID, cents, "EUR"); err != nil {
+		return fmt.Errorf("record the provider's charge of order-%s: %w", eventID, err)
+	}
+	return nil
+}
+
 // charges counts the provider's charges of an order.
 func (e *Env) charges(ctx context.Context, orderID string) (int, error) {
 	cs, err := e.Records.ChargesOf(ctx, orderID)

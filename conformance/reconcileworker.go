@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/ledger"
 )
 
@@ -33,10 +32,8 @@ func reconcileWorker(ctx context.Context, e *Env) error {
 	if err := e.Records.RecordOrder(ctx, id, "order-"+id); err != nil {
 		return err
 	}
-	provider := billing.NewProvider()
-	provider.Records = e.Records
-	if _, err := provider.Charge(ctx, "order-"+id, 100, "EUR"); err != nil {
-		return fmt.Errorf("charge order-%s as the dead instance did: %w", id, err)
+	if err := e.chargedBefore(ctx, id, 100); err != nil {
+		return err
 	}
 	time.Sleep(lease + 100*time.Millisecond)
 	if ok, err := ledger.EffectsMarkLapsedUncertain(ctx, e.Seed, ledger.EffectKey{Consumer: ConsumerName, EventID: id, EffectVersion: 1}); err != nil || !ok {

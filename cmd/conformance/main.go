@@ -269,8 +269,7 @@ func (s *supervisor) tail() string {
 	if s.cur != nil {
 		out += s.cur.tail()
 	}
-	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+	return lastLines(out, tailLines)
 }
 
 // consumerProcess is the consumer under test, in a process group of its own (a `go run` or `npx`
@@ -321,8 +320,16 @@ func (w *readyWriter) Write(b []byte) (int, error) {
 func (p *consumerProcess) tail() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	lines := strings.Split(strings.TrimRight(p.out.String(), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-30):], "\n")
+	return lastLines(p.out.String(), tailLines)
+}
+
+// tailLines is how much of the consumer's output a failure quotes.
+const tailLines = 30
+
+// lastLines is the last n lines of out.
+func lastLines(out string, n int) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // stop interrupts the consumer's process group, as Ctrl-C would, and kills it after 10 s.
