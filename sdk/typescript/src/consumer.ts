@@ -398,6 +398,14 @@ export class Consumer {
     return jetstream(this.cfg.nc).consumers.get(this.cfg.stream, this.cfg.durable);
   }
 
+  private handlings = 0;
+
+  // leaseOwner names one handling's lease: the instance, '#', and a number no other handling of
+  // this instance has (the Go SDK's format; replayctl shows the instance).
+  private leaseOwner(): string {
+    return `${this.owner}#${++this.handlings}`;
+  }
+
   // term tells the server never to redeliver m, with the reason where the server reads one.
   private term(m: JsMsg, reason: string): void {
     if (termReasonRead(this.cfg.nc.info?.version)) m.term(reason.slice(0, 1000));
@@ -509,8 +517,12 @@ export class Consumer {
     const current = tombstones.length > 0 ? await this.reads.get(id) : rows;
     const own = current.findIndex((r) => r.effectVersion === ev.effectVersion);
     const ownHash = own >= 0 ? this.hashUnder(current[own].requestHashAlg, ev.payload) : undefined;
+    // The lease names this handling, not only this instance: a redelivery handled here while the
+    // first handling still runs (stalled past its lease) must not pass the owner checks of the
+    // first's marks and completion, or both make the call (the Go SDK's leaseOwner).
+    const owner = this.leaseOwner();
     const claimed = await inSpan(traceCtx, "claim", () => this.claims.submit(rowKey(key), {
-      key, requestHash: hash, requestHashAlg: this.hasher.algorithm, owner: this.owner, leaseMs: this.cfg.leaseMs, jobId: ev.jobId,
+      key, requestHash: hash, requestHashAlg: this.hasher.algorithm, owner, leaseMs: this.cfg.leaseMs, jobId: ev.jobId,
       anyVersionSettles,
       takeOverHash: own >= 0 ? (ownHash ?? "") : hash, takeOverHashAlg: own >= 0 ? current[own].requestHashAlg : this.hasher.algorithm,
     }, `${key.consumer}\u001f${key.eventId}`));
@@ -518,7 +530,7 @@ export class Consumer {
       m.nak(this.backoff(ev.delivery));
       return "in_progress";
     }
-    return this.handle(m, ev, key, traceCtx);
+    return this.handle(m, ev, key, owner, traceCtx);
   }
 
   // registry caches a yes for a few seconds, never a no (docs/protocol.md, "Execute messages"): a
@@ -567,14 +579,14 @@ export class Consumer {
     return "uncertain";
   }
 
-  private async handle(m: JsMsg, ev: Event, key: ledger.EffectKey, traceCtx: Context): Promise<string> {
+  private async handle(m: JsMsg, ev: Event, key: ledger.EffectKey, owner: string, traceCtx: Context): Promise<string> {
     const fx = new Effects(ev.writeForbidden, async (n) => {
-      if (!(await this.marks.submit(rowKey(key), { key, owner: this.owner, ordinal: n }))) {
+      if (!(await this.marks.submit(rowKey(key), { key, owner, ordinal: n }))) {
         throw new Error(`the lease on ${key.eventId} is no longer live: the call was not made`);
       }
     }, traceCtx);
     const beat = setInterval(() => {
-      void this.beats.submit(rowKey(key), { key, owner: this.owner, leaseMs: this.cfg.leaseMs }).catch(() => undefined);
+      void this.beats.submit(rowKey(key), { key, owner, leaseMs: this.cfg.leaseMs }).catch(() => undefined);
       m.working();
     }, this.cfg.leaseMs / 4);
     let result: Result;
@@ -589,17 +601,17 @@ export class Consumer {
       clearInterval(beat);
     }
     if (fx.unknown) {
-      await ledger.markUncertain(this.cfg.pool, key, this.owner, fx.made, fx.recorded, `${fx.unknown.message}; the write may have happened`);
+      await ledger.markUncertain(this.cfg.pool, key, owner, fx.made, fx.recorded, `${fx.unknown.message}; the write may have happened`);
       this.term(m, `event ${ev.id}: an external call's outcome is unknown: uncertain`);
       return "uncertain";
     }
     if (failure) {
       if (fx.made > 0) {
-        await ledger.markUncertain(this.cfg.pool, key, this.owner, fx.made, fx.recorded, `the handler failed after ${fx.made} call(s): ${failure.message}`);
+        await ledger.markUncertain(this.cfg.pool, key, owner, fx.made, fx.recorded, `the handler failed after ${fx.made} call(s): ${failure.message}`);
         this.term(m, `event ${ev.id}: failed after a call was made: uncertain`);
         return "uncertain";
       }
-      await ledger.release(this.cfg.pool, key, this.owner, failure.message.slice(0, 1000));
+      await ledger.release(this.cfg.pool, key, owner, failure.message.slice(0, 1000));
       if (ev.delivery >= this.cfg.maxDeliver) return this.deadLetter(m, ev, "transient failure", failure.message);
       m.nak(this.backoff(ev.delivery));
       return "retrying";
@@ -608,7 +620,7 @@ export class Consumer {
     const kr = this.cfg.resultKeyring;
     const body = kr ? kr.sealJSON(stored.json, resultContext(key.consumer, key.eventId, key.effectVersion)) : stored.json;
     const done = await inSpan(traceCtx, "complete", () => this.completions.submit(rowKey(key), {
-      key, owner: this.owner, resultHash: stored.hash, resultBody: body, outcomeKind: business ? "business" : "",
+      key, owner, resultHash: stored.hash, resultBody: body, outcomeKind: business ? "business" : "",
       effectCount: fx.made, externalRefs: fx.recorded, lastError: business?.message ?? "", writeForbidden: ev.writeForbidden,
       resultRetentionMs: this.cfg.resultRetentionMs, evidenceRetentionMs: this.cfg.evidenceRetentionMs,
     }));
