@@ -227,7 +227,7 @@ func (f *Factory) StartOutput() error {
 		if err != nil {
 			return err
 		}
-		f.jqOut = &JQOutput{code: code, out: f.IOStreams.Out}
+		f.jqOut = &JQOutput{code: code, out: f.IOStreams.Out, budget: defaultJQBudget}
 		f.IOStreams.Out = f.jqOut
 	}
 	f.IOStreams.SetMachineOutput(f.JSON())

@@ -20,10 +20,14 @@ import (
 // bound ([limit(1e8; repeat(1))]) is stopped with an error saying so, instead of spinning a core
 // or taking the machine's memory. A filter over a command's output needs milliseconds and
 // kilobytes; these leave room for a million-row listing.
-var (
-	jqTimeBudget   = 30 * time.Second
-	jqMemoryBudget = uint64(1 << 30)
-)
+// The budget is a field of each JQOutput, not a package variable, so that two runs (two tests
+// in parallel) cannot change each other's.
+type jqBudget struct {
+	time   time.Duration
+	memory uint64
+}
+
+var defaultJQBudget = jqBudget{time: 30 * time.Second, memory: 1 << 30}
 
 // errJQOverBudget is the cause of a --jq run stopped by its budget.
 var errJQOverBudget = errors.New("over budget")
@@ -32,9 +36,10 @@ var errJQOverBudget = errors.New("over budget")
 // until the command ends, then runs the filter over each JSON document in it, as gh's --jq does.
 // A string result is printed bare, anything else as compact JSON, one result a line.
 type JQOutput struct {
-	code *gojq.Code
-	out  io.Writer
-	buf  bytes.Buffer
+	code   *gojq.Code
+	out    io.Writer
+	buf    bytes.Buffer
+	budget jqBudget
 }
 
 // CompileJQ parses --jq; a bad expression is a usage error that says where it went wrong,
@@ -61,9 +66,9 @@ func (j *JQOutput) Write(p []byte) (int, error) { return j.buf.Write(p) }
 // flush runs the filter over the held documents and writes the results, under ctx (the
 // command's: Ctrl-C stops it) and the time and memory budget.
 func (j *JQOutput) flush(ctx context.Context) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, jqTimeBudget, fmt.Errorf("%w: ran %s", errJQOverBudget, jqTimeBudget))
+	ctx, cancel := context.WithTimeoutCause(ctx, j.budget.time, fmt.Errorf("%w: ran %s", errJQOverBudget, j.budget.time))
 	defer cancel()
-	ctx, stopWatch := watchHeap(ctx, jqMemoryBudget)
+	ctx, stopWatch := watchHeap(ctx, j.budget.memory)
 	defer stopWatch()
 	err := j.run(ctx)
 	if err != nil && ctx.Err() != nil {
@@ -87,9 +92,13 @@ func watchHeap(parent context.Context, budget uint64) (context.Context, func()) 
 		}
 		return sample[0].Value.Uint64()
 	}
+	// The growth is counted from the lowest heap seen, not the first: garbage of earlier work
+	// counted at the start and collected later would otherwise hide as much growth.
 	base := heap()
 	stop := every.Interval(ctx, 20*time.Millisecond, func() bool {
-		if heap() > base+budget {
+		now := heap()
+		base = min(base, now)
+		if now > base+budget {
 			cancel(fmt.Errorf("%w: grew the heap past %d MiB", errJQOverBudget, budget>>20))
 			return false
 		}

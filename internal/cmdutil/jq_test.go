@@ -11,12 +11,17 @@ import (
 
 func runJQ(t *testing.T, ctx context.Context, expr, doc string) (string, error) {
 	t.Helper()
+	return runJQWithin(t, ctx, defaultJQBudget, expr, doc)
+}
+
+func runJQWithin(t *testing.T, ctx context.Context, budget jqBudget, expr, doc string) (string, error) {
+	t.Helper()
 	code, err := CompileJQ(expr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	j := &JQOutput{code: code, out: &out}
+	j := &JQOutput{code: code, out: &out, budget: budget}
 	j.buf.WriteString(doc)
 	err = j.flush(ctx)
 	return out.String(), err
@@ -32,9 +37,8 @@ func TestJQSelectsFromTheDocument(t *testing.T) {
 
 func TestJQThatRecursesForEverIsStoppedByItsTimeBudget(t *testing.T) {
 	t.Parallel()
-	defer func(d time.Duration) { jqTimeBudget = d }(jqTimeBudget)
-	jqTimeBudget = 300 * time.Millisecond
-	_, err := runJQ(t, t.Context(), `def f: f; f`, `{}`)
+	budget := jqBudget{time: 300 * time.Millisecond, memory: defaultJQBudget.memory}
+	_, err := runJQWithin(t, t.Context(), budget, `def f: f; f`, `{}`)
 	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "ran 300ms") {
 		t.Fatalf("def f: f; f: %v, want a usage error naming the time budget", err)
 	}
@@ -42,9 +46,8 @@ func TestJQThatRecursesForEverIsStoppedByItsTimeBudget(t *testing.T) {
 
 func TestJQThatGrowsWithoutBoundIsStoppedByItsMemoryBudget(t *testing.T) {
 	t.Parallel()
-	defer func(b uint64) { jqMemoryBudget = b }(jqMemoryBudget)
-	jqMemoryBudget = 64 << 20
-	_, err := runJQ(t, t.Context(), `[limit(1e8; repeat(1))] | length`, `{}`)
+	budget := jqBudget{time: defaultJQBudget.time, memory: 64 << 20}
+	_, err := runJQWithin(t, t.Context(), budget, `[limit(1e8; repeat(1))] | length`, `{}`)
 	if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "heap past 64 MiB") {
 		t.Fatalf("[limit(1e8; repeat(1))]: %v, want a usage error naming the memory budget", err)
 	}
