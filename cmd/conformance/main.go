@@ -236,7 +236,7 @@ func (s *supervisor) Start(ctx context.Context) error {
 	case <-p.ready:
 		return nil
 	case <-p.exited:
-		return fmt.Errorf("the consumer under test exited before printing %q:\n%s", s.o.ready, s.tail())
+		return fmt.Errorf("the consumer under test exited (%v) before printing %q:\n%s", p.cmd.ProcessState, s.o.ready, s.tail())
 	case <-time.After(s.o.readyTimeout):
 		return fmt.Errorf("the consumer under test did not print %q within %s:\n%s", s.o.ready, s.o.readyTimeout, s.tail())
 	case <-ctx.Done():
