@@ -13,21 +13,21 @@ func TestOpenSetsSessionDefaults(t *testing.T) {
 	t.Parallel()
 	base := pgtest.URL(t)
 	tests := []struct {
-		name, suffix, appName, timeout string
+		name, suffix, appName, timeout, jit string
 	}{
-		{"defaults", "", "replayctl", "1min"},
-		{"URL overrides", "&application_name=ops-shell&statement_timeout=5s", "ops-shell", "5s"},
-		{"options overrides", "&options=-c%20statement_timeout%3D7s", "replayctl", "7s"},
+		{"defaults", "", "replayctl", "1min", "off"},
+		{"URL overrides", "&application_name=ops-shell&statement_timeout=5s&jit=on", "ops-shell", "5s", "on"},
+		{"options overrides", "&options=-c%20statement_timeout%3D7s%20-c%20jit%3Don", "replayctl", "7s", "on"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := openStore(t, base+tt.suffix)
-			var appName, timeout string
-			if err := store.Pool().QueryRow(t.Context(), "select current_setting('application_name'), current_setting('statement_timeout')").Scan(&appName, &timeout); err != nil {
+			var appName, timeout, jit string
+			if err := store.Pool().QueryRow(t.Context(), "select current_setting('application_name'), current_setting('statement_timeout'), current_setting('jit')").Scan(&appName, &timeout, &jit); err != nil {
 				t.Fatal(err)
 			}
-			if appName != tt.appName || timeout != tt.timeout {
-				t.Errorf("application_name %q statement_timeout %q, want %q %q", appName, timeout, tt.appName, tt.timeout)
+			if appName != tt.appName || timeout != tt.timeout || jit != tt.jit {
+				t.Errorf("application_name %q statement_timeout %q jit %q, want %q %q %q", appName, timeout, jit, tt.appName, tt.timeout, tt.jit)
 			}
 		})
 	}
