@@ -84,8 +84,10 @@ func open(ctx context.Context, databaseURL string, o openOptions) (*Store, error
 	// cost, which grows with the table: execute's drift check over 18,000 targets (65 ms of work at
 	// 30 M rows) compiled for 35-55 ms at 5-30 M rows, and for 580 ms once its estimate passed
 	// jit_optimize_above_cost, a cost that follows the ledger's size and not the job's
-	// (docs/benchmarks.md, "Execute at 30 M and 100 M rows without JIT").
-	if _, ok := params["jit"]; !ok && !strings.Contains(params["options"], "jit") {
+	// (docs/benchmarks.md, "Execute at 30 M and 100 M rows without JIT"). Not on an SDK store's
+	// connections: its statements read a few rows by key and never reach the threshold, and a
+	// parameter fewer is one fewer for a PgBouncer in front of the fleet to refuse.
+	if _, ok := params["jit"]; !ok && o.handlers == 0 && !strings.Contains(params["options"], "jit") {
 		params["jit"] = "off"
 	}
 	if _, ok := params["statement_timeout"]; !ok && !strings.Contains(params["options"], "statement_timeout") {

@@ -33,6 +33,31 @@ func TestOpenSetsSessionDefaults(t *testing.T) {
 	}
 }
 
+// The commands turn JIT off (a key read compiled for longer than it ran at a large ledger); an
+// SDK store leaves the server's setting alone, one startup parameter fewer for a PgBouncer.
+func TestOnlyTheCommandsConnectionsTurnJITOff(t *testing.T) {
+	t.Parallel()
+	url := pgtest.URL(t)
+	sdk, err := ledger.Open(t.Context(), url, ledger.ForHandlers(8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdk.Close()
+	for _, c := range []struct {
+		name   string
+		store  *ledger.Store
+		client bool
+	}{{"command", openStore(t, url), true}, {"SDK", sdk, false}} {
+		var source, value string
+		if err := c.store.Pool().QueryRow(t.Context(), "select source, setting from pg_settings where name = 'jit'").Scan(&source, &value); err != nil {
+			t.Fatal(err)
+		}
+		if (source == "client") != c.client || (c.client && value != "off") {
+			t.Errorf("%s store: jit %s set by %s; want it off by the client: %t", c.name, value, source, c.client)
+		}
+	}
+}
+
 func TestOpenErrorsHideThePassword(t *testing.T) {
 	t.Parallel()
 	const secret = "s3cret-pw"
