@@ -10,6 +10,7 @@ import (
 
 	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/protocol"
 	"github.com/replayctl/replayctl/reconcile"
 )
@@ -116,10 +117,7 @@ func TestReconcileLeavesARowThatChangedAfterItWasListed(t *testing.T) {
 	w := newWorld(t, 6, []int{1, 4}, []int{2}, true)
 	// Between the look-ups and the apply, another operator settles evt-00001 by hand.
 	confirm := func(r *reconcile.Report) (bool, error) {
-		if _, err := w.DB.Exec(w.Ctx, `update effects set state = 'reconciled', updated_at = now() where event_id = $1`,
-			exectest.EventID(1)); err != nil {
-			return false, err
-		}
+		ledgertest.SettleByHand(t, w.DB, exectest.EventID(1))
 		return true, nil
 	}
 	r, err := w.run(reconcile.Options{Confirm: confirm})
@@ -201,18 +199,14 @@ func TestOptionsNormaliseReportsEveryProblem(t *testing.T) {
 func TestReconcileSettlesStuckLeasesWithACallStarted(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 6, []int{1}, []int{2}, true)
-	stuck := func(event int, lapsedAgo string, calls int) {
+	stuck := func(event int, lapsedAgo time.Duration, calls int) {
 		t.Helper()
-		if _, err := w.DB.Exec(w.Ctx, `update effects set state = 'processing', calls_started = $2, lease_owner = 'killed-instance',
-			lease_expires_at = now() - $3::interval, updated_at = now() - $3::interval - interval '1 minute'
-			where consumer = 'billing' and event_id = $1`, exectest.EventID(event), calls, lapsedAgo); err != nil {
-			t.Fatal(err)
-		}
+		ledgertest.StickLeases(t, w.DB, "killed-instance", calls, lapsedAgo, exectest.EventID(event))
 	}
-	stuck(2, "20 minutes", 1) // its charge timed out before the provider charged
-	stuck(3, "20 minutes", 1) // charged, then its consumer was killed before the completion
-	stuck(4, "5 minutes", 1)  // lapsed too recently: a redelivery may still come
-	stuck(5, "20 minutes", 0) // no call started: nothing to look up
+	stuck(2, 20*time.Minute, 1) // its charge timed out before the provider charged
+	stuck(3, 20*time.Minute, 1) // charged, then its consumer was killed before the completion
+	stuck(4, 5*time.Minute, 1)  // lapsed too recently: a redelivery may still come
+	stuck(5, 20*time.Minute, 0) // no call started: nothing to look up
 
 	dry, err := w.run(reconcile.Options{DryRun: true})
 	if err != nil {

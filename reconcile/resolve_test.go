@@ -7,6 +7,7 @@ import (
 
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/reconcile"
 )
 
@@ -22,9 +23,8 @@ func TestResolveLeavesARowThatChangedWhileItWasShown(t *testing.T) {
 	w := newWorld(t, 3, []int{1}, nil, false)
 	o := resolveOptions(exectest.EventID(1), ledger.VerdictNotHappened)
 	o.Confirm = func(r *reconcile.Resolution) (bool, error) {
-		_, err := w.DB.Exec(w.Ctx, `update effects set reviewed_at = now(), review_state = 'manual_review', review_verdict = 'happened'
-			where event_id = $1`, r.EventID)
-		return true, err
+		ledgertest.MarkForManualReview(t, w.DB, ledger.VerdictHappened, r.EventID)
+		return true, nil
 	}
 	res, err := reconcile.Resolve(w.Ctx, w.Store, o)
 	if !errors.Is(err, reconcile.ErrChangedSinceRead) || res == nil || res.Applied {
@@ -42,10 +42,7 @@ func TestResolveLeavesARowThatChangedWhileItWasShown(t *testing.T) {
 func TestResolvePicksTheRowByVersionWhenThereAreSeveral(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 2, []int{1}, nil, false)
-	if _, err := w.DB.Exec(w.Ctx, `insert into effects (consumer, event_id, effect_version, state, request_hash, request_hash_alg)
-		select consumer, event_id, 7, 'uncertain', request_hash, request_hash_alg from effects where event_id = $1`, exectest.EventID(1)); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.InsertEffects(t, w.DB, ledgertest.Effect{EventID: exectest.EventID(1), Version: 7, State: "uncertain"})
 	_, err := reconcile.Resolve(w.Ctx, w.Store, resolveOptions(exectest.EventID(1), ledger.VerdictHappened))
 	if !errors.Is(err, reconcile.ErrNothingToResolve) || !strings.Contains(err.Error(), "pass --effect-version") ||
 		!strings.Contains(err.Error(), "version 1 uncertain, version 7 uncertain") {

@@ -19,6 +19,7 @@ import (
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/manifest"
 	"github.com/replayctl/replayctl/planner"
 	"github.com/replayctl/replayctl/protocol"
@@ -167,8 +168,8 @@ func (f *fixture) seedStandard() {
 	// A completed event outside the DLQ puts version 1 in the ledger, so the job replays under 2.
 	f.recordOriginal("hist-1", charge{AmountCents: 100})
 	f.originals = append(f.originals, func() {
-		f.exec(`update effects set result_body = null where event_id = 'e05'`)
-		f.exec(`update effects set replay_until = now() - interval '1 hour' where event_id = 'e06'`)
+		ledgertest.ForgetResultBodies(f.t, f.db, "e05")
+		ledgertest.EndWindows(f.t, f.db, time.Hour, 0, "e06")
 	})
 }
 

@@ -135,3 +135,40 @@ func AskedAgo(t testing.TB, db Execer, d time.Duration, eventIDs ...string) {
 	t.Helper()
 	update(t, db, "AskedAgo", "effects", "event_id", `reviewed_at = now() - make_interval(secs => $2 / 1000.0)`, eventIDs, d.Milliseconds())
 }
+
+// StickLeases makes eventIDs' rows (every row when none are named) leases that got stuck: owned by
+// owner, in processing with calls started, lapsed lapsedAgo ago and last updated a minute before
+// that, as an instance killed in its call leaves them.
+func StickLeases(t testing.TB, db Execer, owner string, calls int, lapsedAgo time.Duration, eventIDs ...string) {
+	t.Helper()
+	update(t, db, "StickLeases", "effects", "event_id", `state = 'processing', lease_owner = $2, calls_started = $3,
+		lease_expires_at = now() - make_interval(secs => $4 / 1000.0),
+		updated_at = now() - make_interval(secs => $4 / 1000.0) - interval '1 minute'`,
+		eventIDs, owner, calls, lapsedAgo.Milliseconds())
+}
+
+// SettleByHand marks eventIDs' rows reconciled now, as an operator settling them outside replayctl
+// would: a change a reconcile that listed them earlier must notice.
+func SettleByHand(t testing.TB, db Execer, eventIDs ...string) {
+	t.Helper()
+	update(t, db, "SettleByHand", "effects", "event_id", `state = 'reconciled', updated_at = now()`, eventIDs)
+}
+
+// MarkForManualReview records a look-up's verdict on eventIDs' rows now and leaves them for a
+// person, as a concurrent reconcile run does.
+func MarkForManualReview(t testing.TB, db Execer, verdict string, eventIDs ...string) {
+	t.Helper()
+	update(t, db, "MarkForManualReview", "effects", "event_id",
+		`reviewed_at = now(), review_state = 'manual_review', review_verdict = $2`, eventIDs, verdict)
+}
+
+// ForgetResultBodies removes the stored result bodies of eventIDs' rows, wherever the row's body
+// is kept (the effects row before migration 0033, effect_bodies since), as a body lost or never
+// stored leaves them: their result hashes stay.
+func ForgetResultBodies(t testing.TB, db Execer, eventIDs ...string) {
+	t.Helper()
+	update(t, db, "ForgetResultBodies", "effects", "event_id", `result_body = null`, eventIDs)
+	if _, err := db.Exec(context.Background(), `delete from effect_bodies where coalesce(cardinality($1::text[]), 0) = 0 or event_id = any($1)`, eventIDs); err != nil {
+		t.Fatalf("ledgertest.ForgetResultBodies: %v", err)
+	}
+}
