@@ -138,9 +138,7 @@ func TestALostLeaseStopsTheHandlerAndItsCalls(t *testing.T) {
 	outcome := make(chan consumer.Outcome, 1)
 	go func() { outcome <- c.Process(e.ctx, msg) }()
 	<-entered
-	if _, err := e.db.Exec(e.ctx, `update effects set lease_owner = 'instance-b'`); err != nil {
-		t.Fatal(err)
-	}
+	ledgertest.TakeOverLeases(t, e.db, "instance-b", "e1")
 
 	out := <-outcome
 	if out.Kind != consumer.OutcomeRetrying || !errors.Is(out.Err, consumer.ErrLeaseLost) {

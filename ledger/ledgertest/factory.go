@@ -172,3 +172,10 @@ func ForgetResultBodies(t testing.TB, db Execer, eventIDs ...string) {
 		t.Fatalf("ledgertest.ForgetResultBodies: %v", err)
 	}
 }
+
+// TakeOverLeases gives the leases of eventIDs' rows (every row when none are named) to owner, as
+// another instance taking an event over does: the instance that held them has lost them.
+func TakeOverLeases(t testing.TB, db Execer, owner string, eventIDs ...string) {
+	t.Helper()
+	update(t, db, "TakeOverLeases", "effects", "event_id", `lease_owner = $2`, eventIDs, owner)
+}
