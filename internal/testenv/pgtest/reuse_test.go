@@ -36,6 +36,10 @@ func TestAReusedSchemaStartsEmptyAndAChangedOneIsDropped(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// A failed insert advances its table's sequence and leaves the table empty.
+		if _, err := Pool(t, store).Exec(t.Context(), `select nextval(pg_get_serial_sequence('approvals', 'id'))`); err != nil {
+			t.Fatal(err)
+		}
 	})
 	t.Run("reuses and changes the structure", func(t *testing.T) {
 		store, u := LedgerWithURL(t)
@@ -54,6 +58,10 @@ func TestAReusedSchemaStartsEmptyAndAChangedOneIsDropped(t *testing.T) {
 		var id int64
 		if err := db.QueryRow(t.Context(), `select max(id) from audit`).Scan(&id); err != nil || id != 1 {
 			t.Fatalf("the first entry in the reused schema has id %d (%v), want 1: sequences restart", id, err)
+		}
+		var untouched *int64
+		if err := db.QueryRow(t.Context(), `select pg_sequence_last_value(pg_get_serial_sequence('approvals', 'id')::regclass)`).Scan(&untouched); err != nil || untouched != nil {
+			t.Fatalf("the sequence of the empty approvals table was left at %v (%v), want it restarted", untouched, err)
 		}
 		var migrations int
 		if err := db.QueryRow(t.Context(), `select count(*) from replayctl_migrations`).Scan(&migrations); err != nil || migrations == 0 {
