@@ -13,6 +13,7 @@ import (
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 	"github.com/replayctl/replayctl/protocol"
 )
 
@@ -225,13 +226,12 @@ func TestEachGateRefusesWithNothingPublished(t *testing.T) {
 // completeUnderV1 records seeded event i as completed under version 1 by live traffic.
 func completeUnderV1(t *testing.T, e *exectest.Env, i int) {
 	t.Helper()
-	_, err := e.DB.Exec(e.Ctx, `
-		insert into effects (consumer, event_id, effect_version, state, request_hash, effect_count)
-		select $1, t.event_id, 1, 'completed', t.payload_hash, 2 from job_targets t where t.event_id = $2`,
-		exectest.Consumer, exectest.EventID(i))
-	if err != nil {
+	var payloadHash string
+	if err := e.DB.QueryRow(e.Ctx, `select payload_hash from job_targets where event_id = $1`, exectest.EventID(i)).Scan(&payloadHash); err != nil {
 		t.Fatal(err)
 	}
+	ledgertest.InsertEffects(t, e.DB, ledgertest.Effect{Consumer: exectest.Consumer, EventID: exectest.EventID(i),
+		RequestHash: payloadHash, EffectCount: 2})
 }
 
 func TestDriftWithinTheThresholdIsSkipped(t *testing.T) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -258,10 +259,12 @@ func TestLedgerVerbsRefuseAnUnknownConsumerWithExit2(t *testing.T) {
 func TestLedgerStatsTableWarnsAndExitsZero(t *testing.T) {
 	t.Parallel()
 	w := newLedgerWorld(t)
-	w.exec(t, `
-insert into effects (consumer, event_id, effect_version, state, request_hash, job_id, created_at)
-select 'billing', 'evt-' || i, 1, 'completed', 'sha256:' || i, case when i = 1 then 'job-1' end, now() - interval '1 hour'
-  from generate_series(1, 100) i`)
+	completed := make([]ledgertest.Effect, 100)
+	for i := range completed {
+		completed[i] = ledgertest.Effect{EventID: fmt.Sprintf("evt-%d", i+1), CreatedAgo: time.Hour}
+	}
+	completed[0].JobID = "job-1"
+	ledgertest.InsertEffects(t, pgtest.Pool(t, w.store), completed...)
 	// The replay rate is duplicate deliveries over deliveries (issue 15; it used to count the rows
 	// replay jobs wrote).
 	w.exec(t, `insert into delivery_counts (consumer, day, deliveries, duplicate_deliveries)
