@@ -87,10 +87,10 @@ func open(ctx context.Context, databaseURL string, o openOptions) (*Store, error
 	// (docs/benchmarks.md, "Execute at 30 M and 100 M rows without JIT"). Not on an SDK store's
 	// connections: its statements read a few rows by key and never reach the threshold, and a
 	// parameter fewer is one fewer for a PgBouncer in front of the fleet to refuse.
-	if _, ok := params["jit"]; !ok && o.handlers == 0 && !strings.Contains(params["options"], "jit") {
+	if o.handlers == 0 && !setByURL(params, "jit") {
 		params["jit"] = "off"
 	}
-	if _, ok := params["statement_timeout"]; !ok && !strings.Contains(params["options"], "statement_timeout") {
+	if !setByURL(params, "statement_timeout") {
 		params["statement_timeout"] = defaultStatementTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -107,6 +107,13 @@ func open(ctx context.Context, databaseURL string, o openOptions) (*Store, error
 	}
 	return &Store{pool: pool, group: newGroupCommit(pool), reads: newEventReads(pool),
 		apiClaims: newAPIClaims(pool), apiWrites: newAPIWrites(pool)}, nil
+}
+
+// setByURL says whether the URL set the run-time setting name, as a parameter of its own or in
+// its options (-c name=value).
+func setByURL(params map[string]string, name string) bool {
+	_, ok := params[name]
+	return ok || strings.Contains(params["options"], name)
 }
 
 // Close closes the pool, waiting for connections in use to be released.
