@@ -32,14 +32,6 @@ func NewDecisions() *Decisions {
 	return &Decisions{Policies: NewPolicies(), jobs: map[string]ledger.Job{}}
 }
 
-// now is the store's clock: Policies.Now when set, else time.Now.
-func (f *Decisions) now() time.Time {
-	if f.Now != nil {
-		return f.Now()
-	}
-	return time.Now()
-}
-
 // AddJob stores j (its defaults filled in as InsertJob fills them), created now.
 func (f *Decisions) AddJob(j ledgertest.Job) {
 	j = j.Defaults()
@@ -119,8 +111,6 @@ func (f *Decisions) ApprovalsRecord(_ context.Context, r approval.Record, validF
 	f.lastID++
 	r.ID = f.lastID
 	f.approvals = append(f.approvals, r)
-	f.Policies.mu.Lock()
-	f.audit = append(f.audit, audit)
-	f.Policies.mu.Unlock()
+	f.appendAudit(audit)
 	return r, nil
 }

@@ -45,15 +45,26 @@ func (f *Policies) ApprovalPoliciesGet(_ context.Context, consumer string) (*app
 func (f *Policies) ApprovalPoliciesSet(_ context.Context, p approval.Policy, audit ledger.AuditEntry) (approval.Policy, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	now := time.Now
-	if f.Now != nil {
-		now = f.Now
-	}
-	p.SetAt = now()
+	p.SetAt = f.now()
 	p.ValidForSeconds = p.ValidFor().Seconds()
 	f.policies[p.Consumer] = p
 	f.audit = append(f.audit, audit)
 	return p, nil
+}
+
+// now is the store's clock: Now when set, else time.Now.
+func (f *Policies) now() time.Time {
+	if f.Now != nil {
+		return f.Now()
+	}
+	return time.Now()
+}
+
+// appendAudit keeps an audit entry a fake sharing this store's log wrote.
+func (f *Policies) appendAudit(e ledger.AuditEntry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.audit = append(f.audit, e)
 }
 
 // Audit returns the audit entries written so far, oldest first.
