@@ -244,9 +244,18 @@ func TestAProcessFrozenMidCallPastTheLookUpIsChargedOnce(t *testing.T) {
 	if got := state(); got != "completed" || charges() != 1 {
 		t.Fatalf("after the resumed charge: record %q, charges %d", got, charges())
 	}
-	if !strings.Contains(frozen.stderr.String(), "not_happened verdict was wrong") {
-		t.Fatalf("the operator was not told the verdict was corrected:\n%s", frozen.stderr)
-	}
+	// The process logs before it answers, but its stderr reaches the test through a pipe the test
+	// reads on its own goroutine: the line may land just after the response.
+	func() {
+		defer func() {
+			if t.Failed() {
+				t.Logf("the operator was not told the verdict was corrected:\n%s", frozen.stderr)
+			}
+		}()
+		pgtest.WaitFor(t, 5*time.Second, func() (bool, error) {
+			return strings.Contains(frozen.stderr.String(), "not_happened verdict was wrong"), nil
+		})
+	}()
 	resp, got, err := post(t, other.url, "k-frozen", body, 10*time.Second)
 	if err != nil || resp.StatusCode != http.StatusCreated || !bytes.Equal(got, first) || charges() != 1 {
 		t.Fatalf("retry after the resume: %v %d %s (first %s), charges %d", err, resp.StatusCode, got, first, charges())
