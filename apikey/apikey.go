@@ -71,6 +71,10 @@ type Record struct {
 	Note      string    `json:"note,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Compact says only the key's compact tombstone is left (`keys prune --compact-after`): the
+	// key was used and its evidence expired; no fingerprint, reference or response is kept, and
+	// there is no row to update (a verdict about it writes a new record).
+	Compact bool `json:"-"`
 }
 
 // Claim asks for the lease on one record: it is inserted, or taken over when it holds the same

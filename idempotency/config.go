@@ -32,6 +32,8 @@ type Store interface {
 	APIKeysMarkUncertain(ctx context.Context, k apikey.Key, owner, note string) (bool, error)
 	APIKeysMarkLapsedUncertain(ctx context.Context, k apikey.Key) (bool, error)
 	APIKeysMarkReview(ctx context.Context, k apikey.Key, note string, seen time.Time) (bool, error)
+	APIKeysStartOverCompacted(ctx context.Context, c apikey.Claim) (bool, error)
+	APIKeysReviewCompacted(ctx context.Context, c apikey.Claim, note string) (bool, error)
 	APIKeysNeedingLookUp(ctx context.Context, routes []string, minAge time.Duration, limit int) (int64, []apikey.Record, error)
 	APIKeysSettle(ctx context.Context, s apikey.Settlement) (bool, error)
 	APIKeyDailyAdd(ctx context.Context, counts []apikey.DailyCount) error

@@ -150,6 +150,11 @@ func (k *Keeper) answerExisting(q *request, rec apikey.Record) {
 // sameIntent compares the request's fingerprint with the record's, under the record's algorithm:
 // the current one, or one of the route's previous fingerprint options.
 func (k *Keeper) sameIntent(rt *route, rec apikey.Record, body []byte) (bool, error) {
+	if rec.Compact {
+		// Its fingerprint left with its evidence: any body goes to the look-up, as for an
+		// imported record without one.
+		return true, nil
+	}
 	if rec.RequestHashAlg == rt.hasher.Algorithm() {
 		return rec.RequestHash == rt.hasher.Sum(body), nil
 	}
@@ -193,7 +198,13 @@ func (k *Keeper) lookUpExpired(q *request, rec apikey.Record) {
 	case VerdictNotHappened:
 		k.runAsNew(q, rec)
 	default:
-		if ok, err := k.cfg.Store.APIKeysMarkReview(q.r.Context(), q.key(), "expired key: "+detail, rec.UpdatedAt); err == nil && ok {
+		review := func() (bool, error) {
+			if rec.Compact {
+				return k.cfg.Store.APIKeysReviewCompacted(q.r.Context(), q.claim, "expired key: "+detail)
+			}
+			return k.cfg.Store.APIKeysMarkReview(q.r.Context(), q.key(), "expired key: "+detail, rec.UpdatedAt)
+		}
+		if ok, err := review(); err == nil && ok {
 			k.becameUncertain(q.r.Context(), rt, rec.KeyHash, q.claim.ClientHash, "expired key the look-up could not settle")
 		}
 		k.answer(q.r.Context(), rt, problemUncertain, answerUncertain, q.w, "this key's replay window closed and whether it happened is not known; it goes to review, retry later", "", reviewRetryAfter)
@@ -202,7 +213,13 @@ func (k *Keeper) lookUpExpired(q *request, rec apikey.Record) {
 
 // runAsNew takes over a record whose replay window closed and runs the request.
 func (k *Keeper) runAsNew(q *request, rec apikey.Record) {
-	ok, err := k.cfg.Store.APIKeysTakeOver(q.r.Context(), q.claim, rec.UpdatedAt)
+	var ok bool
+	var err error
+	if rec.Compact {
+		ok, err = k.cfg.Store.APIKeysStartOverCompacted(q.r.Context(), q.claim)
+	} else {
+		ok, err = k.cfg.Store.APIKeysTakeOver(q.r.Context(), q.claim, rec.UpdatedAt)
+	}
 	switch {
 	case err != nil:
 		k.answer(q.r.Context(), q.rt, problemUnavailable, answerUnavailable, q.w, "retry later with the same key", "", 30*time.Second)

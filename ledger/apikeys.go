@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/replayctl/replayctl/apikey"
+	"github.com/replayctl/replayctl/fingerprint"
 )
 
 // apiKeyColumns are the columns scanAPIKey reads, in its order.
@@ -38,10 +39,20 @@ func scanAPIKeyAfter(row interface{ Scan(...any) error }, before ...any) (apikey
 // that nobody can have acted on: received (released before any call), a lease that lapsed
 // before any external call started, or reconciled as not happened. The conflict arm re-checks
 // under the row lock, so two claimants never both win.
+//
+// It inserts nothing for a key whose record was compacted ($9 is its api_key_tombstone_key):
+// that key was used, and its expired evidence goes to the route's look-up, not to a first run.
+// Unless a live record of the key exists (one written since, which the conflict arm judges): a
+// key can be compacted, run again as new, and then be claimed as any record. An expired whole
+// row is not such a record: between the two halves of its compaction it is both, and it is not
+// claimable anyway. That the statement's snapshot may predate a compaction is covered by prune:
+// it deletes a whole row only well after its compact form committed (apiKeysPruneCompacted).
 const apiKeysClaim = `
 insert into api_keys as k (scope_hash, key_hash, route, client_hash, request_hash, request_hash_alg,
                            state, lease_owner, lease_expires_at, heartbeat_at)
-values ($1, $2, $3, $4, $5, $6, 'processing', $7, now() + $8::bigint * interval '1 millisecond', now())
+select $1, $2, $3, $4, $5, $6, 'processing', $7, now() + $8::bigint * interval '1 millisecond', now()
+ where not exists (select 1 from api_key_tombstones t where t.key = $9)
+    or exists (select 1 from api_keys w where w.scope_hash = $1 and w.key_hash = $2 and w.state <> 'expired')
 on conflict (scope_hash, key_hash) do update
    set state = 'processing', lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
        heartbeat_at = now(), attempts = k.attempts + 1, calls_started = 0, resolution = null, note = null,
@@ -69,34 +80,43 @@ func (s *Store) APIKeysClaim(ctx context.Context, c apikey.Claim) (claimed bool,
 
 // apiKeysClaimOrRead is apiKeysClaim that also answers with the record it could not claim, in one
 // statement: a claimed row returns only its claimed flag; an unclaimed one returns the record as
-// the statement's snapshot sees it. A record another transaction committed after that snapshot
-// (the upsert waited for it) is not seen: no row comes back, and queueClaim's caller reads it
-// with apiKeysGet.
+// the statement's snapshot sees it, or, when only a compact tombstone of the key is left, an
+// expired record with the compact flag (no fingerprint, no reference: dated by the tombstone's
+// day). A record another transaction committed after that snapshot (the upsert waited for it)
+// is not seen: no row comes back, and queueClaim's caller reads it with apiKeysGet.
 const apiKeysClaimOrRead = `
 with claimed as (` + apiKeysClaim + `
 returning 1)
-select true, ` + apiKeyColumns + ` from api_keys where false
+select true, false, ` + apiKeyColumns + ` from api_keys where false
  union all
-select false, ` + apiKeyColumns + `
+select false, false, ` + apiKeyColumns + `
   from api_keys
  where scope_hash = $1 and key_hash = $2 and not exists (select 1 from claimed)
  union all
-select true, '', '', '', '', '', '', '', '', 0, '', null, '', '', false, 0::bigint, 0, 0, null, null, false, '', now(), now()
- where exists (select 1 from claimed)`
+select true, false, '', '', '', '', '', '', '', '', 0, '', null, '', '', false, 0::bigint, 0, 0, null, null, false, '', now(), now()
+ where exists (select 1 from claimed)
+ union all
+(select false, true, $1, $2, $3, '', '` + fingerprint.NoneHash + `', '` + fingerprint.AlgorithmNone + `', 'expired', '', 0, '', null, '', '', false, 0::bigint, 0, 0,
+        null, t.evidence_until::timestamp at time zone 'UTC', false, '', t.evidence_until::timestamp at time zone 'UTC', t.evidence_until::timestamp at time zone 'UTC'
+   from api_key_tombstones t
+  where t.key = $9 and not exists (select 1 from claimed)
+    and not exists (select 1 from api_keys w where w.scope_hash = $1 and w.key_hash = $2)
+  order by t.evidence_until desc limit 1)`
 
 // queueClaim queues c's claim, which answers with the record when it loses; got receives the
 // answer. In one batch, a second claim of the same record sees the first's row and loses to its
 // live lease.
 func queueClaim(b *pgx.Batch, c apikey.Claim, got func(apiClaimed)) {
 	b.Queue(apiKeysClaimOrRead, c.ScopeHash, c.KeyHash, c.Route, c.ClientHash, c.RequestHash, c.RequestHashAlg,
-		c.Owner, c.Lease.Milliseconds()).Query(func(rows pgx.Rows) error {
+		c.Owner, c.Lease.Milliseconds(), apiKeyTombstoneKey(c.ScopeHash, c.KeyHash)).Query(func(rows pgx.Rows) error {
 		var out apiClaimed
 		for rows.Next() {
-			var claimed bool
-			rec, err := scanAPIKeyAfter(rows, &claimed)
+			var claimed, compact bool
+			rec, err := scanAPIKeyAfter(rows, &claimed, &compact)
 			if err != nil {
 				return err
 			}
+			rec.Compact = compact
 			out = apiClaimed{claimed: claimed, rec: rec, found: !claimed}
 		}
 		got(out)
@@ -158,6 +178,46 @@ func (s *Store) APIKeysTakeOver(ctx context.Context, c apikey.Claim, seen time.T
 		c.RequestHash, c.RequestHashAlg, seen)
 	if err != nil {
 		return false, fmt.Errorf("restart the API record of route %s: %w", c.Route, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// apiKeysStartOverCompacted inserts the leased record of a key only a compact tombstone is left
+// of (its look-up said the call never happened, or its route takes an expired key as new). The
+// insert is the arbiter: of two requests that met the compact tombstone, one inserts.
+const apiKeysStartOverCompacted = `
+insert into api_keys (scope_hash, key_hash, route, client_hash, request_hash, request_hash_alg,
+                      state, lease_owner, lease_expires_at, heartbeat_at)
+values ($1, $2, $3, $4, $5, $6, 'processing', $7, now() + $8::bigint * interval '1 millisecond', now())
+on conflict (scope_hash, key_hash) do nothing`
+
+// apiKeysReviewCompacted writes the uncertain record of a key only a compact tombstone is left of,
+// whose look-up could not tell: later requests with the key meet it and wait for a person. It
+// carries the request that asked (its fingerprint), since the first one's is gone.
+const apiKeysReviewCompacted = `
+insert into api_keys (scope_hash, key_hash, route, client_hash, request_hash, request_hash_alg, state, note)
+values ($1, $2, $3, $4, $5, $6, 'uncertain', nullif($7, ''))
+on conflict (scope_hash, key_hash) do nothing`
+
+// APIKeysStartOverCompacted leases, to c.Owner, a new record of a key only a compact tombstone is
+// left of; false when another request with the key got there first.
+func (s *Store) APIKeysStartOverCompacted(ctx context.Context, c apikey.Claim) (bool, error) {
+	tag, err := s.pool.Exec(ctx, apiKeysStartOverCompacted, c.ScopeHash, c.KeyHash, c.Route, c.ClientHash,
+		c.RequestHash, c.RequestHashAlg, c.Owner, c.Lease.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("start over the compacted API record of route %s: %w", c.Route, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// APIKeysReviewCompacted sends a key only a compact tombstone is left of to manual review
+// (uncertain), with c's fingerprint, after a look-up that could not tell; false when a record of
+// the key was written first.
+func (s *Store) APIKeysReviewCompacted(ctx context.Context, c apikey.Claim, note string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, apiKeysReviewCompacted, c.ScopeHash, c.KeyHash, c.Route, c.ClientHash,
+		c.RequestHash, c.RequestHashAlg, note)
+	if err != nil {
+		return false, fmt.Errorf("send the compacted API record of route %s to review: %w", c.Route, err)
 	}
 	return tag.RowsAffected() == 1, nil
 }

@@ -24,6 +24,11 @@ type APIKeysPruneOptions struct {
 	TombstoneRetention time.Duration
 	// CountsRetention keeps the daily counts younger than AsOf minus it; 0 keeps them all.
 	CountsRetention time.Duration
+	// CompactAfter gives a tombstone whose evidence_until is this far behind AsOf its compact form
+	// (api_key_tombstones), and a later prune deletes its whole row; 0 compacts nothing. Off
+	// unless asked, as for ledger prune: a middleware older than migration 0038 reads api_keys
+	// only and would run a request with a compacted key as a first one.
+	CompactAfter time.Duration
 	// BatchSize caps the rows one statement changes; 0 means DefaultPruneBatchSize.
 	BatchSize int
 	DryRun    bool
@@ -43,6 +48,13 @@ type APIKeysPruneReport struct {
 	Rows int64 `json:"rows"`
 	// DailyCounts are daily count rows older than the counts retention.
 	DailyCounts int64 `json:"dailyCounts"`
+	// Compacted are tombstones given their compact form because evidence_until is more than the
+	// compaction age behind; WholeRowsDropped are whole tombstones deleted because their compact
+	// form was written at least an hour before (an earlier prune's Compacted).
+	Compacted        int64 `json:"compacted"`
+	WholeRowsDropped int64 `json:"wholeRowsDropped"`
+	// CompactBefore is as-of minus CompactAfter; absent when compaction is off.
+	CompactBefore time.Time `json:"compactBefore,omitzero"`
 	// TombstonesBefore is the horizon of the routes without a registered tombstone retention (of
 	// every route with TombstoneRetention); Routes holds the registered ones' own.
 	TombstonesBefore time.Time             `json:"tombstonesBefore"`
@@ -108,6 +120,14 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 		{where: apiKeysPruneBodiesWhere, query: apiKeysPruneBodies, horizon: o.AsOf, route: o.Route, into: &r.Bodies},
 		{where: apiKeysPruneTombstoneWhere, query: apiKeysPruneTombstones, horizon: o.AsOf, route: o.Route, into: &r.Tombstoned},
 	}
+	if o.CompactAfter > 0 {
+		r.CompactBefore = o.AsOf.Add(-o.CompactAfter)
+		steps = append(steps,
+			apiKeysPruneStep{where: apiKeysCompactWhere, before: apiKeysRegisterTombstoneRoutes, query: apiKeysCompactBatch,
+				horizon: r.CompactBefore, route: o.Route, into: &r.Compacted},
+			apiKeysPruneStep{where: apiKeysDropWholeWhere, query: apiKeysDropWholeBatch, horizon: r.CompactBefore, route: o.Route,
+				into: &r.WholeRowsDropped})
+	}
 	deletes, err := s.apiKeysTombstoneSteps(ctx, o, r)
 	if err != nil {
 		return nil, err
@@ -122,7 +142,7 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 			}
 			for _, step := range steps {
 				var n int64
-				if err := tx.QueryRow(ctx, apiKeysPruneCount("api_keys", step.where), step.args()...).Scan(&n); err != nil {
+				if err := tx.QueryRow(ctx, apiKeysPruneCount(cmp.Or(step.table, "api_keys"), step.where), step.args()...).Scan(&n); err != nil {
 					return fmt.Errorf("count the API records to prune: %w", err)
 				}
 				*step.into += n
@@ -140,6 +160,12 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 		return r, nil
 	}
 	for _, step := range steps {
+		if step.before != "" {
+			if _, err := s.pool.Exec(ctx, step.before, step.horizon, step.route); err != nil {
+				return r, fmt.Errorf("prune API records (%d bodies, %d tombstoned so far; run it again to continue): %w",
+					r.Bodies, r.Tombstoned, err)
+			}
+		}
 		for {
 			tag, err := s.pool.Exec(ctx, step.query, step.args(o.BatchSize)...)
 			if err != nil {
@@ -157,9 +183,10 @@ func (s *Store) APIKeysPrune(ctx context.Context, o APIKeysPruneOptions) (*APIKe
 			return r, err
 		}
 	}
-	if r.Bodies+r.Tombstoned+r.Rows+r.DailyCounts > 0 {
+	if r.Bodies+r.Tombstoned+r.Rows+r.DailyCounts+r.Compacted+r.WholeRowsDropped > 0 {
 		err := AuditInsert(ctx, s.pool, AuditEntry{Actor: o.Actor, Action: "keys-prune", Details: map[string]any{
-			"route": o.Route, "asOf": o.AsOf, "bodies": r.Bodies, "tombstoned": r.Tombstoned, "rows": r.Rows, "dailyCounts": r.DailyCounts}})
+			"route": o.Route, "asOf": o.AsOf, "bodies": r.Bodies, "tombstoned": r.Tombstoned, "rows": r.Rows, "dailyCounts": r.DailyCounts,
+			"compacted": r.Compacted, "wholeRowsDropped": r.WholeRowsDropped}})
 		if err != nil {
 			return r, fmt.Errorf("record the prune in the audit log: %w", err)
 		}
@@ -199,11 +226,13 @@ const dailyPartitionsAheadDays = 120
 // leaves to a horizon of their own.
 type apiKeysPruneStep struct {
 	where, query string
-	horizon      time.Time
-	route        string
-	exclude      []string
-	deletes      bool
-	into         *int64
+	// table is what where reads, when not api_keys; before runs once ahead of the batches (horizon, route).
+	table, before string
+	horizon       time.Time
+	route         string
+	exclude       []string
+	deletes       bool
+	into          *int64
 }
 
 // args are the step's parameters: horizon, route, then the batch size when given, then the routes
@@ -224,12 +253,17 @@ func (st apiKeysPruneStep) args(batch ...int) []any {
 // o.TombstoneRetention one for every route; otherwise one per route that registered its own
 // (idempotency.Route.TombstoneRetention), then one for the others at the default.
 func (s *Store) apiKeysTombstoneSteps(ctx context.Context, o APIKeysPruneOptions, r *APIKeysPruneReport) ([]apiKeysPruneStep, error) {
-	step := func(horizon time.Time, route string, exclude []string) apiKeysPruneStep {
-		return apiKeysPruneStep{where: apiKeysPruneDeleteWhere, query: apiKeysPruneDelete, horizon: horizon, route: route,
-			exclude: exclude, deletes: true, into: &r.Rows}
+	// A horizon deletes the whole tombstones past it and the compact ones.
+	step := func(horizon time.Time, route string, exclude []string) []apiKeysPruneStep {
+		return []apiKeysPruneStep{
+			{where: apiKeysPruneDeleteWhere, query: apiKeysPruneDelete, horizon: horizon, route: route,
+				exclude: exclude, deletes: true, into: &r.Rows},
+			{where: apiKeysCompactOldWhere, table: "api_key_tombstones t", query: apiKeysCompactOldBatch, horizon: horizon, route: route,
+				exclude: exclude, deletes: true, into: &r.Rows},
+		}
 	}
 	if o.TombstoneRetention > 0 {
-		return []apiKeysPruneStep{step(r.TombstonesBefore, o.Route, nil)}, nil
+		return step(r.TombstonesBefore, o.Route, nil), nil
 	}
 	policies, err := s.RetentionPoliciesList(ctx, apikey.PolicyRoute, o.Route)
 	if err != nil {
@@ -242,9 +276,9 @@ func (s *Store) apiKeysTombstoneSteps(ctx context.Context, o APIKeysPruneOptions
 			continue
 		}
 		horizon := o.AsOf.Add(-p.TombstoneWindow)
-		steps = append(steps, step(horizon, p.Name, nil))
+		steps = append(steps, step(horizon, p.Name, nil)...)
 		registered = append(registered, p.Name)
 		r.Routes = append(r.Routes, APIKeysRouteHorizon{Route: p.Name, TombstonesBefore: horizon})
 	}
-	return append(steps, step(r.TombstonesBefore, o.Route, registered)), nil
+	return append(steps, step(r.TombstonesBefore, o.Route, registered)...), nil
 }

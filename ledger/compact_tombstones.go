@@ -124,3 +124,9 @@ select distinct on (t.effect_version) t.effect_version, 'expired', t.flags & %[3
                     where x.consumer = %[1]s and x.event_id = %[2]s collate "default" and x.effect_version = t.effect_version))`,
 		consumer, eventID, compactFlagWriteForbidden, compactFlagBusiness)
 }
+
+// apiKeyTombstoneKey is SQL's api_key_tombstone_key(scopeHash, keyHash) (migration 0038), computed
+// as tombstoneKey is, so the middleware's claim takes it as a parameter.
+func apiKeyTombstoneKey(scopeHash, keyHash string) int64 {
+	return tombstoneKey(scopeHash, keyHash)
+}

@@ -42,6 +42,7 @@ var sdkTablePrivileges = map[string][]string{
 	"replayctl_migrations":   {"select"},
 	// The HTTP middleware (package idempotency) runs under the same role as the SDK.
 	"api_keys":           {"select", "insert", "update"},
+	"api_key_tombstones": {"select"},
 	"api_key_daily":      {"select", "insert", "update"},
 	"retention_policies": {"select", "insert", "update"},
 }

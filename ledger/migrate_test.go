@@ -23,7 +23,7 @@ select count(*) from pg_tables
 // allMigrations are the embedded migrations in order; a new one is added here too.
 var allMigrations = []string{"0001_init", "0002_consumer_and_shadow", "0003_execute", "0004_reconcile", "0005_lifecycle", "0006_job_targets_fillfactor",
 	"0007_expired_tombstones", "0008_fingerprint_algorithms", "0009_delivery_counts", "0010_plan_bounds", "0011_shadow_failures", "0014_shadow_refused", "0015_job_manifests",
-	"0020_job_pace", "0022_effects_completed_by", "0023_effects_fillfactor", "0024_api_keys", "0025_api_keys_resolution_case", "0026_approvals", "0027_ledger_identity", "0028_dead_letter_refused", "0029_audit_chain", "0030_approvals_audited", "0031_history_import", "0032_signed_approvals", "0033_effect_bodies", "0034_prune_by_date", "0035_compact_tombstones", "0036_api_keys_prune_by_date", "0037_api_key_daily_partitions"}
+	"0020_job_pace", "0022_effects_completed_by", "0023_effects_fillfactor", "0024_api_keys", "0025_api_keys_resolution_case", "0026_approvals", "0027_ledger_identity", "0028_dead_letter_refused", "0029_audit_chain", "0030_approvals_audited", "0031_history_import", "0032_signed_approvals", "0033_effect_bodies", "0034_prune_by_date", "0035_compact_tombstones", "0036_api_keys_prune_by_date", "0037_api_key_daily_partitions", "0038_api_key_compact_tombstones"}
 
 // latestVersion is the last migration's number: numbers are reserved per change, so gaps are fine.
 var latestVersion = func() int {

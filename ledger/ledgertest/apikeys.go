@@ -28,3 +28,12 @@ func LapseKeyLeases(t testing.TB, db Execer) {
 	t.Helper()
 	update(t, db, "LapseKeyLeases", "api_keys", "state", `lease_expires_at = now() - interval '1 second'`, []string{"processing"})
 }
+
+// BackdateKeyChanges moves the last change of the API records in states (every record when none
+// are named) ago into the past: a compacted tombstone's mark then looks as old as keys prune's
+// grace before it deletes the whole row.
+func BackdateKeyChanges(t testing.TB, db Execer, ago time.Duration, states ...string) {
+	t.Helper()
+	update(t, db, "BackdateKeyChanges", "api_keys", "state", `updated_at = updated_at - make_interval(secs => $2 / 1000.0)`,
+		states, ago.Milliseconds())
+}

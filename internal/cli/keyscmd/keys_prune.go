@@ -24,9 +24,9 @@ type KeysPruneOptions struct {
 	AllRoutes bool
 	DryRun    bool
 	Yes       bool
-	// AsOf, TombstoneRetention and CountsRetention are the flags as typed.
-	AsOf, TombstoneRetention, CountsRetention string
-	Request                                   ledger.APIKeysPruneOptions
+	// AsOf, TombstoneRetention, CountsRetention and CompactAfter are the flags as typed.
+	AsOf, TombstoneRetention, CountsRetention, CompactAfter string
+	Request                                                 ledger.APIKeysPruneOptions
 }
 
 // NewCmdKeysPrune returns the keys prune command. runF, when not nil, replaces the run function
@@ -48,6 +48,12 @@ record when it completed (the route's registered policy), with ledger prune's ru
     deleted: what the middleware registered (idempotency.Route.TombstoneRetention), five years
     where it registered none, or --tombstone-retention for every route; after that only the
     provider's look-up by operation ID stands between a very late retry and a second call
+  - with --compact-after, tombstones whose evidence_until is that far behind get their compact
+    form (a hash of the key and a day: about 95 bytes instead of about 500), and a prune at
+    least an hour later deletes their whole rows; a request with such a key still meets it and
+    goes to the route's look-up. Off by default: turn it on once every instance runs a
+    middleware built from replayctl with migration 0038 or later (an older one reads whole rows
+    only and would run a compacted key as new)
   - daily counts older than --counts-retention are deleted
 
 Never pruned: processing and uncertain records. Expiry is judged in SQL against the database's
@@ -79,6 +85,7 @@ confirmed, 1 when the database failed (run it again).`,
 	fl.StringVar(&opts.AsOf, "as-of", "", "judge expiry at this time instead of the database's now() (RFC 3339, a date, or a duration before now)")
 	fl.StringVar(&opts.TombstoneRetention, "tombstone-retention", "", "keep every route's tombstones until their evidence_until is this far behind; default: each route's registered retention (idempotency.Route.TombstoneRetention), else "+cmdutil.SpanString(ledger.DefaultTombstoneRetention))
 	fl.StringVar(&opts.CountsRetention, "counts-retention", "400d", "keep daily counts younger than this")
+	fl.StringVar(&opts.CompactAfter, "compact-after", "", "give a tombstone its compact form once its evidence_until is this far behind (days as 7d, or as in 36h); off by default: only once every instance runs a middleware that reads compact tombstones")
 	return cmd
 }
 
@@ -110,6 +117,11 @@ func keysPruneRun(ctx context.Context, opts *KeysPruneOptions) error {
 	}
 	if req.CountsRetention, err = cmdutil.ParseSpan("counts-retention", opts.CountsRetention); err != nil {
 		return err
+	}
+	if opts.CompactAfter != "" {
+		if req.CompactAfter, err = cmdutil.ParseSpan("compact-after", opts.CompactAfter); err != nil {
+			return err
+		}
 	}
 	req.DryRun = opts.DryRun
 	if !opts.DryRun && !opts.Yes && !opts.IO.CanPrompt() {
@@ -150,10 +162,17 @@ func keysPruneRun(ctx context.Context, opts *KeysPruneOptions) error {
 		others = "tombstones"
 	}
 	fmt.Fprintf(opts.IO.Out, "  %s: before %s\n", others, r.TombstonesBefore.UTC().Format(time.RFC3339))
+	if !r.CompactBefore.IsZero() {
+		fmt.Fprintf(opts.IO.Out, "  tombstones compacted: those whose evidence_until is before %s (--compact-after)\n", r.CompactBefore.UTC().Format(time.RFC3339))
+	}
 	return nil
 }
 
 func keysPruneSummary(r *ledger.APIKeysPruneReport) string {
-	return fmt.Sprintf("%d sealed responses, %d records to tombstones, %d tombstones, %d daily count rows",
+	s := fmt.Sprintf("%d sealed responses, %d records to tombstones, %d tombstones, %d daily count rows",
 		r.Bodies, r.Tombstoned, r.Rows, r.DailyCounts)
+	if !r.CompactBefore.IsZero() {
+		s += fmt.Sprintf(", %d compacted, %d whole rows of compacted tombstones", r.Compacted, r.WholeRowsDropped)
+	}
+	return s
 }
