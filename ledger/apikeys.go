@@ -51,8 +51,7 @@ const apiKeysClaim = `
 insert into api_keys as k (scope_hash, key_hash, route, client_hash, request_hash, request_hash_alg,
                            state, lease_owner, lease_expires_at, heartbeat_at)
 select $1, $2, $3, $4, $5, $6, 'processing', $7, now() + $8::bigint * interval '1 millisecond', now()
- where not exists (select 1 from api_key_tombstones t where t.key = $9)
-    or exists (select 1 from api_keys w where w.scope_hash = $1 and w.key_hash = $2 and w.state <> 'expired')
+ where api_key_insertable($9, $1, $2)
 on conflict (scope_hash, key_hash) do update
    set state = 'processing', lease_owner = excluded.lease_owner, lease_expires_at = excluded.lease_expires_at,
        heartbeat_at = now(), attempts = k.attempts + 1, calls_started = 0, resolution = null, note = null,
@@ -80,28 +79,27 @@ func (s *Store) APIKeysClaim(ctx context.Context, c apikey.Claim) (claimed bool,
 
 // apiKeysClaimOrRead is apiKeysClaim that also answers with the record it could not claim, in one
 // statement: a claimed row returns only its claimed flag; an unclaimed one returns the record as
-// the statement's snapshot sees it, or, when only a compact tombstone of the key is left, an
-// expired record with the compact flag (no fingerprint, no reference: dated by the tombstone's
-// day). A record another transaction committed after that snapshot (the upsert waited for it)
-// is not seen: no row comes back, and queueClaim's caller reads it with apiKeysGet.
+// the statement's snapshot sees it. A record another transaction committed after that snapshot
+// (the upsert waited for it), or a key only a compact tombstone is left of, is not seen: no row
+// comes back, and queueClaim's caller reads it with apiKeysGetOn.
 const apiKeysClaimOrRead = `
 with claimed as (` + apiKeysClaim + `
 returning 1)
-select true, false, ` + apiKeyColumns + ` from api_keys where false
+select true, ` + apiKeyColumns + ` from api_keys where false
  union all
-select false, false, ` + apiKeyColumns + `
+select false, ` + apiKeyColumns + `
   from api_keys
  where scope_hash = $1 and key_hash = $2 and not exists (select 1 from claimed)
  union all
-select true, false, '', '', '', '', '', '', '', '', 0, '', null, '', '', false, 0::bigint, 0, 0, null, null, false, '', now(), now()
- where exists (select 1 from claimed)
- union all
-(select false, true, $1, $2, $3, '', '` + fingerprint.NoneHash + `', '` + fingerprint.AlgorithmNone + `', 'expired', '', 0, '', null, '', '', false, 0::bigint, 0, 0,
-        null, t.evidence_until::timestamp at time zone 'UTC', false, '', t.evidence_until::timestamp at time zone 'UTC', t.evidence_until::timestamp at time zone 'UTC'
-   from api_key_tombstones t
-  where t.key = $9 and not exists (select 1 from claimed)
-    and not exists (select 1 from api_keys w where w.scope_hash = $1 and w.key_hash = $2)
-  order by t.evidence_until desc limit 1)`
+select true, '', '', '', '', '', '', '', '', 0, '', null, '', '', false, 0::bigint, 0, 0, null, null, false, '', now(), now()
+ where exists (select 1 from claimed)`
+
+// apiKeysCompactGet reads what is left of a key whose record was compacted away: an expired
+// record with the compact flag, without fingerprint or reference, dated by its tombstone's day
+// (the latest, when the key was compacted more than once).
+const apiKeysCompactGet = `
+select $2::text, $3::text, t.evidence_until::timestamp at time zone 'UTC'
+  from api_key_tombstones t where t.key = $1 order by t.evidence_until desc limit 1`
 
 // queueClaim queues c's claim, which answers with the record when it loses; got receives the
 // answer. In one batch, a second claim of the same record sees the first's row and loses to its
@@ -111,12 +109,11 @@ func queueClaim(b *pgx.Batch, c apikey.Claim, got func(apiClaimed)) {
 		c.Owner, c.Lease.Milliseconds(), apiKeyTombstoneKey(c.ScopeHash, c.KeyHash)).Query(func(rows pgx.Rows) error {
 		var out apiClaimed
 		for rows.Next() {
-			var claimed, compact bool
-			rec, err := scanAPIKeyAfter(rows, &claimed, &compact)
+			var claimed bool
+			rec, err := scanAPIKeyAfter(rows, &claimed)
 			if err != nil {
 				return err
 			}
-			rec.Compact = compact
 			out = apiClaimed{claimed: claimed, rec: rec, found: !claimed}
 		}
 		got(out)
@@ -124,9 +121,10 @@ func queueClaim(b *pgx.Batch, c apikey.Claim, got func(apiClaimed)) {
 	})
 }
 
-// apiKeysGetOn reads one record on conn; a zero record when there is none.
+// apiKeysGetOn reads one record on conn, or what its compact tombstone says of it (Compact); a
+// zero record when there is neither. One round trip: both reads go in one batch.
 func apiKeysGetOn(ctx context.Context, conn batchSender, k apikey.Key) (apikey.Record, error) {
-	var rec apikey.Record
+	var rec, compact apikey.Record
 	b := &pgx.Batch{}
 	b.Queue(apiKeysGet, k.ScopeHash, k.KeyHash).Query(func(rows pgx.Rows) error {
 		recs, err := pgx.CollectRows(rows, scanAPIKey)
@@ -135,8 +133,23 @@ func apiKeysGetOn(ctx context.Context, conn batchSender, k apikey.Key) (apikey.R
 		}
 		return err
 	})
+	b.Queue(apiKeysCompactGet, apiKeyTombstoneKey(k.ScopeHash, k.KeyHash), k.ScopeHash, k.KeyHash).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var day time.Time
+			if err := rows.Scan(&compact.ScopeHash, &compact.KeyHash, &day); err != nil {
+				return err
+			}
+			compact.State, compact.Compact = apikey.StateExpired, true
+			compact.RequestHash, compact.RequestHashAlg = fingerprint.NoneHash, fingerprint.AlgorithmNone
+			compact.EvidenceUntil, compact.CreatedAt, compact.UpdatedAt = &day, day, day
+		}
+		return rows.Err()
+	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return apikey.Record{}, fmt.Errorf("read an API record: %w", err)
+	}
+	if rec.ScopeHash == "" && compact.Compact {
+		return compact, nil
 	}
 	return rec, nil
 }

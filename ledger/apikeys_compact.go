@@ -20,12 +20,14 @@ const (
 	apiKeysCompactedGrace = "1 hour"
 )
 
-// The conditions take their horizon as $1 and the route (empty: every route) as $2, and read the
-// partial index of expired records (api_keys_tombstone_due_idx, migration 0036).
+// The conditions take their horizon as $1 and the route (empty: every route) as $2, and are the
+// predicates of the partial indexes of migration 0038: the records not compacted yet by
+// evidence_until, the marked ones by the time of their mark.
 const (
-	apiKeysCompactWhere   = `state = 'expired' and evidence_until <= $1 and ($2 = '' or route = $2) and note is distinct from '` + apiKeysCompactedNote + `'`
-	apiKeysDropWholeWhere = `state = 'expired' and evidence_until <= $1 and ($2 = '' or route = $2) and note = '` + apiKeysCompactedNote + `'
-	   and updated_at <= now() - interval '` + apiKeysCompactedGrace + `'`
+	// The tombstone step clears note, so an expired record's note is null until it is marked.
+	apiKeysCompactWhere   = `state = 'expired' and note is null and evidence_until <= $1 and ($2 = '' or route = $2)`
+	apiKeysDropWholeWhere = `state = 'expired' and note = '` + apiKeysCompactedNote + `'
+	   and updated_at <= now() - interval '` + apiKeysCompactedGrace + `' and evidence_until <= $1 and ($2 = '' or route = $2)`
 	// $3 (in the batch statement $4) are the routes pruned at a horizon of their own. The stored day
 	// is the one after evidence_until, so comparing days never deletes one early.
 	apiKeysCompactOldWhere = `t.evidence_until < ($1::timestamptz at time zone 'UTC')::date
@@ -67,7 +69,7 @@ const (
 )
 
 var (
-	apiKeysDropWholeBatch  = `delete from api_keys k using` + fmt.Sprintf(apiKeysPruneBatch, apiKeysDropWholeWhere, "evidence_until")
+	apiKeysDropWholeBatch  = `delete from api_keys k using` + fmt.Sprintf(apiKeysPruneBatch, apiKeysDropWholeWhere, "updated_at")
 	apiKeysCompactOldBatch = `
 delete from api_key_tombstones t
  where t.ctid = any(array(select t.ctid from api_key_tombstones t where ` + strings.Replace(apiKeysCompactOldWhere, "$3", "$4", 1) + ` limit $3))`

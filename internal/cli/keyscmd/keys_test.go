@@ -28,8 +28,9 @@ func TestKeysFlagsReachTheRunWithoutOpeningTheLedger(t *testing.T) {
 	}
 	var prune *KeysPruneOptions
 	err = clitest.Run(NewCmdKeysPrune(clitest.Factory(t), func(o *KeysPruneOptions) error { prune = o; return nil }),
-		"--all-routes", "--dry-run", "--batch-size", "50", "--tombstone-retention", "30d")
-	if err != nil || prune == nil || !prune.AllRoutes || !prune.DryRun || prune.Request.BatchSize != 50 || prune.TombstoneRetention != "30d" {
+		"--all-routes", "--dry-run", "--batch-size", "50", "--tombstone-retention", "30d", "--compact-after", "7d")
+	if err != nil || prune == nil || !prune.AllRoutes || !prune.DryRun || prune.Request.BatchSize != 50 || prune.TombstoneRetention != "30d" ||
+		prune.CompactAfter != "7d" {
 		t.Fatalf("prune: %v, options %+v", err, prune)
 	}
 	err = clitest.Run(NewCmdKeysResolve(clitest.Factory(t), func(*KeysResolveOptions) error { return nil }), "--key-hash", "h", "--note", "x")
