@@ -93,10 +93,14 @@ func TestADrainedRunCountsTheLedgerWhenTheDurableIsEmpty(t *testing.T) {
 // (every 100 ms here) read them once and count only the ledger rows after that.
 func TestADrainedRunReadsTheTargetStatusesOnce(t *testing.T) {
 	t.Parallel()
-	d := drainedRun(t, 100*time.Millisecond)
-	// Two allows for a poll that began as the last acknowledgement was being recorded.
-	if d.targetCounts > 2 {
-		t.Errorf("the polls read the job's target statuses %d times in a drain of %s", d.targetCounts, d.took)
+	const poll = 100 * time.Millisecond
+	d := drainedRun(t, poll)
+	// Reading them on every poll would read them about 25 times in this drain. Once, and again
+	// by each poll that began while the acknowledgement collector was still ending: one here on
+	// a quiet machine, up to a few on a loaded one (a full suite once made it three, and a bound
+	// of two failed it), never a fifth of the polls.
+	if polls := int64(d.took / poll); d.targetCounts > max(2, polls/5) {
+		t.Errorf("the polls read the job's target statuses %d times in a drain of %s (%d polls)", d.targetCounts, d.took, polls)
 	}
 }
 

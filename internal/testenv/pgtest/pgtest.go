@@ -65,7 +65,9 @@ func connect() {
 	}
 	if err != nil {
 		openErr = fmt.Errorf("PostgreSQL at %s is unreachable: %w; %s", source, err, startHint)
+		return
 	}
+	vacuumCatalogsIfBloated()
 }
 
 // shared returns the one pool a test binary shares for set-up, connecting on first use.

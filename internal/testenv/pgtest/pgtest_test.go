@@ -130,3 +130,12 @@ func TestWaitForFails(t *testing.T) {
 		t.Errorf("error: Fatalf %q", msg)
 	}
 }
+
+// The vacuum a binary runs when the catalogs are bloated must be a statement the server takes:
+// a misspelt catalog would fail only on a bloated machine, silently.
+func TestCatalogVacuumIsAStatementTheServerTakes(t *testing.T) {
+	shared(t)
+	if _, err := pool.Exec(t.Context(), catalogVacuum); err != nil {
+		t.Fatalf("%s: %v", catalogVacuum, err)
+	}
+}
