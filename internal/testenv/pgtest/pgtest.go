@@ -57,6 +57,9 @@ func connect() {
 		return
 	}
 	cfg.MaxConns = 2
+	// Its catalog queries (a schema's shape at every reuse) were planned with parallel workers on
+	// bloated catalogs, each a process started and stopped for a 30 ms query.
+	cfg.ConnConfig.RuntimeParams["max_parallel_workers_per_gather"] = "0"
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	pool, err = pgxpool.NewWithConfig(ctx, cfg)
