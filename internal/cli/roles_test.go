@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/replayctl/replayctl/apikey"
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/internal/cmdutil"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
@@ -57,6 +58,16 @@ func TestLeastPrivilegeRolesRunTheirCommandsAndAreRefusedTheRest(t *testing.T) {
 	w.assertChargedOnce(t, n)
 	if c := w.EffectCounts(m); c.Completed != n {
 		t.Errorf("%d targets completed under the SDK role, want %d", c.Completed, n)
+	}
+
+	// The HTTP middleware runs under the SDK role too: its claim reads the compact tombstones
+	// (migration 0038), which keys prune writes under the operator role.
+	if _, _, err := sdkStore.APIKeysClaim(ctx, apikey.Claim{ScopeHash: "scope", KeyHash: "key", Route: "POST /v1/charges",
+		ClientHash: "client", RequestHash: "sha256:00", RequestHashAlg: "sha256-canon-v2", Owner: "o1", Lease: time.Minute}); err != nil {
+		t.Errorf("the middleware's claim as the SDK role: %v", err)
+	}
+	if stdout, stderr, code := runCommand(t, false, "keys prune --all-routes --compact-after 7d --yes"+as(opURL)); code != cmdutil.ExitOK {
+		t.Errorf("keys prune --compact-after as the operator role: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 
 	for _, args := range []string{"status " + m.ID, "status --json " + m.ID, "show " + m.ID, "ledger stats --consumer billing"} {
