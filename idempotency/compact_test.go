@@ -13,11 +13,14 @@ import (
 	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
-// compact takes every completed record of a's ledger through keys prune --compact-after to its
-// compact tombstone alone: evidence ended ten days ago, a first prune writes the compact form, a
-// second one past the grace deletes the whole row.
-func (a *api) compact() {
+// chargedThenCompacted charges order under key once, then takes its record through keys prune
+// --compact-after to its compact tombstone alone: evidence ended ten days ago, a first prune
+// writes the compact form, a second one past the grace deletes the whole row.
+func (a *api) chargedThenCompacted(key string) {
 	a.t.Helper()
+	if got := a.post("demo-alice", key, order); got.status != http.StatusCreated {
+		a.t.Fatalf("first request with %s: %d %s", key, got.status, got.body)
+	}
 	ledgertest.EndKeyWindows(a.t, a.pool, 10*24*time.Hour, 10*24*time.Hour, "completed")
 	prune := func() *ledger.APIKeysPruneReport {
 		r, err := a.store.APIKeysPrune(a.t.Context(), ledger.APIKeysPruneOptions{CompactAfter: 7 * 24 * time.Hour, Actor: "test"})
@@ -41,10 +44,7 @@ func (a *api) compact() {
 func TestAKeyOnlyACompactTombstoneIsLeftOfIsLookedUpNeverRunAsNew(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, apiOptions{})
-	if got := a.post("demo-alice", "k-compact", order); got.status != http.StatusCreated {
-		t.Fatalf("first: %d %s", got.status, got.body)
-	}
-	a.compact()
+	a.chargedThenCompacted("k-compact")
 	// The provider still has the charge under the request's operation ID: gone, not charged again,
 	// whatever the body (the fingerprint left with the evidence).
 	for _, o := range []billing.Order{order, {OrderID: "ord-other", Customer: "c", AmountCents: 1, Currency: "EUR"}} {
@@ -67,10 +67,7 @@ func TestAKeyOnlyACompactTombstoneIsLeftOfIsLookedUpNeverRunAsNew(t *testing.T) 
 func TestACompactedKeyTheProviderNeverChargedRunsOnceAndOneItCannotTellGoesToReview(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, apiOptions{})
-	if got := a.post("demo-alice", "k-lost", order); got.status != http.StatusCreated {
-		t.Fatalf("first: %d %s", got.status, got.body)
-	}
-	a.compact()
+	a.chargedThenCompacted("k-lost")
 	// A provider whose look-up cannot tell: review, nothing charged, and the next retry waits too.
 	c := newAPI(t, apiOptions{store: a.store, route: func(r *idempotency.Route) {
 		r.Lookup = func(_ contextT, _ idempotency.LookupRequest) (idempotency.LookupResult, error) {
@@ -90,10 +87,7 @@ func TestACompactedKeyTheProviderNeverChargedRunsOnceAndOneItCannotTellGoesToRev
 	// A provider without the charge (its look-up says not happened): the request runs, once; a
 	// first attempt refused before any call is released and its retry runs.
 	d := newAPI(t, apiOptions{})
-	if got := d.post("demo-alice", "k-never", order); got.status != http.StatusCreated {
-		t.Fatalf("first: %d", got.status)
-	}
-	d.compact()
+	d.chargedThenCompacted("k-never")
 	e := newAPI(t, apiOptions{store: d.store})
 	e.provider.Fail = func(string, string) error { return billing.ErrConnectRefused }
 	if got := e.post("demo-alice", "k-never", order); got.status != http.StatusBadGateway {
