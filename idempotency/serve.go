@@ -198,13 +198,14 @@ func (k *Keeper) lookUpExpired(q *request, rec apikey.Record) {
 	case VerdictNotHappened:
 		k.runAsNew(q, rec)
 	default:
-		review := func() (bool, error) {
-			if rec.Compact {
-				return k.cfg.Store.APIKeysReviewCompacted(q.r.Context(), q.claim, "expired key: "+detail)
-			}
-			return k.cfg.Store.APIKeysMarkReview(q.r.Context(), q.key(), "expired key: "+detail, rec.UpdatedAt)
+		var ok bool
+		var err error
+		if rec.Compact {
+			ok, err = k.cfg.Store.APIKeysReviewCompacted(q.r.Context(), q.claim, "expired key: "+detail)
+		} else {
+			ok, err = k.cfg.Store.APIKeysMarkReview(q.r.Context(), q.key(), "expired key: "+detail, rec.UpdatedAt)
 		}
-		if ok, err := review(); err == nil && ok {
+		if err == nil && ok {
 			k.becameUncertain(q.r.Context(), rt, rec.KeyHash, q.claim.ClientHash, "expired key the look-up could not settle")
 		}
 		k.answer(q.r.Context(), rt, problemUncertain, answerUncertain, q.w, "this key's replay window closed and whether it happened is not known; it goes to review, retry later", "", reviewRetryAfter)

@@ -46,7 +46,7 @@ func scanAPIKeyAfter(row interface{ Scan(...any) error }, before ...any) (apikey
 // key can be compacted, run again as new, and then be claimed as any record. An expired whole
 // row is not such a record: between the two halves of its compaction it is both, and it is not
 // claimable anyway. That the statement's snapshot may predate a compaction is covered by prune:
-// it deletes a whole row only well after its compact form committed (apiKeysPruneCompacted).
+// it deletes a whole row only apiKeysCompactedGrace after its compact form committed (apiKeysDropWholeWhere).
 const apiKeysClaim = `
 insert into api_keys as k (scope_hash, key_hash, route, client_hash, request_hash, request_hash_alg,
                            state, lease_owner, lease_expires_at, heartbeat_at)
