@@ -10,6 +10,11 @@ import (
 // failure of a large job is not a 100% error rate.
 const minGuardSample = 20
 
+// minRetryingSample is how many targets must be retrying before downstreamFailing judges: the
+// smallest canary (10 targets), so a canary whose every target retries stops, where the sample of
+// the prorated guards would wait for targets the canary never publishes.
+const minRetryingSample = 10
+
 // guardFinding is a guard's threshold passed: what was found, and what to do while the job can
 // still be resumed.
 type guardFinding struct {
@@ -25,6 +30,9 @@ type guardInput struct {
 	PlannedTargets int64 // the manifest's stats.targets
 	Progress
 	Effects ledger.JobEffectCounts
+	// RetryingThisRun counts Effects.Retrying's rows whose last transient failure came during
+	// this run (read only when Effects.Retrying could pass the guard's sample).
+	RetryingThisRun int64
 	// Finished: nothing is publishing and no target remains. CanaryOver: the canary settled.
 	// Exhausted: the budget holds the next target back with none in flight.
 	Finished, CanaryOver, Exhausted bool
@@ -45,7 +53,7 @@ type guard func(guardInput) *guardFinding
 
 // guards are judged in this order; the first finding stops the run. A new guard is a function
 // here, its flag in Guards, and rows in guards_internal_test.go.
-var guards = []guard{callsOverBudget, budgetExhausted, callsOverProrated, errorRate, tooManyUncertain}
+var guards = []guard{callsOverBudget, budgetExhausted, callsOverProrated, errorRate, tooManyUncertain, downstreamFailing}
 
 // judgeGuards returns the first guard's finding, or nil.
 func judgeGuards(in guardInput) *guardFinding {
@@ -138,4 +146,32 @@ func tooManyUncertain(in guardInput) *guardFinding {
 		"%d targets are uncertain (an external call may or may not have happened), above --max-uncertain %d",
 		in.Uncertain, in.Guards.MaxUncertain),
 		advice: "review them by hand, then resume"}
+}
+
+// downstreamFailing stops publishing when most published targets wait to retry after a transient
+// failure (--max-retrying-ratio): the consumer's dependency is failing, and more targets would
+// only queue behind it. Pausing loses nothing: the targets in flight keep retrying and settle on
+// their own, and resume publishes the rest. Like tooManyUncertain it is silent once nothing is
+// left to publish.
+func downstreamFailing(in guardInput) *guardFinding {
+	// Counted from the run's start: after a resume, targets still waiting out a backoff from the
+	// outage that paused the job say nothing about the provider now; once one is delivered and
+	// fails again it counts.
+	retrying := in.RetryingThisRun
+	if in.Finished || in.Remaining == 0 || retrying < minRetryingSample {
+		return nil
+	}
+	// Published targets without an outcome (a target dead-lettered again has one: failed); the
+	// ledger's rows of such targets when those are more, as the two are read a moment apart.
+	e := in.Effects
+	waiting := max(in.Published-e.Settled()-e.DeadLettered, e.Processing+e.Retrying)
+	ratio := float64(retrying) / float64(waiting)
+	if ratio <= in.Guards.MaxRetryingRatio {
+		return nil
+	}
+	return &guardFinding{kind: StopRetrying, found: fmt.Sprintf(
+		"%d of %d published targets without an outcome are waiting to retry after a transient failure (%.0f%%), above --max-retrying-ratio %.0f%%: "+
+			"what the consumer calls is failing",
+		retrying, waiting, 100*ratio, 100*in.Guards.MaxRetryingRatio),
+		advice: "it is paused, and the targets in flight keep retrying on their own: check the consumer's logs and its dependency, then resume"}
 }

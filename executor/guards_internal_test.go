@@ -13,8 +13,11 @@ func TestGuardsStopJustAboveTheirThresholds(t *testing.T) {
 	t.Parallel()
 	budget := CallBudget{Source: BudgetFromPlan, Calls: 100, MaxCallsOver: 0.1, Budget: 110, PlanExpected: 100, PerTarget: 1}
 	base := func() guardInput {
-		return guardInput{Guards: Guards{MaxCallsOver: 0.1, MaxErrorRatio: 0.05, MaxUncertain: 2}, Budget: budget,
+		return guardInput{Guards: Guards{MaxCallsOver: 0.1, MaxErrorRatio: 0.05, MaxUncertain: 2, MaxRetryingRatio: 0.8}, Budget: budget,
 			PlannedTargets: 100, Progress: Progress{Targets: 100, Remaining: 50}}
+	}
+	inFlight := func(in *guardInput, published, processing, retrying int64) {
+		in.Published, in.Effects.Processing, in.Effects.Retrying, in.RetryingThisRun = published, processing, retrying, retrying
 	}
 	settled := func(in *guardInput, completed, failed, calls int64) {
 		in.Effects = ledger.JobEffectCounts{Completed: completed, BusinessFailed: failed, SettledCalls: calls}
@@ -52,6 +55,29 @@ func TestGuardsStopJustAboveTheirThresholds(t *testing.T) {
 			"3 targets are uncertain (an external call may or may not have happened), above --max-uncertain 2"},
 		{"uncertain left to the exit code at the end", func(in *guardInput) { in.Uncertain, in.Finished = 3, true }, "", ""},
 		{"uncertain with nothing left to publish", func(in *guardInput) { in.Uncertain, in.Remaining = 3, 0 }, "", ""},
+		{"retrying at --max-retrying-ratio", func(in *guardInput) { inFlight(in, 50, 10, 40) }, "", ""},
+		{"retrying above --max-retrying-ratio", func(in *guardInput) { inFlight(in, 50, 9, 41) }, StopRetrying,
+			"41 of 50 published targets without an outcome are waiting to retry after a transient failure (82%), above --max-retrying-ratio 80%"},
+		{"retrying waits for 10 of them", func(in *guardInput) { inFlight(in, 9, 0, 9) }, "", ""},
+		{"a canary whose every target retries", func(in *guardInput) { inFlight(in, 10, 0, 10) }, StopRetrying, "10 of 10 published targets"},
+		{"retrying judged against the published targets without an outcome", func(in *guardInput) {
+			settled(in, 30, 0, 30)
+			inFlight(in, 130, 59, 41)
+		}, "", ""},
+		{"retrying among few in flight after many settled", func(in *guardInput) {
+			settled(in, 30, 0, 30)
+			inFlight(in, 80, 9, 41)
+		}, StopRetrying, "41 of 50 published targets"},
+		{"a target dead-lettered again is not waiting", func(in *guardInput) {
+			inFlight(in, 60, 9, 41)
+			in.Effects.DeadLettered = 10
+		}, StopRetrying, "41 of 50 published targets"},
+		{"targets still waiting out a backoff from before the run", func(in *guardInput) {
+			inFlight(in, 50, 0, 50)
+			in.RetryingThisRun = 40
+		}, "", ""},
+		{"retrying with nothing left to publish", func(in *guardInput) { inFlight(in, 50, 0, 50); in.Remaining = 0 }, "", ""},
+		{"retrying left alone at the end", func(in *guardInput) { inFlight(in, 50, 0, 50); in.Finished = true }, "", ""},
 		{"the budget is judged before the error rate", func(in *guardInput) { settled(in, 30, 10, 40); in.ExternalCalls = 111 }, StopCallBudget,
 			"over its budget of 110"},
 	} {

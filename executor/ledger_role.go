@@ -24,6 +24,7 @@ type Ledger interface {
 	EffectsJobItems(ctx context.Context, consumer string, version int, jobID string, kind string, limit int) ([]ledger.ReviewItem, error)
 	EffectsJobOwners(ctx context.Context, consumer string, version int, jobID string) ([]ledger.OwnerShare, error)
 	EffectsJobSettled(ctx context.Context, consumer string, version int, jobID string) (int64, error)
+	EffectsJobRetryingSince(ctx context.Context, consumer string, version int, jobID string, since time.Time) (int64, error)
 	ExecuteCancelled(ctx context.Context, e ledger.ExecuteEnd) error
 	ExecuteComplete(ctx context.Context, e ledger.ExecuteEnd) error
 	ExecuteGuardStopped(ctx context.Context, e ledger.ExecuteEnd) error

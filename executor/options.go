@@ -28,12 +28,17 @@ type Guards struct {
 	// MaxUncertain (--max-uncertain) is how many uncertain targets the run tolerates before it
 	// stops publishing.
 	MaxUncertain int64 `json:"maxUncertain"`
+	// MaxRetryingRatio (--max-retrying-ratio) bounds the published targets waiting to retry after
+	// a transient failure / the published targets without an outcome (after 10 retrying).
+	MaxRetryingRatio float64 `json:"maxRetryingRatio"`
 }
 
 // DefaultGuards lets calls exceed the plan's estimate by 10% (the shadow gate's default), stops
-// at 5% failures, and stops publishing once more than 10 targets need manual review.
+// at 5% failures, stops publishing once more than 10 targets need manual review, and once more
+// than 80% of the targets in flight are retrying (a dependency down, not a flaky one: a few
+// transient failures with a long backoff stay well below it).
 func DefaultGuards() Guards {
-	return Guards{MaxCallsOver: 0.10, MaxErrorRatio: 0.05, MaxUncertain: 10}
+	return Guards{MaxCallsOver: 0.10, MaxErrorRatio: 0.05, MaxUncertain: 10, MaxRetryingRatio: 0.80}
 }
 
 // Options is one execute request.
@@ -129,6 +134,7 @@ func (o *Options) Normalise() error {
 	}{
 		{"--max-calls-over", o.Guards.MaxCallsOver, math.MaxFloat64},
 		{"--max-error-ratio", o.Guards.MaxErrorRatio, 1},
+		{"--max-retrying-ratio", o.Guards.MaxRetryingRatio, 1},
 		{"--max-drift", o.MaxDriftRatio, 1},
 	} {
 		if math.IsNaN(r.value) || r.value < 0 || r.value > r.max {

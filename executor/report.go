@@ -95,6 +95,7 @@ const (
 	StopCallBudget StopKind = "call_budget"
 	StopErrorRate  StopKind = "error_rate"
 	StopUncertain  StopKind = "uncertain"
+	StopRetrying   StopKind = "retrying"
 	StopStalled    StopKind = "stalled"
 	StopCancelled  StopKind = "cancelled"
 )

@@ -194,6 +194,10 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 	if err == nil {
 		p, e, err = w.readProgress(ctx, rec, publishing)
 	}
+	var retryingThisRun int64
+	if err == nil && e.Retrying >= minRetryingSample {
+		retryingThisRun, err = s.store.EffectsJobRetryingSince(ctx, rec.Consumer, rec.EffectVersionTo, rec.ID, w.r.StartedAt)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, false, ctx.Err()
@@ -259,7 +263,7 @@ func (w *watcher) poll(ctx context.Context, publishing bool) (*Stop, bool, error
 		w.r.SettledAt = s.opts.Now().UTC()
 	}
 	finding := judgeGuards(guardInput{Guards: s.opts.Guards, Budget: s.budget, PlannedTargets: s.m.Stats.Targets, Progress: p, Effects: e,
-		Finished: finished, CanaryOver: canaryOver, Exhausted: exhausted && p.Remaining > 0})
+		RetryingThisRun: retryingThisRun, Finished: finished, CanaryOver: canaryOver, Exhausted: exhausted && p.Remaining > 0})
 	if stop := guardStop(s.m.ID, p.Remaining, finding); stop != nil {
 		if inCanary && !stop.Completed {
 			stop.Canary = true

@@ -271,6 +271,28 @@ func (s *Store) EffectsJobCounts(ctx context.Context, consumer string, version i
 	return c, nil
 }
 
+// Through the same index as effectsJobCounts; a received row of a failed target was dead-lettered
+// again, not waiting to retry.
+const effectsJobRetryingSince = `
+select count(*)
+  from effects e
+ where consumer = $1 and effect_version = $2 and job_id = $3 and state = 'received' and updated_at >= $4
+   and not exists (select 1 from job_targets t where t.job_id = $3 and t.event_id = e.event_id and t.status = 'failed')`
+
+// EffectsJobRetryingSince counts jobID's rows released after a transient failure at or after
+// since (the release stamps updated_at): the targets failing now, not those still waiting out a
+// backoff from before.
+func (s *Store) EffectsJobRetryingSince(ctx context.Context, consumer string, version int, jobID string, since time.Time) (int64, error) {
+	var n int64
+	_, err := retryLostConnection(ctx, func() error {
+		return s.pool.QueryRow(ctx, effectsJobRetryingSince, consumer, version, jobID, since).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("count the retrying rows of job %s (consumer %s, version %d): %w", jobID, consumer, version, err)
+	}
+	return n, nil
+}
+
 // Review item kinds for EffectsJobItems.
 const (
 	ReviewUncertain = "uncertain"

@@ -727,3 +727,21 @@ func TestExecuteLockAdmitsOneExecutorPerJob(t *testing.T) {
 	}
 	again()
 }
+
+// Execute's retrying guard counts the rows released during its run: a row still waiting out a
+// backoff from before does not say the provider is failing now.
+func TestEffectsJobRetryingSinceCountsOnlyReleasesFromThen(t *testing.T) {
+	t.Parallel()
+	store := pgtest.Ledger(t)
+	execJobRows(t, store)
+	execSQL(t, store, `update effects set updated_at = now() - interval '1 hour' where event_id = 'retry'`)
+	for _, c := range []struct {
+		since time.Duration
+		want  int64
+	}{{-2 * time.Hour, 1}, {-time.Minute, 0}} {
+		got, err := store.EffectsJobRetryingSince(t.Context(), "billing", 2, "job-c", time.Now().Add(c.since))
+		if err != nil || got != c.want {
+			t.Errorf("since %s ago: %d, %v; want %d", -c.since, got, err, c.want)
+		}
+	}
+}

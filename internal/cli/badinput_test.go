@@ -346,6 +346,7 @@ func TestBadInputFlags(t *testing.T) {
 		usage("rate 1e12", "execute --yes --rate 1e12 "+job, "--rate 1e+12", "0 (no limit)"),
 		usage("max-in-flight 0", "execute --yes --max-in-flight 0 "+job, "--max-in-flight 0", "at least 1"),
 		usage("max-error-ratio 2", "execute --yes --max-error-ratio 2 "+job, "--max-error-ratio 2", "between 0 and 1"),
+		usage("max-retrying-ratio 1.5", "execute --yes --max-retrying-ratio 1.5 "+job, "--max-retrying-ratio 1.5", "between 0 and 1"),
 		usage("max-drift 2", "execute --yes --max-drift 2 "+job, "--max-drift 2", "between 0 and 1"),
 		usage("settle-timeout 0", "execute --yes --settle-timeout 0s "+job, "--settle-timeout", "must be positive"),
 		usage("durable with a terminal escape", "execute --yes --durable 'billing\x1b[2J' "+job, `--durable "billing\x1b[2J"`, "control character"),

@@ -65,8 +65,9 @@ then opens --rate and --max-in-flight; 0 skips it.
 
 Guards stop the run with exit 4 and pause the job: external calls over the budget
 (--max-calls-over), failures over --max-error-ratio, more than --max-uncertain uncertain targets,
-or no outcome landing in the ledger for --settle-timeout, whether the run is publishing,
-throttled or waiting (the job then stays executing).
+more than --max-retrying-ratio of the targets in flight retrying after transient failures (what
+the consumer calls is down), or no outcome landing in the ledger for --settle-timeout, whether
+the run is publishing, throttled or waiting (the job then stays executing).
 
 From another terminal: replayctl status|pause|resume|cancel JOB. Pause and cancel take effect
 within a second; messages already published are still processed, and cancel never reverts what
@@ -114,6 +115,8 @@ permit this user to publish the replays (nothing is delivered; docs/nats/permiss
 	fl.Float64Var(&req.Guards.MaxCallsOver, "max-calls-over", defaults.MaxCallsOver, "stop when external calls exceed the manifest's expected calls by more than this fraction")
 	fl.Float64Var(&req.Guards.MaxErrorRatio, "max-error-ratio", defaults.MaxErrorRatio, "stop when more than this fraction of settled targets failed")
 	fl.Int64Var(&req.Guards.MaxUncertain, "max-uncertain", defaults.MaxUncertain, "stop publishing when more than this many targets are uncertain")
+	fl.Float64Var(&req.Guards.MaxRetryingRatio, "max-retrying-ratio", defaults.MaxRetryingRatio,
+		"stop publishing when more than this fraction of the targets in flight wait to retry after a transient failure (after 10)")
 	fl.Float64Var(&req.MaxDriftRatio, "max-drift", 0, "skip targets whose ledger rows changed since plan, up to this fraction; above it refuse (0: refuse any)")
 	fl.Var(cmdutil.NewDurationValue(&req.SettleTimeout, 5*time.Minute), "settle-timeout", "stop when published targets make no progress in the ledger for this long")
 	return cmd
