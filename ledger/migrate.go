@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,6 +68,21 @@ var loadMigrations = sync.OnceValues(func() ([]migration, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
 	return out, nil
 })
+
+// EmbeddedMigrationsDigest identifies the embedded migrations by their names and text: two
+// binaries with the same digest make the same schema, which is what lets the test helpers hand a
+// schema one test binary migrated to the next (internal/testenv/pgtest).
+func EmbeddedMigrationsDigest() (string, error) {
+	ms, err := loadMigrations()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, m := range ms {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00", m.name, len(m.sql), m.sql)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12]), nil
+}
 
 // EmbeddedSchemaVersion returns the schema version this binary migrates to, its highest embedded
 // migration, and that migration's name, for help text and --version that never open a connection.

@@ -1,6 +1,7 @@
 // Package pgtest gives each test its own schema in a real PostgreSQL database, so tests run in
 // parallel without seeing each other's rows. A schema is dropped when its test ends, or, for
-// Ledger's migrated schemas, emptied and handed to the binary's next test (reuse.go).
+// Ledger's migrated schemas, emptied and handed to the binary's next test (reuse.go) and, once the
+// binary exits, to the next binary that needs one (adopt.go).
 package pgtest
 
 import (

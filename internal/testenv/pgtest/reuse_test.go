@@ -82,3 +82,32 @@ func TestAReusedSchemaStartsEmptyAndAChangedOneIsDropped(t *testing.T) {
 		}
 	})
 }
+
+// Prune makes weeks ahead that migrate did not; a schema whose only change is those is handed
+// on with them dropped, as migrate would have made it, where it used to be dropped whole.
+func TestASchemaWithWeeksMadeAheadIsHandedOnWithoutThem(t *testing.T) {
+	var first string
+	var partitions int
+	t.Run("makes weeks ahead", func(t *testing.T) {
+		store, u := LedgerWithURL(t)
+		first = schemaOf(t, u)
+		db := Pool(t, store)
+		if err := db.QueryRow(t.Context(), `select count(*) from pg_inherits where inhparent = 'effect_bodies'::regclass`).Scan(&partitions); err != nil {
+			t.Fatal(err)
+		}
+		var made int
+		if err := db.QueryRow(t.Context(), `select effect_bodies_ensure(now() + interval '200 days')`).Scan(&made); err != nil || made == 0 {
+			t.Fatalf("effect_bodies_ensure: made %d, %v", made, err)
+		}
+	})
+	t.Run("gets it without them", func(t *testing.T) {
+		store, u := LedgerWithURL(t)
+		if got := schemaOf(t, u); got != first {
+			t.Fatalf("got schema %s, want %s handed on", got, first)
+		}
+		var now int
+		if err := Pool(t, store).QueryRow(t.Context(), `select count(*) from pg_inherits where inhparent = 'effect_bodies'::regclass`).Scan(&now); err != nil || now != partitions {
+			t.Fatalf("effect_bodies has %d partitions (%v), want the %d migrate made", now, err, partitions)
+		}
+	})
+}
