@@ -42,6 +42,9 @@ func TestARunIntoAProviderThatIsDownPausesAndResumeChargesEachOnce(t *testing.T)
 	if e.JobStatus(m.ID) != "paused" {
 		t.Fatalf("job %s, want paused by the guard", e.JobStatus(m.ID))
 	}
+	if st, err := executor.Status(e.Ctx, e.Store, m.ID); err != nil || st.Counts.Retrying < 10 || st.Counts.Retrying > st.Counts.InProgress {
+		t.Fatalf("status while the provider is down: %+v, %v; want the retrying targets among those in progress", st.Counts, err)
+	}
 
 	down.Store(false)
 	if _, err := job.Resume(e.Ctx, e.Store, job.Control{JobID: m.ID, Actor: "erin"}); err != nil {

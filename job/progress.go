@@ -23,8 +23,11 @@ type Progress struct {
 	// Failed targets completed with a business failure under the new version.
 	Failed    int64 `json:"failed"`
 	Uncertain int64 `json:"uncertain"`
-	// InProgress targets have a ledger row under the new version without an outcome yet.
+	// InProgress targets have a ledger row under the new version without an outcome yet;
+	// Retrying are those of them waiting to retry after a transient failure (what the consumer
+	// calls failing: execute's --max-retrying-ratio judges them).
 	InProgress int64 `json:"inProgress"`
+	Retrying   int64 `json:"retrying"`
 	Remaining  int64 `json:"remaining"`
 	// ExternalCalls are the calls the replay's handlers started; CallBudget what the guard allows.
 	ExternalCalls int64 `json:"externalCalls"`
@@ -72,7 +75,7 @@ func ReadCounts(ctx context.Context, store CountReader, rec ledger.Job) (map[str
 // outcomes come from the ledger; after, job_targets holds them (and the ledger rows stay, so the
 // source failures are what is left of failed once the business failures are taken out).
 func ProgressOf(targets int64, ts map[string]int64, e ledger.JobEffectCounts, settled bool) Progress {
-	p := Progress{Targets: targets, Skipped: ts[ledger.TargetSkipped], InProgress: e.Processing + e.Retrying,
+	p := Progress{Targets: targets, Skipped: ts[ledger.TargetSkipped], InProgress: e.Processing + e.Retrying, Retrying: e.Retrying,
 		ExternalCalls: e.SettledCalls + e.InFlightCalls}
 	if settled {
 		p.Completed, p.Failed, p.Uncertain = ts[ledger.TargetCompleted], ts[ledger.TargetFailed], ts[ledger.TargetUncertain]

@@ -96,6 +96,7 @@ func progressRows(p executor.Progress, dryRun bool, pre executor.Preflight, r *e
 		[2]string{"failed", cmdutil.Count(p.Failed)},
 		[2]string{"uncertain", cmdutil.Count(p.Uncertain)},
 		[2]string{"in progress", cmdutil.Count(p.InProgress)},
+		[2]string{"  of which retrying after a transient failure", cmdutil.Count(p.Retrying)},
 		[2]string{"remaining", cmdutil.Count(p.Remaining)},
 		[2]string{"external calls", cmdutil.Count(p.ExternalCalls)},
 		[2]string{"external call budget", fmt.Sprintf("%d (%s)", pre.CallBudget, pre.Budget.Describe())},

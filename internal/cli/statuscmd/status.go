@@ -144,6 +144,7 @@ func printStatus(ios *iostreams.IOStreams, r *executor.StatusReport) error {
 		{"  of which not published (DLQ message gone or changed)", cmdutil.Count(p.SourceFailed)},
 		{"uncertain", cmdutil.Count(p.Uncertain)},
 		{"in progress", cmdutil.Count(p.InProgress)},
+		{"  of which retrying after a transient failure", cmdutil.Count(p.Retrying)},
 		{"remaining", cmdutil.Count(p.Remaining)},
 		{"external calls", cmdutil.Count(p.ExternalCalls)},
 		{"expected external calls", cmdutil.Count(r.ExpectedCalls)},

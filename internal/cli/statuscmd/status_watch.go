@@ -62,8 +62,8 @@ func watchLine(r *executor.StatusReport, now time.Time) string {
 	p := r.Counts
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s job %s %s", now.UTC().Format(time.RFC3339), clip.Line(r.JobID), clip.Line(p.State))
-	fmt.Fprintf(&b, ": %d/%d settled (%d completed, %d failed, %d uncertain), %d in progress, %d remaining",
-		p.Completed+p.Failed+p.Uncertain, p.Targets-p.Skipped, p.Completed, p.Failed, p.Uncertain, p.InProgress, p.Remaining)
+	fmt.Fprintf(&b, ": %d/%d settled (%d completed, %d failed, %d uncertain), %d in progress (%d retrying), %d remaining",
+		p.Completed+p.Failed+p.Uncertain, p.Targets-p.Skipped, p.Completed, p.Failed, p.Uncertain, p.InProgress, p.Retrying, p.Remaining)
 	fmt.Fprintf(&b, "; %.1f targets/s, ETA %s", shownRate(r), etaText(p.ETA))
 	if p.Reason != "" {
 		fmt.Fprintf(&b, "; %s", clip.Line(p.Reason))
@@ -130,6 +130,10 @@ func guardsText(r *executor.StatusReport) string {
 		}
 		parts = append(parts, fmt.Sprintf("failed %.1f%% (max %.1f%%)", 100*ratio, 100*g.MaxErrorRatio),
 			fmt.Sprintf("uncertain %d (max %d)", p.Uncertain, g.MaxUncertain))
+		// A run state written before the guard existed has no ratio: nothing to put the count against.
+		if g.MaxRetryingRatio > 0 {
+			parts = append(parts, fmt.Sprintf("retrying %d (max %.0f%% of those in flight)", p.Retrying, 100*g.MaxRetryingRatio))
+		}
 	}
 	return strings.Join(parts, ", ")
 }
