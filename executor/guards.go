@@ -156,8 +156,8 @@ func tooManyUncertain(in guardInput) *guardFinding {
 func downstreamFailing(in guardInput) *guardFinding {
 	// Counted from the run's start: after a resume, targets still waiting out a backoff from the
 	// outage that paused the job say nothing about the provider now; once one is delivered and
-	// fails again it counts.
-	retrying := in.RetryingThisRun
+	// fails again it counts. Read a moment after Effects, it is held to Effects' count.
+	retrying := min(in.RetryingThisRun, in.Effects.Retrying)
 	if in.Finished || in.Remaining == 0 || retrying < minRetryingSample {
 		return nil
 	}

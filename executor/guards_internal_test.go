@@ -76,6 +76,10 @@ func TestGuardsStopJustAboveTheirThresholds(t *testing.T) {
 			inFlight(in, 50, 0, 50)
 			in.RetryingThisRun = 40
 		}, "", ""},
+		{"releases read after the counts are held to them", func(in *guardInput) {
+			inFlight(in, 50, 9, 41)
+			in.RetryingThisRun = 60
+		}, StopRetrying, "41 of 50 published targets"},
 		{"retrying with nothing left to publish", func(in *guardInput) { inFlight(in, 50, 0, 50); in.Remaining = 0 }, "", ""},
 		{"retrying left alone at the end", func(in *guardInput) { inFlight(in, 50, 0, 50); in.Finished = true }, "", ""},
 		{"the budget is judged before the error rate", func(in *guardInput) { settled(in, 30, 10, 40); in.ExternalCalls = 111 }, StopCallBudget,
