@@ -29,8 +29,8 @@ func loadMigrationsTag() error {
 	return nil
 }
 
-// tagMigrated records on a schema this binary just migrated what adopting it needs to know.
-// The text is made of hex digits, a date and spaces, so it is spliced in as it is.
+// tagMigrated records on a schema this binary just migrated what adopting it needs to know. The
+// date is the server's, as adopt compares it; COMMENT takes no parameters, hence format().
 func tagMigrated(ctx context.Context, schema, shape string) error {
 	_, err := pool.Exec(ctx, fmt.Sprintf(`do $$ begin execute format('comment on schema %%I is %%L', %s, %s || ' ' || current_date || ' ' || %s); end $$`,
 		quoteLiteral(schema), quoteLiteral(migrationsTag), quoteLiteral(shape)))
