@@ -240,6 +240,10 @@ type JobEffectCounts struct {
 // Settled is how many rows reached an outcome that needs no further processing.
 func (c JobEffectCounts) Settled() int64 { return c.Completed + c.BusinessFailed + c.Uncertain }
 
+// deadLetteredAgain holds for a received row of job $3 whose target failed: the consumer
+// dead-lettered its replay again (consumer.failReplayTarget), so it is not waiting to retry.
+const deadLetteredAgain = `exists (select 1 from job_targets t where t.job_id = $3 and t.event_id = e.event_id and t.status = 'failed')`
+
 // One pass over the job's rows through effects_consumer_version_job_idx. An uncertain row's
 // calls_started may exceed its effect_count (a call whose outcome is unknown), hence greatest().
 const effectsJobCounts = `
@@ -248,9 +252,7 @@ select count(*) filter (where state = 'reconciled' or (state = 'completed' and o
        count(*) filter (where state = 'uncertain'),
        count(*) filter (where state = 'processing'),
        count(*) filter (where state = 'received'),
-       count(*) filter (where state = 'received'
-                          and exists (select 1 from job_targets t
-                                       where t.job_id = $3 and t.event_id = e.event_id and t.status = 'failed')),
+       count(*) filter (where state = 'received' and ` + deadLetteredAgain + `),
        coalesce(sum(greatest(effect_count, calls_started)) filter (where state in ('completed', 'reconciled', 'uncertain')), 0),
        coalesce(sum(calls_started) filter (where state = 'processing'), 0)
   from effects e
@@ -271,13 +273,12 @@ func (s *Store) EffectsJobCounts(ctx context.Context, consumer string, version i
 	return c, nil
 }
 
-// Through the same index as effectsJobCounts; a received row of a failed target was dead-lettered
-// again, not waiting to retry.
+// Through the same index as effectsJobCounts.
 const effectsJobRetryingSince = `
 select count(*)
   from effects e
  where consumer = $1 and effect_version = $2 and job_id = $3 and state = 'received' and updated_at >= $4
-   and not exists (select 1 from job_targets t where t.job_id = $3 and t.event_id = e.event_id and t.status = 'failed')`
+   and not ` + deadLetteredAgain
 
 // EffectsJobRetryingSince counts jobID's rows released after a transient failure at or after
 // since (the release stamps updated_at): the targets failing now, not those still waiting out a
