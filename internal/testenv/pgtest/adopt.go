@@ -37,6 +37,13 @@ func tagMigrated(ctx context.Context, schema, shape string) error {
 	return err
 }
 
+// serverToday is the date a tag holds, by the server's clock (tagMigrated writes current_date).
+func serverToday(ctx context.Context) (string, error) {
+	var today string
+	err := pool.QueryRow(ctx, `select current_date::text`).Scan(&today)
+	return today, err
+}
+
 func quoteLiteral(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
 // orphanQuery lists the reusable schemas of binaries that exited (their owner backend is gone)
@@ -61,8 +68,8 @@ func adopt(ctx context.Context, name string) (migrated, bool) {
 	if err != nil {
 		return migrated{}, false
 	}
-	var today string
-	if err := pool.QueryRow(ctx, `select current_date::text`).Scan(&today); err != nil {
+	today, err := serverToday(ctx)
+	if err != nil {
 		return migrated{}, false
 	}
 	for _, o := range orphans {

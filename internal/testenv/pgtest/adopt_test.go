@@ -39,11 +39,11 @@ func orphanOf(t *testing.T, tag func(shape string) string) (orphan, string) {
 	if _, err := pool.Exec(ctx, fmt.Sprintf("comment on schema %s is %s", pgx.Identifier{name}.Sanitize(), quoteLiteral(tag(m.shape)))); err != nil {
 		t.Fatal(err)
 	}
-	var today string
-	if err := pool.QueryRow(ctx, `select current_date::text`).Scan(&today); err != nil {
+	day, err := serverToday(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return orphan{Name: name, Tag: tag(m.shape)}, today
+	return orphan{Name: name, Tag: tag(m.shape)}, day
 }
 
 func schemaExists(t *testing.T, name string) bool {
@@ -99,7 +99,6 @@ func TestAnOrphanOfOtherMigrationsOrAnotherDayIsDropped(t *testing.T) {
 
 // today is the server's date as adopt reads it.
 func today() string {
-	var d string
-	_ = pool.QueryRow(context.Background(), `select current_date::text`).Scan(&d)
+	d, _ := serverToday(context.Background())
 	return d
 }
