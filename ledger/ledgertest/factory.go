@@ -26,7 +26,7 @@ type Effect struct {
 	// RequestHash is the payload's fingerprint: "sha256:" + EventID when empty; pass
 	// fingerprint.Payload(payload) for a row the SDK must find a duplicate of.
 	RequestHash    string
-	RequestHashAlg string // the column's default, canonical-json-v1
+	RequestHashAlg string // canonical-json-v1, the column's default
 	EffectCount    int
 	CallsStarted   int
 	Attempts       int
@@ -52,6 +52,13 @@ select u.consumer, u.event_id, u.version, u.state, u.request_hash, coalesce(null
        as u(consumer, event_id, version, state, request_hash, alg, effect_count, calls_started, attempts, job_id,
             last_error, lease_owner, lapsed_ms, updated_ms, created_ms)`
 
+// Defaults returns e with its defaults filled in, as InsertEffects stores it.
+func (e Effect) Defaults() Effect {
+	e.Consumer, e.Version, e.State = or(e.Consumer, "billing"), max(e.Version, 1), or(e.State, "completed")
+	e.RequestHash, e.RequestHashAlg = or(e.RequestHash, "sha256:"+e.EventID), or(e.RequestHashAlg, "canonical-json-v1")
+	return e
+}
+
 // InsertEffects writes effects rows in one statement.
 func InsertEffects(t testing.TB, db Execer, effects ...Effect) {
 	t.Helper()
@@ -66,8 +73,9 @@ func InsertEffects(t testing.TB, db Execer, effects ...Effect) {
 		if e.EventID == "" {
 			t.Fatal("ledgertest.InsertEffects: an effect needs its EventID")
 		}
-		consumers[i], events[i], versions[i], states[i] = or(e.Consumer, "billing"), e.EventID, max(e.Version, 1), or(e.State, "completed")
-		hashes[i], algs[i] = or(e.RequestHash, "sha256:"+e.EventID), e.RequestHashAlg
+		e = e.Defaults()
+		consumers[i], events[i], versions[i], states[i] = e.Consumer, e.EventID, e.Version, e.State
+		hashes[i], algs[i] = e.RequestHash, e.RequestHashAlg
 		counts[i], calls[i], attempts[i], jobs[i], errs[i], owners[i] = e.EffectCount, e.CallsStarted, e.Attempts, e.JobID, e.LastError, e.LeaseOwner
 		lapsed[i], updated[i], created[i] = e.LeaseLapsedAgo.Milliseconds(), e.UpdatedAgo.Milliseconds(), e.CreatedAgo.Milliseconds()
 	}

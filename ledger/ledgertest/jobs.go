@@ -9,9 +9,10 @@ import (
 	"github.com/replayctl/replayctl/jobtype"
 )
 
-// Querier is a pool, connection or transaction a test writes through and reads an ID back from.
+// Querier is a pool, connection or transaction a test writes through and reads back from.
 type Querier interface {
 	Execer
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
@@ -70,4 +71,45 @@ values ($1, $2, $3, 'ledgertest', '{}', '{}', 'shadow') returning id`, jobID, di
 		t.Fatalf("ledgertest.InsertShadowVerdict: %v", err)
 	}
 	return id
+}
+
+// InsertTargets gives jobID a target in status for each of eventIDs, as plan and execute leave
+// them (stream sequence, subject and failure reason are placeholders).
+func InsertTargets(t testing.TB, db Execer, jobID, status string, eventIDs ...string) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), `
+insert into job_targets (job_id, event_id, stream_seq, original_subject, failure_reason, status)
+select $1, e, ordinality, 'orders.created', 'ledgertest', $2 from unnest($3::text[]) with ordinality e`,
+		jobID, status, eventIDs); err != nil {
+		t.Fatalf("ledgertest.InsertTargets: %v", err)
+	}
+}
+
+// TargetStatuses returns the status of each of jobID's targets by event ID.
+func TargetStatuses(t testing.TB, db Querier, jobID string) map[string]string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `select event_id, status from job_targets where job_id = $1`, jobID)
+	if err != nil {
+		t.Fatalf("ledgertest.TargetStatuses: %v", err)
+	}
+	out := map[string]string{}
+	var id, status string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &status}, func() error { out[id] = status; return nil }); err != nil {
+		t.Fatalf("ledgertest.TargetStatuses: %v", err)
+	}
+	return out
+}
+
+// AuditActions returns the action of every audit entry, oldest first.
+func AuditActions(t testing.TB, db Querier) []string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `select action from audit order by id`)
+	if err != nil {
+		t.Fatalf("ledgertest.AuditActions: %v", err)
+	}
+	actions, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("ledgertest.AuditActions: %v", err)
+	}
+	return actions
 }

@@ -2,6 +2,7 @@ package ledgerconformance_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/replayctl/replayctl/internal/testenv/ledgerconformance"
 	"github.com/replayctl/replayctl/internal/testenv/ledgerfake"
@@ -47,3 +48,39 @@ func (s pgSeeder) AddJob(j ledgertest.Job) { ledgertest.InsertJob(s.t, s.db, j) 
 func (s pgSeeder) AddVerdict(jobID, digest string, pass bool) int64 {
 	return ledgertest.InsertShadowVerdict(s.t, s.db, jobID, digest, pass)
 }
+
+func TestUncertainOnPostgreSQL(t *testing.T) {
+	t.Parallel()
+	ledgerconformance.Uncertain(t, func(t *testing.T) (ledgerconformance.UncertainStore, ledgerconformance.UncertainSeeder) {
+		store := pgtest.Ledger(t)
+		return store, pgSeeder{t: t, db: pgtest.Pool(t, store)}
+	})
+}
+
+func TestUncertainFake(t *testing.T) {
+	t.Parallel()
+	ledgerconformance.Uncertain(t, func(*testing.T) (ledgerconformance.UncertainStore, ledgerconformance.UncertainSeeder) {
+		fake := ledgerfake.NewUncertain()
+		return fake, fake
+	})
+}
+
+func (s pgSeeder) AddEffects(effects ...ledgertest.Effect) { ledgertest.InsertEffects(s.t, s.db, effects...) }
+
+func (s pgSeeder) AddTargets(jobID, status string, eventIDs ...string) {
+	ledgertest.InsertTargets(s.t, s.db, jobID, status, eventIDs...)
+}
+
+func (s pgSeeder) StickLeases(owner string, calls int, lapsedAgo time.Duration, eventIDs ...string) {
+	ledgertest.StickLeases(s.t, s.db, owner, calls, lapsedAgo, eventIDs...)
+}
+
+func (s pgSeeder) AskedAgo(d time.Duration, eventIDs ...string) { ledgertest.AskedAgo(s.t, s.db, d, eventIDs...) }
+
+func (s pgSeeder) SettleByHand(eventIDs ...string) { ledgertest.SettleByHand(s.t, s.db, eventIDs...) }
+
+func (s pgSeeder) TargetStatuses(jobID string) map[string]string {
+	return ledgertest.TargetStatuses(s.t, s.db, jobID)
+}
+
+func (s pgSeeder) AuditActions() []string { return ledgertest.AuditActions(s.t, s.db) }
