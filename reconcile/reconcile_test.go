@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/replayctl/replayctl/internal/billing"
 	"github.com/replayctl/replayctl/internal/testenv/exectest"
 	"github.com/replayctl/replayctl/ledger/ledgertest"
@@ -92,26 +90,6 @@ func TestReconcileDryRunChangesNothing(t *testing.T) {
 	}
 }
 
-func TestReconcileWithoutALookupResponderChangesNothing(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, 4, []int{1}, []int{2}, false)
-	r, err := w.run(reconcile.Options{})
-	if !errors.Is(err, reconcile.ErrNoResponder) || r != nil {
-		t.Fatalf("err %v, report %v; want ErrNoResponder and no report", err, r)
-	}
-	for _, want := range []string{"no look-up responder for consumer billing", protocol.ReconcileSubject("billing"), "nothing was changed"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q lacks %q", err, want)
-		}
-	}
-	if got := w.states(); got != "evt-00000:completed evt-00001:uncertain evt-00002:uncertain evt-00003:completed" {
-		t.Fatalf("rows changed without a responder: %s", got)
-	}
-	if n := w.QueryInt(`select count(*) from audit where action like 'reconcile%'`); n != 0 {
-		t.Fatalf("%d audit entries without a responder", n)
-	}
-}
-
 func TestReconcileLeavesARowThatChangedAfterItWasListed(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, 6, []int{1, 4}, []int{2}, true)
@@ -147,31 +125,6 @@ func TestReconcileNotConfirmedChangesNothing(t *testing.T) {
 	}
 	if got := w.states(); got != "evt-00000:completed evt-00001:uncertain evt-00002:completed" {
 		t.Fatalf("an unconfirmed run changed the ledger: %s", got)
-	}
-}
-
-func TestReconcileStopsWhenTheResponderNeverReplies(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, 3, nil, []int{0, 2}, false)
-	// Subscribed, so requests find a responder, but it never answers.
-	sub, err := w.NATS.Conn.Subscribe(protocol.ReconcileSubject("billing"), func(*nats.Msg) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	if err := w.NATS.Conn.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	_, err = w.run(reconcile.Options{Timeout: 200 * time.Millisecond})
-	if !errors.Is(err, reconcile.ErrUnanswered) || !strings.Contains(err.Error(), "no reply within 200ms") {
-		t.Fatalf("err %v, want ErrUnanswered saying no reply came", err)
-	}
-	if elapsed := time.Since(start); elapsed > 3*time.Second {
-		t.Errorf("took %s: the per-request timeout must bound the run", elapsed)
-	}
-	if n := w.QueryInt(`select count(*) from effects where reviewed_at is not null`); n != 0 {
-		t.Fatalf("%d rows marked although no look-up answered", n)
 	}
 }
 

@@ -14,3 +14,9 @@ select 'billing', 'f-' || i, 1, 'completed', 'sha256:6f1ed002ab5595859014ebf0951
        current_date - (i % 4) + 7, current_date - (i % 4) - 1, current_date - (i % 4), current_date - (i % 4), current_date - (i % 4)
   from generate_series(1, :rows) i;
 vacuum analyze effects, effect_keys, effect_rows;
+insert into effect_keys_once (consumer_key, event_key, effect_version, day, flags)
+select 1, md5('f-' || i)::uuid, 1, current_date - (i % 4), 0
+  from generate_series(1, :rows) i;
+vacuum analyze effect_keys_once;
+-- A day also holds rows that never settled: about a thousandth of the rows, uncertain, on each day.
+update effect_rows set state = 'uncertain', evidence_until = null where substr(event_id, 3)::bigint % 997 = 0;

@@ -5,7 +5,10 @@
 # expired rows leaving each layout (a partition dropped; the same rows deleted; the key rows' flags
 # written from the day's partition and then the drop, for keys-flags-at-drop); then bytes per row.
 # The bench truncates between sizes and fills again for the drop, so every point starts alike.
+# keys-once writes the key row once, at the claim, and names the day's partition in every write;
+# its day leaves by drop-once.sql (the unsettled rows moved first).
 #   scripts/layout-prototype/run.sh            # ROWS=2000000 SMALL_ROWS=100000 SECONDS_EACH=20
+#   VARIANTS="today keys-once" scripts/layout-prototype/run.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 db="${DATABASE_URL:-postgres:///test?host=/var/run/postgresql}"
@@ -17,11 +20,15 @@ export PGOPTIONS="-c search_path=layout_proto -c plan_cache_mode=force_custom_pl
 # The SDK knows the day of an event's row (its read and claim return it) and sends it as a value:
 # a day given as current_date is planned against every partition (2.9 ms against 0.08 here).
 day_today=$(psql -qtA "$db" -c "select current_date")
+day_name=$(psql -qtA "$db" -c "select to_char(current_date, 'YYYYMMDD')")
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-for f in today keys keys-flags-at-drop; do sed "s/'DAY'/'$day_today'/g" "$f.pgbench" >"$work/$f.pgbench"; done
+variants="${VARIANTS:-today keys keys-flags-at-drop keys-once}"
+for f in $variants; do sed -e "s/'DAY'/'$day_today'/g" -e "s/DAYNAME/$day_name/g" "$f.pgbench" >"$work/$f.pgbench"; done
 bench() { # layout label
-  "$pgbench" -n -c 8 -j 2 -T "$secs" -M extended -f "$work/$1.pgbench" "$db" 2>&1 |
-    awk -v l="$1" -v at="$2" '/^tps/ {tps=$3} /latency average/ {lat=$4} END {printf "%-19s %-8s %8.0f events/s  %6.2f ms\n", l, at, tps, lat}'
+  # pgbench exits non-zero when a client aborts; its figures and the failures are still printed.
+  { "$pgbench" -n -c 8 -j 2 -T "$secs" -M extended -f "$work/$1.pgbench" "$db" 2>&1 || true; } |
+    awk -v l="$1" -v at="$2" '/^tps/ {tps=$3} /latency average/ {lat=$4} /aborted|ERROR/ {err=err " " $0}
+      END {printf "%-19s %-8s %8.0f events/s  %6.2f ms%s\n", l, at, tps, lat, substr(err, 1, 200)}'
 }
 psql -q "$db" -f setup.sql 2>&1 | grep -v NOTICE || true
 # This machine's PostgreSQL runs without autovacuum: a table the bench grows from empty is never
@@ -29,8 +36,8 @@ psql -q "$db" -f setup.sql 2>&1 | grep -v NOTICE || true
 for size in "$small" "$rows"; do
   psql -q "$db" -v rows="$size" -f fill.sql
   psql -q "$db" -c "vacuum analyze layout_proto.effects, layout_proto.effect_keys, layout_proto.effect_rows"
-  for round in 1 2; do bench today "$size"; bench keys "$size"; bench keys-flags-at-drop "$size"; done
-  psql -q "$db" -c "truncate layout_proto.effects, layout_proto.effect_keys, layout_proto.effect_rows"
+  for round in 1 2; do for v in $variants; do bench "$v" "$size"; done; done
+  psql -q "$db" -c "truncate layout_proto.effects, layout_proto.effect_keys, layout_proto.effect_keys_once, layout_proto.effect_rows"
 done
 psql -q "$db" -v rows="$rows" -f fill.sql
 psql -q "$db" -c "vacuum analyze layout_proto.effects, layout_proto.effect_keys, layout_proto.effect_rows"
@@ -42,6 +49,11 @@ psql -q "$db" -c '\timing on' -c "delete from layout_proto.effects where consume
 day2=$(psql -qtA "$db" -c "select to_char(current_date - 2, 'YYYYMMDD')")
 n2=$(psql -qtA "$db" -c "select count(*) from layout_proto.effect_rows_d$day2")
 psql -q "$db" -v day="$day2" -f drop.sql | sed "s/^/flags written, then the drop ($n2 rows): /"
+day1=$(psql -qtA "$db" -c "select to_char(current_date - 1, 'YYYYMMDD')")
+n1=$(psql -qtA "$db" -c "select count(*) from layout_proto.effect_rows_d$day1")
+u1=$(psql -qtA "$db" -c "select count(*) from layout_proto.effect_rows_d$day1 where state not in ('completed', 'reconciled')")
+psql -q "$db" -v day="$day1" -f drop-once.sql | sed "s/^/key rows left as they are, $u1 unsettled rows moved, then the drop ($n1 rows): /"
 psql -qtA "$db" -c "select 'bytes a row: effects ' || round(pg_total_relation_size('layout_proto.effects')::numeric / greatest(count(*), 1), 1) from layout_proto.effects"
 psql -qtA "$db" -c "select 'bytes a row: effect_keys ' || round(pg_total_relation_size('layout_proto.effect_keys')::numeric / count(*), 1) from layout_proto.effect_keys"
+psql -qtA "$db" -c "select 'bytes a row: effect_keys_once ' || round(pg_total_relation_size('layout_proto.effect_keys_once')::numeric / count(*), 1) from layout_proto.effect_keys_once"
 psql -qtA "$db" -c "select 'bytes a row: effect_rows ' || round((select sum(pg_total_relation_size(inhrelid)) from pg_inherits where inhparent = 'layout_proto.effect_rows'::regclass)::numeric / count(*), 1) from layout_proto.effect_rows"

@@ -48,3 +48,17 @@ begin
                    'effect_rows_d' || to_char(d, 'YYYYMMDD'), d, d + 1);
   end loop;
 end $$;
+
+-- The key row written once (keys-once.pgbench): 16 bytes of the event's hash as a uuid (fixed
+-- length, no varlena header), no result hash, flags only what the claim knows. Nothing updates
+-- it at completion; the day's drop deletes the few key rows whose row never settled.
+create table effect_keys_once (
+    consumer_key   integer  not null,
+    event_key      uuid     not null,
+    effect_version integer  not null,
+    day            date     not null,
+    flags          smallint not null default 0,
+    primary key (consumer_key, event_key, effect_version)
+);
+-- Where the rows of a dropped day that never settled are kept (drop-once.sql): few, read by key.
+create table effect_rows_held partition of effect_rows for values from (minvalue) to ('2000-01-01');

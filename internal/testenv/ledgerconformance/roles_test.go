@@ -65,7 +65,9 @@ func TestUncertainFake(t *testing.T) {
 	})
 }
 
-func (s pgSeeder) AddEffects(effects ...ledgertest.Effect) { ledgertest.InsertEffects(s.t, s.db, effects...) }
+func (s pgSeeder) AddEffects(effects ...ledgertest.Effect) {
+	ledgertest.InsertEffects(s.t, s.db, effects...)
+}
 
 func (s pgSeeder) AddTargets(jobID, status string, eventIDs ...string) {
 	ledgertest.InsertTargets(s.t, s.db, jobID, status, eventIDs...)
@@ -75,7 +77,9 @@ func (s pgSeeder) StickLeases(owner string, calls int, lapsedAgo time.Duration, 
 	ledgertest.StickLeases(s.t, s.db, owner, calls, lapsedAgo, eventIDs...)
 }
 
-func (s pgSeeder) AskedAgo(d time.Duration, eventIDs ...string) { ledgertest.AskedAgo(s.t, s.db, d, eventIDs...) }
+func (s pgSeeder) AskedAgo(d time.Duration, eventIDs ...string) {
+	ledgertest.AskedAgo(s.t, s.db, d, eventIDs...)
+}
 
 func (s pgSeeder) SettleByHand(eventIDs ...string) { ledgertest.SettleByHand(s.t, s.db, eventIDs...) }
 

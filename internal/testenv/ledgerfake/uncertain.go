@@ -401,3 +401,23 @@ func compact(raw json.RawMessage) []byte {
 	}
 	return b.Bytes()
 }
+
+// States renders every row as event:state[:review state], by event ID then version, as a test
+// compares the ledger before and after.
+func (f *Uncertain) States() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rows := make([]*effectRow, 0, len(f.rows))
+	for _, r := range f.rows {
+		rows = append(rows, r)
+	}
+	slices.SortFunc(rows, func(a, b *effectRow) int { return compareKey(a.eventID, a.version, b.eventID, b.version) })
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.eventID + ":" + r.state
+		if r.reviewState != "" {
+			out[i] += ":" + r.reviewState
+		}
+	}
+	return strings.Join(out, " ")
+}
