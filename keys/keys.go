@@ -17,18 +17,34 @@ import (
 	"github.com/replayctl/replayctl/ledger"
 )
 
-// Store is what the verbs need of the ledger; *ledger.Store implements it.
-type Store interface {
+// PolicyLister is what every verb reads to name routes: the registered retention policies.
+type PolicyLister interface {
 	// CheckSchema refuses a ledger not migrated to this binary's version (ledger.ErrSchemaOutdated).
 	CheckSchema(ctx context.Context) error
 	RetentionPoliciesList(ctx context.Context, kind apikey.PolicyKind, name string) ([]apikey.Policy, error)
-	APIKeyDailySince(ctx context.Context, since time.Time, route string) ([]apikey.DailyCount, error)
-	APIKeysAttention(ctx context.Context, route string) ([]ledger.APIKeyAttention, error)
+}
+
+// Records is what show, uncertain, resolve and policy need: one key's records, the records
+// awaiting a decision, a person's resolution, and the registered policies (ledgerfake.APIRecords
+// fakes it, held to *ledger.Store's behaviour by ledgerconformance).
+type Records interface {
+	PolicyLister
 	APIKeysOfKey(ctx context.Context, keyHash, route string) ([]apikey.Record, error)
 	APIKeysUncertain(ctx context.Context, route string, limit int) ([]apikey.Record, error)
 	APIKeysResolve(ctx context.Context, s apikey.Settlement, audit ledger.AuditEntry) (bool, error)
+}
+
+// Store is what every verb needs of the ledger: the records, and stats' daily counts and
+// attention figures and prune, whose rules live in the ledger's statements. *ledger.Store
+// implements it.
+type Store interface {
+	Records
+	APIKeyDailySince(ctx context.Context, since time.Time, route string) ([]apikey.DailyCount, error)
+	APIKeysAttention(ctx context.Context, route string) ([]ledger.APIKeyAttention, error)
 	APIKeysPrune(ctx context.Context, o ledger.APIKeysPruneOptions) (*ledger.APIKeysPruneReport, error)
 }
+
+var _ Store = (*ledger.Store)(nil)
 
 var (
 	// ErrBadRequest means the operator's input cannot name what they meant (no key, a bad
@@ -61,7 +77,7 @@ type PolicyView struct {
 func secondsOf(d time.Duration) int64 { return int64(d / time.Second) }
 
 // Policies returns the registered policies of kind (empty: both) and name (empty: all).
-func Policies(ctx context.Context, store Store, kind apikey.PolicyKind, name string) ([]PolicyView, error) {
+func Policies(ctx context.Context, store PolicyLister, kind apikey.PolicyKind, name string) ([]PolicyView, error) {
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
@@ -87,7 +103,7 @@ func Policies(ctx context.Context, store Store, kind apikey.PolicyKind, name str
 var ErrUnknownRoute = fault.New(fault.Invalid, "unknown route")
 
 // unknownName says which names did register, and the nearest to name.
-func unknownName(ctx context.Context, store Store, kind apikey.PolicyKind, name string) error {
+func unknownName(ctx context.Context, store PolicyLister, kind apikey.PolicyKind, name string) error {
 	all, err := store.RetentionPoliciesList(ctx, kind, "")
 	if err != nil {
 		return err
@@ -112,7 +128,7 @@ func unknownName(ctx context.Context, store Store, kind apikey.PolicyKind, name 
 }
 
 // checkRoute refuses a route no service registered, with the ones that did.
-func checkRoute(ctx context.Context, store Store, route string) error {
+func checkRoute(ctx context.Context, store PolicyLister, route string) error {
 	if route == "" {
 		return nil
 	}

@@ -32,34 +32,6 @@ func storeWithRecord(t *testing.T) *ledger.Store {
 	return store
 }
 
-// The key as the caller's header carried it, a Structured Field string, finds the record.
-func TestShowFindsAKeyGivenInItsQuotedHeaderForm(t *testing.T) {
-	store := storeWithRecord(t)
-	for _, raw := range []string{"abc", `"abc"`, ` "abc" `} {
-		recs, err := keys.Show(t.Context(), store, keys.Lookup{RawKey: raw, Secret: secret})
-		if err != nil || len(recs) != 1 {
-			t.Errorf("--key %s: %v %v", raw, recs, err)
-		}
-	}
-}
-
-// A key or hash no record can hold is the operator's input error (exit 2), never "no such record".
-func TestShowRefusesAMalformedKeyOrHashAsBadInput(t *testing.T) {
-	store := storeWithRecord(t)
-	for _, l := range []keys.Lookup{
-		{RawKey: "a\tb", Secret: secret},
-		{RawKey: strings.Repeat("k", 256), Secret: secret},
-		{KeyHash: "hmac-sha256:86013fbe93c2"},
-		{KeyHash: "86013fbe93c2"},
-		{RawKey: "abc", Secret: secret, ScopeHash: "sha256:zz"},
-	} {
-		_, err := keys.Show(t.Context(), store, l)
-		if !errors.Is(err, keys.ErrBadRequest) {
-			t.Errorf("%+v: %v, want a bad request", l, err)
-		}
-	}
-}
-
 func TestPruneAndPolicyRefuseAnUnknownRouteWithTheKnownOnes(t *testing.T) {
 	store := storeWithRecord(t)
 	_, err := keys.Prune(t.Context(), store, keys.PruneRequest{Options: ledger.APIKeysPruneOptions{Route: "POST /v1/charge", DryRun: true}})

@@ -88,7 +88,7 @@ func (l Lookup) keyHash() (string, error) {
 
 // Show returns the records of the key l names, on every scope (tenant and principal) it was used
 // under; ErrNotFound when there is none.
-func Show(ctx context.Context, store Store, l Lookup) ([]RecordView, error) {
+func Show(ctx context.Context, store Records, l Lookup) ([]RecordView, error) {
 	recs, err := find(ctx, store, l)
 	if err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func Show(ctx context.Context, store Store, l Lookup) ([]RecordView, error) {
 	return out, nil
 }
 
-func find(ctx context.Context, store Store, l Lookup) ([]apikey.Record, error) {
+func find(ctx context.Context, store Records, l Lookup) ([]apikey.Record, error) {
 	keyHash, err := l.keyHash()
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func find(ctx context.Context, store Store, l Lookup) ([]apikey.Record, error) {
 }
 
 // Uncertain lists up to limit records awaiting a decision, oldest first.
-func Uncertain(ctx context.Context, store Store, route string, limit int) ([]RecordView, error) {
+func Uncertain(ctx context.Context, store Records, route string, limit int) ([]RecordView, error) {
 	if err := store.CheckSchema(ctx); err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ type ResolveRequest struct {
 
 // Resolve settles the one uncertain record the request names as a person decided, with an audit
 // entry (keys.resolved) in the same transaction. It returns the record as it was.
-func Resolve(ctx context.Context, store Store, req ResolveRequest) (*RecordView, error) {
+func Resolve(ctx context.Context, store Records, req ResolveRequest) (*RecordView, error) {
 	if req.As != apikey.ResolutionHappened && req.As != apikey.ResolutionNotHappened {
 		return nil, fmt.Errorf("%w: --as must be happened or not-happened, got %q", ErrBadRequest, req.As)
 	}

@@ -4,10 +4,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/replayctl/replayctl/apikey"
+
 	"github.com/replayctl/replayctl/internal/testenv/ledgerconformance"
 	"github.com/replayctl/replayctl/internal/testenv/ledgerfake"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/job"
+	"github.com/replayctl/replayctl/keys"
 	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
@@ -88,3 +91,25 @@ func (s pgSeeder) TargetStatuses(jobID string) map[string]string {
 }
 
 func (s pgSeeder) AuditActions() []string { return ledgertest.AuditActions(s.t, s.db) }
+
+func TestAPIRecordsOnPostgreSQL(t *testing.T) {
+	t.Parallel()
+	ledgerconformance.APIRecords(t, func(t *testing.T) (keys.Records, ledgerconformance.APIRecordsSeeder, func([]apikey.Policy) error) {
+		store := pgtest.Ledger(t)
+		return store, pgSeeder{t: t, db: pgtest.Pool(t, store)}, func(ps []apikey.Policy) error {
+			return store.RetentionPoliciesRegister(t.Context(), ps)
+		}
+	})
+}
+
+func TestAPIRecordsFake(t *testing.T) {
+	t.Parallel()
+	ledgerconformance.APIRecords(t, func(t *testing.T) (keys.Records, ledgerconformance.APIRecordsSeeder, func([]apikey.Policy) error) {
+		fake := ledgerfake.NewAPIRecords()
+		return fake, fake, func(ps []apikey.Policy) error { return fake.RetentionPoliciesRegister(t.Context(), ps) }
+	})
+}
+
+func (s pgSeeder) AddAPIKeys(records ...ledgertest.APIKey) {
+	ledgertest.InsertAPIKeys(s.t, s.db, records...)
+}
