@@ -16,16 +16,19 @@ import (
 
 	"github.com/replayctl/replayctl/idempotency"
 	"github.com/replayctl/replayctl/internal/billing"
+	"github.com/replayctl/replayctl/internal/testenv/ledgerfake"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/seal"
 )
 
-// api is the billing API behind the middleware, served over loopback HTTP on a fresh ledger.
+// api is the billing API behind the middleware, served over loopback HTTP on a fresh ledger, or
+// on ledgerfake's records (fake) for a test of the middleware's rules that needs no PostgreSQL.
 type api struct {
 	t        *testing.T
 	store    *ledger.Store
 	pool     *pgxpool.Pool
+	fake     *ledgerfake.APIRecords
 	provider *billing.Provider
 	tokens   *billing.Tokens
 	keeper   *idempotency.Keeper
@@ -33,6 +36,9 @@ type api struct {
 }
 
 type apiOptions struct {
+	// fake runs the middleware on ledgerfake.APIRecords, held to the ledger's behaviour by
+	// ledgerconformance: no PostgreSQL.
+	fake    bool
 	keyring *seal.Keyring
 	store   *ledger.Store
 	lease   time.Duration
@@ -44,10 +50,17 @@ type apiOptions struct {
 func newAPI(t *testing.T, o apiOptions) *api {
 	t.Helper()
 	a := &api{t: t, store: o.store, provider: billing.NewProvider(), tokens: billing.DemoTokens()}
-	if a.store == nil {
-		a.store = pgtest.Ledger(t)
+	var store idempotency.Store
+	switch {
+	case o.fake:
+		a.fake = ledgerfake.NewAPIRecords()
+		store = a.fake
+	default:
+		if a.store == nil {
+			a.store = pgtest.Ledger(t)
+		}
+		a.pool, store = pgtest.Pool(t, a.store), a.store
 	}
-	a.pool = pgtest.Pool(t, a.store)
 	if o.keyring == nil {
 		o.keyring = billing.DemoKeyring()
 	}
@@ -56,7 +69,7 @@ func newAPI(t *testing.T, o apiOptions) *api {
 		o.route(&route)
 	}
 	cfg := idempotency.Config{
-		Store: a.store, KeySecret: billing.DemoKeySecret(), Keyring: o.keyring, Routes: []idempotency.Route{route},
+		Store: store, KeySecret: billing.DemoKeySecret(), Keyring: o.keyring, Routes: []idempotency.Route{route},
 		Scope: a.tokens.Scope, Authorize: a.tokens.Authorize, Lease: o.lease, Service: "test",
 	}
 	if o.metrics != nil {
@@ -111,6 +124,9 @@ func (a *api) post(token, key string, order billing.Order) answer {
 
 func (a *api) records() int {
 	a.t.Helper()
+	if a.fake != nil {
+		return a.fake.Len()
+	}
 	var n int
 	if err := a.pool.QueryRow(a.t.Context(), `select count(*) from api_keys`).Scan(&n); err != nil {
 		a.t.Fatal(err)

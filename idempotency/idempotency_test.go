@@ -140,7 +140,7 @@ func TestOldRowsOpenAfterRotationAndNewRowsUseTheNewKey(t *testing.T) {
 
 func TestOneKeyUnderTwoTenantsIsTwoRecordsAndNeverReplaysAcross(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, apiOptions{})
+	a := newAPI(t, apiOptions{fake: true})
 	// Each caller's own order (the provider charges an order once, whatever the key).
 	orderOf := func(n string) billing.Order { o := order; o.OrderID += "-" + n; return o }
 	alice := a.post("demo-alice", "shared-key", orderOf("alice"))
@@ -161,7 +161,7 @@ func TestOneKeyUnderTwoTenantsIsTwoRecordsAndNeverReplaysAcross(t *testing.T) {
 
 func TestARevokedPrincipalGets403NeverTheStoredResponse(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, apiOptions{})
+	a := newAPI(t, apiOptions{fake: true})
 	if got := a.post("demo-alice", "k-revoke", order); got.status != http.StatusCreated {
 		t.Fatalf("first: %d", got.status)
 	}
@@ -178,7 +178,7 @@ func TestARevokedPrincipalGets403NeverTheStoredResponse(t *testing.T) {
 
 func TestAChangedBodyIs422AndAMissingKey400(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, apiOptions{})
+	a := newAPI(t, apiOptions{fake: true})
 	a.post("demo-alice", "k-422", order)
 	changed := order
 	changed.AmountCents++
@@ -261,7 +261,7 @@ func TestAnExpiredKeyTheProviderNeverChargedRunsAndOneItCannotTellGoesToReview(t
 
 func TestAHandlerThatFailsAfterItsCallLeavesTheRecordUncertainUntilALookUpSettlesIt(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, apiOptions{})
+	a := newAPI(t, apiOptions{fake: true})
 	a.provider.FailAfter = func(string, string) error { return errors.New("connection reset after the request was sent") }
 	if got := a.post("demo-alice", "k-uncertain", order); got.status != http.StatusBadGateway {
 		t.Fatalf("first: %d", got.status)
@@ -315,7 +315,7 @@ func TestARecordFingerprintedBeforeAnOptionsChangeIsComparedUnderItsOwnAlgorithm
 func TestTheMetricsCountAnswersByRouteAndNeverNameAKeyOrAClient(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	a := newAPI(t, apiOptions{metrics: reg})
+	a := newAPI(t, apiOptions{fake: true, metrics: reg})
 	a.post("demo-alice", "metric-key-1", order)
 	a.post("demo-alice", "metric-key-1", order)
 	a.post("demo-alice", "", order)
@@ -345,7 +345,7 @@ func TestTheMetricsCountAnswersByRouteAndNeverNameAKeyOrAClient(t *testing.T) {
 
 func TestAHandlerThatOutlivesItsFirstLeaseKeepsItByHeartbeat(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, apiOptions{lease: time.Second})
+	a := newAPI(t, apiOptions{fake: true, lease: time.Second})
 	a.provider.Fail = func(string, string) error { time.Sleep(2500 * time.Millisecond); return nil }
 	done := make(chan answer, 1)
 	go func() { done <- a.post("demo-alice", "k-slow", order) }()

@@ -113,3 +113,19 @@ func TestAPIRecordsFake(t *testing.T) {
 func (s pgSeeder) AddAPIKeys(records ...ledgertest.APIKey) {
 	ledgertest.InsertAPIKeys(s.t, s.db, records...)
 }
+
+func TestAPILeasesOnPostgreSQL(t *testing.T) {
+	t.Parallel()
+	ledgerconformance.APILeases(t, func(t *testing.T) (ledgerconformance.APIStore, ledgerconformance.APIRecordsSeeder) {
+		store := pgtest.Ledger(t)
+		return store, pgSeeder{t: t, db: pgtest.Pool(t, store)}
+	})
+}
+
+func TestAPILeasesFake(t *testing.T) {
+	t.Parallel()
+	ledgerconformance.APILeases(t, func(*testing.T) (ledgerconformance.APIStore, ledgerconformance.APIRecordsSeeder) {
+		fake := ledgerfake.NewAPIRecords()
+		return fake, fake
+	})
+}

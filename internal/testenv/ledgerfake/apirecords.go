@@ -14,13 +14,14 @@ import (
 )
 
 // APIRecords keeps API idempotency records and retention policies in memory: keys.Records, for
-// unit tests of keys show, uncertain, resolve and policy. Records are seeded with AddAPIKeys (the
+// unit tests of keys show, uncertain, resolve and policy, and idempotency.Store (apileases.go). Records are seeded with AddAPIKeys (the
 // defaults of ledgertest.InsertAPIKeys) and policies with RetentionPoliciesRegister.
 type APIRecords struct {
 	mu       sync.Mutex
 	records  map[apikey.Key]*apiRecord
 	policies []apikey.Policy
 	audit    []ledger.AuditEntry
+	daily    []apikey.DailyCount
 	// Now is the store's clock, as the database's now() is; time.Now when nil.
 	Now func() time.Time
 }
@@ -189,4 +190,11 @@ func (f *APIRecords) APIKeysResolve(_ context.Context, s apikey.Settlement, audi
 		f.audit = append(f.audit, audit)
 	}
 	return true, nil
+}
+
+// Len is how many records the store holds.
+func (f *APIRecords) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.records)
 }
