@@ -12,6 +12,7 @@ import (
 	"github.com/replayctl/replayctl/consumer"
 	"github.com/replayctl/replayctl/fingerprint"
 	"github.com/replayctl/replayctl/ledger"
+	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
 func fingerprintV2(t *testing.T, opts fingerprint.Options) fingerprint.Hasher {
@@ -34,6 +35,10 @@ var volatileOptions = fingerprint.Options{Exclude: []string{"sentAt", "trace.*"}
 // importRow stands in for a row an older SDK (or another instance) wrote for e1 under version 1.
 func (e *env) importRow(state, hash, alg string) {
 	e.t.Helper()
+	if e.fake != nil {
+		e.fake.AddEffects(ledgertest.Effect{Consumer: consumerName, EventID: "e1", State: state, RequestHash: hash, RequestHashAlg: alg})
+		return
+	}
 	if _, err := e.store.EffectsImport(e.ctx, []ledger.EffectRow{{Consumer: consumerName, EventID: "e1", EffectVersion: 1,
 		State: state, RequestHash: hash, RequestHashAlg: alg}}); err != nil {
 		e.t.Fatal(err)
@@ -57,7 +62,7 @@ func (e *env) settledUntouched(cons jetstream.Consumer, before ledger.EffectRow,
 // the payload recomputed under v1: comparing v2 with v1 would call the same payload a conflict,
 // and skipping the check (as before) would run a different payload.
 func TestV1RowsStillConflictCheckAfterTheSwitchToV2(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(func(cfg *consumer.Config) { cfg.Fingerprint = volatileOptions })
 	cons := e.durable(c)
 	original := stampedOrder(250, "2026-12-04T02:00:00Z", "t-1", `["a","b"]`)
@@ -82,7 +87,7 @@ func TestV1RowsStillConflictCheckAfterTheSwitchToV2(t *testing.T) {
 // A v1 row left received (a transient failure before any call) is taken over only by the same
 // payload, recomputed under v1, and the take-over stores the current algorithm and hash.
 func TestATakenOverV1RowStoresTheCurrentFingerprint(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(func(cfg *consumer.Config) { cfg.Fingerprint = volatileOptions })
 	cons := e.durable(c)
 	original := stampedOrder(250, "2026-12-04T02:00:00Z", "t-1", `["a","b"]`)
@@ -108,7 +113,7 @@ func TestATakenOverV1RowStoresTheCurrentFingerprint(t *testing.T) {
 // A producer's retry with a new send time, another trace and its set-like tags in another order is
 // the same request: a duplicate, not a conflict. A change in the amount still is one.
 func TestVolatileFieldsAndSetOrderAreNotAConflict(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(func(cfg *consumer.Config) { cfg.Fingerprint = volatileOptions })
 	cons := e.durable(c)
 	e.publish("e1", stampedOrder(250, "2026-12-04T02:00:00Z", "t-1", `["a","b","c"]`), nil)
@@ -129,7 +134,7 @@ func TestVolatileFieldsAndSetOrderAreNotAConflict(t *testing.T) {
 // An instance whose options changed compares a row written under the earlier options with those
 // options, read from the ledger's registry: the very same payload is a duplicate.
 func TestRowsUnderEarlierOptionsAreComparedUnderThoseOptions(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	before := e.newConsumer(nil)
 	cons := e.durable(before)
 	payload := stampedOrder(250, "2026-12-04T02:00:00Z", "t-1", `["b","a"]`)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/replayctl/replayctl/consumer"
+	"github.com/replayctl/replayctl/internal/testenv/ledgerfake"
 	"github.com/replayctl/replayctl/internal/testenv/natstest"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/jobtype"
@@ -99,11 +100,14 @@ func chargeHandler(p *provider) consumer.Handler {
 	}
 }
 
-// env is one test's ledger schema and NATS server, with an ORDERS stream and a Limits DLQ stream.
+// env is one test's ledger schema and NATS server, with an ORDERS stream and a Limits DLQ stream;
+// or, from newFakeEnv, ledgerfake's ledger instead of the schema.
 type env struct {
 	t     *testing.T
 	ctx   context.Context
 	store *ledger.Store
+	// fake is the ledger of a newFakeEnv: held to PostgreSQL's behaviour by ledgerconformance.
+	fake *ledgerfake.Effects
 	// db is the test's own pool on the store's schema, for rows and assertions no SDK call makes.
 	db   *pgxpool.Pool
 	nats *natstest.Env
@@ -112,24 +116,40 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	e := newNATSEnv(t)
+	e.store = pgtest.Ledger(t)
+	e.db = pgtest.Pool(t, e.store)
+	return e
+}
+
+// newFakeEnv is newEnv on ledgerfake's ledger: for a test of the SDK's rules that reads rows only
+// through e.row, no PostgreSQL.
+func newFakeEnv(t *testing.T) *env {
+	t.Helper()
+	e := newNATSEnv(t)
+	e.fake = ledgerfake.NewEffects()
+	return e
+}
+
+func newNATSEnv(t *testing.T) *env {
+	t.Helper()
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	store := pgtest.Ledger(t)
 	n := natstest.Start(t, false)
 	for name, subjects := range map[string][]string{"ORDERS": {"orders.>"}, "DLQ": {"dlq.>"}} {
 		if _, err := n.JS.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects, Retention: jetstream.LimitsPolicy}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &env{t: t, ctx: ctx, store: store, db: pgtest.Pool(t, store), nats: n, p: &provider{}}
+	return &env{t: t, ctx: ctx, nats: n, p: &provider{}}
 }
 
 // newConsumer builds a consumer of ORDERS with test-sized timings; mod adjusts the config.
 func (e *env) newConsumer(mod func(*consumer.Config)) *consumer.Consumer {
 	e.t.Helper()
 	cfg := consumer.Config{
-		Name: consumerName, Store: e.store, Conn: e.nats.Conn, Stream: "ORDERS", DLQSubject: dlqSubject,
+		Name: consumerName, Store: e.ledger(), Conn: e.nats.Conn, Stream: "ORDERS", DLQSubject: dlqSubject,
 		Handler: chargeHandler(e.p), Lease: 5 * time.Second, Heartbeat: time.Second, MaxDeliver: 3,
 		RetryBackoff: 10 * time.Millisecond, Owner: "instance-a",
 	}
@@ -141,6 +161,14 @@ func (e *env) newConsumer(mod func(*consumer.Config)) *consumer.Consumer {
 		e.t.Fatal(err)
 	}
 	return c
+}
+
+// ledger is the env's ledger: the fake's or the schema's.
+func (e *env) ledger() consumer.Ledger {
+	if e.fake != nil {
+		return e.fake
+	}
+	return e.store
 }
 
 func (e *env) durable(c *consumer.Consumer) jetstream.Consumer {
@@ -217,7 +245,7 @@ func (e *env) settled(cons jetstream.Consumer) {
 // row reads the ledger row of eventID under version.
 func (e *env) row(eventID string, version int) ledger.EffectRow {
 	e.t.Helper()
-	rows, err := ledger.EffectsForEvent(e.ctx, e.db, consumerName, eventID)
+	rows, err := e.ledger().EffectsForEvent(e.ctx, consumerName, eventID)
 	if err != nil {
 		e.t.Fatal(err)
 	}

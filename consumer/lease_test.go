@@ -68,20 +68,24 @@ func TestHeartbeatKeepsAShortLeaseAliveAndOthersOut(t *testing.T) {
 func leaseLeftBy(e *env, payload string, calls int) {
 	e.t.Helper()
 	key := ledger.EffectKey{Consumer: consumerName, EventID: "e1", EffectVersion: 1}
-	if _, err := ledger.EffectsClaim(e.ctx, e.db, ledger.EffectClaim{Key: key, RequestHash: fingerprint.Payload([]byte(payload)),
+	if _, err := e.ledger().EffectsClaim(e.ctx, ledger.EffectClaim{Key: key, RequestHash: fingerprint.Payload([]byte(payload)),
 		RequestHashAlg: fingerprint.Algorithm, Owner: "crashed-instance", Lease: time.Minute}); err != nil {
 		e.t.Fatal(err)
 	}
 	for n := range calls {
-		if _, err := ledger.EffectsCallStarted(e.ctx, e.db, key, "crashed-instance", n+1); err != nil {
+		if _, err := e.ledger().EffectsCallStarted(e.ctx, key, "crashed-instance", n+1); err != nil {
 			e.t.Fatal(err)
 		}
+	}
+	if e.fake != nil {
+		e.fake.LapseLeases()
+		return
 	}
 	ledgertest.LapseLeases(e.t, e.db)
 }
 
 func TestALapsedLeaseAfterACallStartedBecomesUncertain(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(nil)
 	cons := e.durable(c)
 	payload := orderJSON("acct-1", 250)
@@ -99,7 +103,7 @@ func TestALapsedLeaseAfterACallStartedBecomesUncertain(t *testing.T) {
 }
 
 func TestALapsedLeaseBeforeAnyCallIsTakenOver(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(nil)
 	cons := e.durable(c)
 	payload := orderJSON("acct-1", 250)

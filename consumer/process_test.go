@@ -23,7 +23,7 @@ import (
 )
 
 func TestProcessCompletesALiveEventAndAcksIt(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(nil)
 	cons := e.durable(c)
 	payload := orderJSON("acct-1", 250)
@@ -58,7 +58,7 @@ func TestProcessCompletesALiveEventAndAcksIt(t *testing.T) {
 }
 
 func TestProcessAnswersARepeatedEventFromTheLedger(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(nil)
 	cons := e.durable(c)
 	payload := orderJSON("acct-1", 250)
@@ -82,7 +82,7 @@ func TestProcessAnswersARepeatedEventFromTheLedger(t *testing.T) {
 }
 
 func TestProcessReportsAChangedPayloadAsAConflict(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(nil)
 	cons := e.durable(c)
 	first, second := orderJSON("acct-1", 250), orderJSON("acct-1", 999)
@@ -120,7 +120,7 @@ func TestProcessMarksAFailedStartedCallUncertainForGood(t *testing.T) {
 		"not executed around a timeout": consumer.NotExecuted(fmt.Errorf("charge: %w", context.DeadlineExceeded)),
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newFakeEnv(t)
 			c := e.newConsumer(nil)
 			cons := e.durable(c)
 			e.p.failWith(fail)
@@ -149,7 +149,7 @@ func TestProcessMarksAFailedStartedCallUncertainForGood(t *testing.T) {
 }
 
 func TestProcessNeverRetriesAFailureAfterAWriteWasMade(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(func(cfg *consumer.Config) {
 		cfg.Handler = func(ctx context.Context, ev consumer.Event, fx *consumer.Effects) (consumer.Result, error) {
 			if _, err := fx.Call(ctx, "charge", "acct-1", e.p.charge); err != nil {
@@ -260,7 +260,7 @@ func TestProcessRetriesACallThatCertainlyDidNotRunThenDeadLettersIt(t *testing.T
 
 func TestProcessDeadLettersAMessageThatKeepsCrashingTheHandler(t *testing.T) {
 	slowtest.Require(t)
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(func(cfg *consumer.Config) {
 		cfg.MaxDeliver = 1
 		cfg.Lease, cfg.Heartbeat = time.Second, 50*time.Millisecond // ack wait 100ms
@@ -315,7 +315,7 @@ func TestProcessDeadLettersAMessageWithoutEventID(t *testing.T) {
 }
 
 func TestProcessStoresABusinessFailureAsTheResult(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(nil)
 	cons := e.durable(c)
 	e.publish("e1", orderJSON("acct-1", 0), nil)
@@ -335,7 +335,7 @@ func TestProcessStoresABusinessFailureAsTheResult(t *testing.T) {
 }
 
 func TestProcessTurnsAHandlerPanicIntoARetry(t *testing.T) {
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(func(cfg *consumer.Config) {
 		cfg.Handler = func(context.Context, consumer.Event, *consumer.Effects) (consumer.Result, error) {
 			panic("handler bug")
@@ -357,7 +357,7 @@ func TestAResultKeyringSealsTheStoredBodyAndKeepsThePlaintextsHash(t *testing.T)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t)
+	e := newFakeEnv(t)
 	c := e.newConsumer(func(cfg *consumer.Config) { cfg.ResultKeyring = kr })
 	cons := e.durable(c)
 	e.publish("e1", orderJSON("acct-1", 250), nil)

@@ -25,12 +25,12 @@ import (
 type fakeWorld struct {
 	t      *testing.T
 	nc     *nats.Conn
-	ledger *ledgerfake.Uncertain
+	ledger *ledgerfake.Effects
 }
 
 func newFakeWorld(t *testing.T, rows ...ledgertest.Effect) *fakeWorld {
 	t.Helper()
-	f := &fakeWorld{t: t, nc: natstest.Start(t, false).Conn, ledger: ledgerfake.NewUncertain()}
+	f := &fakeWorld{t: t, nc: natstest.Start(t, false).Conn, ledger: ledgerfake.NewEffects()}
 	f.ledger.AddEffects(rows...)
 	return f
 }

@@ -5,12 +5,14 @@ import (
 	"time"
 
 	"github.com/replayctl/replayctl/apikey"
+	"github.com/replayctl/replayctl/consumer"
 
 	"github.com/replayctl/replayctl/internal/testenv/ledgerconformance"
 	"github.com/replayctl/replayctl/internal/testenv/ledgerfake"
 	"github.com/replayctl/replayctl/internal/testenv/pgtest"
 	"github.com/replayctl/replayctl/job"
 	"github.com/replayctl/replayctl/keys"
+	"github.com/replayctl/replayctl/ledger"
 	"github.com/replayctl/replayctl/ledger/ledgertest"
 )
 
@@ -63,7 +65,7 @@ func TestUncertainOnPostgreSQL(t *testing.T) {
 func TestUncertainFake(t *testing.T) {
 	t.Parallel()
 	ledgerconformance.Uncertain(t, func(*testing.T) (ledgerconformance.UncertainStore, ledgerconformance.UncertainSeeder) {
-		fake := ledgerfake.NewUncertain()
+		fake := ledgerfake.NewEffects()
 		return fake, fake
 	})
 }
@@ -128,4 +130,36 @@ func TestAPILeasesFake(t *testing.T) {
 		fake := ledgerfake.NewAPIRecords()
 		return fake, fake
 	})
+}
+
+func TestConsumerOnPostgreSQL(t *testing.T) {
+	t.Parallel()
+	ledgerconformance.Consumer(t, func(t *testing.T) (consumer.Ledger, ledgerconformance.ConsumerSeeder) {
+		store := pgtest.Ledger(t)
+		return store, pgSeeder{t: t, db: pgtest.Pool(t, store)}
+	})
+}
+
+func TestConsumerFake(t *testing.T) {
+	t.Parallel()
+	ledgerconformance.Consumer(t, func(*testing.T) (consumer.Ledger, ledgerconformance.ConsumerSeeder) {
+		fake := ledgerfake.NewEffects()
+		return fake, fake
+	})
+}
+
+func (s pgSeeder) LapseLeases(eventIDs ...string) { ledgertest.LapseLeases(s.t, s.db, eventIDs...) }
+func (s pgSeeder) MakeTombstones(eventIDs ...string) {
+	ledgertest.MakeTombstones(s.t, s.db, eventIDs...)
+}
+func (s pgSeeder) ForbidWrites(eventIDs ...string) { ledgertest.ForbidWrites(s.t, s.db, eventIDs...) }
+
+func (s pgSeeder) RegisterEffectVersion(consumer string, version int, state, jobID string) {
+	pool, ok := s.db.(ledger.Querier)
+	if !ok {
+		s.t.Fatalf("the seeder's %T cannot register an effect version", s.db)
+	}
+	if err := ledger.EffectVersionsRegister(s.t.Context(), pool, consumer, version, state, jobID, "ledgerconformance"); err != nil {
+		s.t.Fatal(err)
+	}
 }

@@ -15,23 +15,25 @@ import (
 	"github.com/replayctl/replayctl/reconcile"
 )
 
-// Uncertain keeps effects rows, jobs and their targets in memory: reconcile.Ledger and
-// reconcile.ResolveLedger, for unit tests of reconcile's run and resolve. Rows are seeded with
+// Effects keeps effects rows, jobs and their targets in memory: reconcile.Ledger and
+// reconcile.ResolveLedger, for unit tests of reconcile's run and resolve, and consumer.Ledger
+// (consumer.go), for the SDK's. Rows are seeded with
 // AddEffects and changed with the methods named after ledgertest's (StickLeases, AskedAgo,
 // SettleByHand), so a test reads the same on the fake and on PostgreSQL.
-type Uncertain struct {
+type Effects struct {
 	mu      sync.Mutex
 	rows    map[effectKey]*effectRow
 	jobs    map[string]ledgertest.Job
 	targets map[targetKey]*target
 	audit   []ledger.AuditEntry
+	sdk     sdkTables
 	// Now is the store's clock, as the database's now() is; time.Now when nil.
 	Now func() time.Time
 }
 
 var (
-	_ reconcile.Ledger        = (*Uncertain)(nil)
-	_ reconcile.ResolveLedger = (*Uncertain)(nil)
+	_ reconcile.Ledger        = (*Effects)(nil)
+	_ reconcile.ResolveLedger = (*Effects)(nil)
 )
 
 type effectKey struct {
@@ -41,35 +43,40 @@ type effectKey struct {
 
 type targetKey struct{ jobID, eventID string }
 
-// The effects states reconcile lists; the ledger names only the states it writes.
+// The effects states the ledger has no constant for.
 const (
 	stateProcessing = "processing"
 	stateUncertain  = "uncertain"
+	stateCompleted  = "completed"
 )
 
 type target struct{ status, detail string }
 
-// effectRow holds the effects columns reconcile reads and writes.
+// effectRow holds the effects columns the SDK and reconcile read and write.
 type effectRow struct {
 	effectKey
 	state, jobID, requestHash, requestHashAlg string
-	effectCount, callsStarted                 int
+	effectCount, callsStarted, attempts       int
 	refs                                      []json.RawMessage
 	leaseOwner                                string
-	leaseExpiresAt                            *time.Time
+	leaseExpiresAt, heartbeatAt               *time.Time
 	lastError                                 string
-	updatedAt                                 time.Time
+	createdAt, updatedAt                      time.Time
 	reviewState, reviewVerdict, reviewNote    string
 	reviewedAt                                *time.Time
 	reviewedBy                                string
+	resultHash, outcomeKind, finalState       string
+	resultBody                                json.RawMessage
+	replayUntil, evidenceUntil                *time.Time
+	writeForbidden                            bool
 }
 
-// NewUncertain returns a store without rows, jobs or targets.
-func NewUncertain() *Uncertain {
-	return &Uncertain{rows: map[effectKey]*effectRow{}, jobs: map[string]ledgertest.Job{}, targets: map[targetKey]*target{}}
+// NewEffects returns a store without rows, jobs or targets.
+func NewEffects() *Effects {
+	return &Effects{rows: map[effectKey]*effectRow{}, jobs: map[string]ledgertest.Job{}, targets: map[targetKey]*target{}}
 }
 
-func (f *Uncertain) now() time.Time {
+func (f *Effects) now() time.Time {
 	if f.Now != nil {
 		return f.Now()
 	}
@@ -77,7 +84,7 @@ func (f *Uncertain) now() time.Time {
 }
 
 // AddEffects stores effects with ledgertest.InsertEffects's defaults.
-func (f *Uncertain) AddEffects(effects ...ledgertest.Effect) {
+func (f *Effects) AddEffects(effects ...ledgertest.Effect) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
@@ -85,7 +92,8 @@ func (f *Uncertain) AddEffects(effects ...ledgertest.Effect) {
 		e = e.Defaults()
 		r := &effectRow{effectKey: effectKey{e.Consumer, e.EventID, e.Version}, state: e.State, jobID: e.JobID,
 			requestHash: e.RequestHash, requestHashAlg: e.RequestHashAlg, effectCount: e.EffectCount,
-			callsStarted: e.CallsStarted, leaseOwner: e.LeaseOwner, lastError: e.LastError, updatedAt: now.Add(-e.UpdatedAgo)}
+			callsStarted: e.CallsStarted, attempts: e.Attempts, leaseOwner: e.LeaseOwner, lastError: e.LastError,
+			createdAt: now.Add(-e.CreatedAgo), updatedAt: now.Add(-e.UpdatedAgo)}
 		if e.LeaseLapsedAgo > 0 {
 			at := now.Add(-e.LeaseLapsedAgo)
 			r.leaseExpiresAt = &at
@@ -95,14 +103,14 @@ func (f *Uncertain) AddEffects(effects ...ledgertest.Effect) {
 }
 
 // AddJob stores a job of versions 1 to 2, as ledgertest.InsertJob does.
-func (f *Uncertain) AddJob(j ledgertest.Job) {
+func (f *Effects) AddJob(j ledgertest.Job) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.jobs[j.ID] = j.Defaults()
 }
 
 // AddTargets gives jobID a target in status for each of eventIDs, as ledgertest.InsertTargets does.
-func (f *Uncertain) AddTargets(jobID, status string, eventIDs ...string) {
+func (f *Effects) AddTargets(jobID, status string, eventIDs ...string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, id := range eventIDs {
@@ -111,7 +119,7 @@ func (f *Uncertain) AddTargets(jobID, status string, eventIDs ...string) {
 }
 
 // TargetStatuses returns the status of each of jobID's targets by event ID.
-func (f *Uncertain) TargetStatuses(jobID string) map[string]string {
+func (f *Effects) TargetStatuses(jobID string) map[string]string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := map[string]string{}
@@ -124,7 +132,7 @@ func (f *Uncertain) TargetStatuses(jobID string) map[string]string {
 }
 
 // AuditActions returns the action of every audit entry written, oldest first.
-func (f *Uncertain) AuditActions() []string {
+func (f *Effects) AuditActions() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([]string, len(f.audit))
@@ -135,7 +143,7 @@ func (f *Uncertain) AuditActions() []string {
 }
 
 // each applies change to eventIDs' rows, or to every row when none are named.
-func (f *Uncertain) each(eventIDs []string, change func(r *effectRow, now time.Time)) {
+func (f *Effects) each(eventIDs []string, change func(r *effectRow, now time.Time)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
@@ -148,7 +156,7 @@ func (f *Uncertain) each(eventIDs []string, change func(r *effectRow, now time.T
 
 // StickLeases is ledgertest.StickLeases: processing, owned by owner with calls started, lapsed
 // lapsedAgo ago and updated a minute before that.
-func (f *Uncertain) StickLeases(owner string, calls int, lapsedAgo time.Duration, eventIDs ...string) {
+func (f *Effects) StickLeases(owner string, calls int, lapsedAgo time.Duration, eventIDs ...string) {
 	f.each(eventIDs, func(r *effectRow, now time.Time) {
 		at := now.Add(-lapsedAgo)
 		r.state, r.leaseOwner, r.callsStarted, r.leaseExpiresAt = stateProcessing, owner, calls, &at
@@ -157,7 +165,7 @@ func (f *Uncertain) StickLeases(owner string, calls int, lapsedAgo time.Duration
 }
 
 // AskedAgo is ledgertest.AskedAgo: the last look-up was d ago.
-func (f *Uncertain) AskedAgo(d time.Duration, eventIDs ...string) {
+func (f *Effects) AskedAgo(d time.Duration, eventIDs ...string) {
 	f.each(eventIDs, func(r *effectRow, now time.Time) {
 		at := now.Add(-d)
 		r.reviewedAt = &at
@@ -165,15 +173,15 @@ func (f *Uncertain) AskedAgo(d time.Duration, eventIDs ...string) {
 }
 
 // SettleByHand is ledgertest.SettleByHand: reconciled now, by someone outside replayctl.
-func (f *Uncertain) SettleByHand(eventIDs ...string) {
+func (f *Effects) SettleByHand(eventIDs ...string) {
 	f.each(eventIDs, func(r *effectRow, now time.Time) { r.state, r.updatedAt = ledger.EffectReconciled, now })
 }
 
 // CheckSchema always passes: the fake has no schema to be behind.
-func (f *Uncertain) CheckSchema(context.Context) error { return nil }
+func (f *Effects) CheckSchema(context.Context) error { return nil }
 
 // AuditInsert keeps e.
-func (f *Uncertain) AuditInsert(_ context.Context, e ledger.AuditEntry) error {
+func (f *Effects) AuditInsert(_ context.Context, e ledger.AuditEntry) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if e.At.IsZero() {
@@ -185,7 +193,7 @@ func (f *Uncertain) AuditInsert(_ context.Context, e ledger.AuditEntry) error {
 
 // EffectsUncertainPage is ledger.Store's: the filter, the (event ID byte order, version) order
 // and the cursor alike.
-func (f *Uncertain) EffectsUncertainPage(_ context.Context, flt ledger.UncertainFilter, after *ledger.UncertainCursor, limit int) ([]ledger.UncertainRow, error) {
+func (f *Effects) EffectsUncertainPage(_ context.Context, flt ledger.UncertainFilter, after *ledger.UncertainCursor, limit int) ([]ledger.UncertainRow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
@@ -210,7 +218,7 @@ func (f *Uncertain) EffectsUncertainPage(_ context.Context, flt ledger.Uncertain
 
 // listed says whether a page filtered by flt holds r, as effectsUncertainPage's and
 // effectsStuckPage's conditions do.
-func (f *Uncertain) listed(r *effectRow, flt ledger.UncertainFilter, now time.Time) bool {
+func (f *Effects) listed(r *effectRow, flt ledger.UncertainFilter, now time.Time) bool {
 	if flt.Stuck {
 		if r.state != stateProcessing || r.callsStarted <= 0 || r.leaseExpiresAt == nil ||
 			!r.leaseExpiresAt.Before(now.Add(-ledger.StuckLeaseAfter)) {
@@ -256,7 +264,7 @@ func (r *effectRow) uncertainRow(now time.Time) ledger.UncertainRow {
 }
 
 // EffectsOfEventForReview returns every row of consumer's event, any state, by version.
-func (f *Uncertain) EffectsOfEventForReview(_ context.Context, consumer, eventID string) ([]ledger.UncertainRow, error) {
+func (f *Effects) EffectsOfEventForReview(_ context.Context, consumer, eventID string) ([]ledger.UncertainRow, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
@@ -272,7 +280,7 @@ func (f *Uncertain) EffectsOfEventForReview(_ context.Context, consumer, eventID
 
 // EffectsReconcileApply is ledger.Store's: the same refusal of an unknown verdict before any
 // change, the same compare-and-set, the rows' new states, their targets and one audit entry each.
-func (f *Uncertain) EffectsReconcileApply(_ context.Context, b ledger.ReconcileBatch) ([]ledger.ReconcileApplied, error) {
+func (f *Effects) EffectsReconcileApply(_ context.Context, b ledger.ReconcileBatch) ([]ledger.ReconcileApplied, error) {
 	for _, v := range b.Verdicts {
 		switch v.Verdict {
 		case ledger.VerdictHappened, ledger.VerdictNotHappened, ledger.VerdictUnknown:
@@ -349,7 +357,7 @@ func applicable(r *effectRow, v ledger.ReconcileVerdict, now time.Time) bool {
 
 // settleTarget updates the target of the replay that wrote r (its job's last version, 2 for every
 // job AddJob stores) while it is published or uncertain, and says whether it did.
-func (f *Uncertain) settleTarget(r *effectRow, actor string) bool {
+func (f *Effects) settleTarget(r *effectRow, actor string) bool {
 	if _, ok := f.jobs[r.jobID]; !ok || r.version != 2 {
 		return false
 	}
@@ -404,7 +412,7 @@ func compact(raw json.RawMessage) []byte {
 
 // States renders every row as event:state[:review state], by event ID then version, as a test
 // compares the ledger before and after.
-func (f *Uncertain) States() string {
+func (f *Effects) States() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rows := make([]*effectRow, 0, len(f.rows))
