@@ -20,3 +20,7 @@ select 1, md5('f-' || i)::uuid, 1, current_date - (i % 4), 0
 vacuum analyze effect_keys_once;
 -- A day also holds rows that never settled: about a thousandth of the rows, uncertain, on each day.
 update effect_rows set state = 'uncertain', evidence_until = null where substr(event_id, 3)::bigint % 997 = 0;
+insert into effect_keys_v (event_key, consumer_key, effect_version, day, flags)
+select md5('1/f-' || i || '/1')::uuid, 1, 1, current_date - (i % 4), 0
+  from generate_series(1, :rows) i;
+vacuum analyze effect_keys_v;

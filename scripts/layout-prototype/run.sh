@@ -37,7 +37,7 @@ for size in "$small" "$rows"; do
   psql -q "$db" -v rows="$size" -f fill.sql
   psql -q "$db" -c "vacuum analyze layout_proto.effects, layout_proto.effect_keys, layout_proto.effect_rows"
   for round in 1 2; do for v in $variants; do bench "$v" "$size"; done; done
-  psql -q "$db" -c "truncate layout_proto.effects, layout_proto.effect_keys, layout_proto.effect_keys_once, layout_proto.effect_rows"
+  psql -q "$db" -c "truncate layout_proto.effects, layout_proto.effect_keys, layout_proto.effect_keys_once, layout_proto.effect_keys_v, layout_proto.effect_rows"
 done
 psql -q "$db" -v rows="$rows" -f fill.sql
 psql -q "$db" -c "vacuum analyze layout_proto.effects, layout_proto.effect_keys, layout_proto.effect_rows"
@@ -56,4 +56,5 @@ psql -q "$db" -v day="$day1" -f drop-once.sql | sed "s/^/key rows left as they a
 psql -qtA "$db" -c "select 'bytes a row: effects ' || round(pg_total_relation_size('layout_proto.effects')::numeric / greatest(count(*), 1), 1) from layout_proto.effects"
 psql -qtA "$db" -c "select 'bytes a row: effect_keys ' || round(pg_total_relation_size('layout_proto.effect_keys')::numeric / count(*), 1) from layout_proto.effect_keys"
 psql -qtA "$db" -c "select 'bytes a row: effect_keys_once ' || round(pg_total_relation_size('layout_proto.effect_keys_once')::numeric / count(*), 1) from layout_proto.effect_keys_once"
+psql -qtA "$db" -c "select 'bytes a row: effect_keys_v ' || round(pg_total_relation_size('layout_proto.effect_keys_v')::numeric / count(*), 1) from layout_proto.effect_keys_v"
 psql -qtA "$db" -c "select 'bytes a row: effect_rows ' || round((select sum(pg_total_relation_size(inhrelid)) from pg_inherits where inhparent = 'layout_proto.effect_rows'::regclass)::numeric / count(*), 1) from layout_proto.effect_rows"

@@ -62,3 +62,14 @@ create table effect_keys_once (
 );
 -- Where the rows of a dropped day that never settled are kept (drop-once.sql): few, read by key.
 create table effect_rows_held partition of effect_rows for values from (minvalue) to ('2000-01-01');
+
+-- keys-once with one 16-byte key for (consumer, event, version) as the whole primary key
+-- (keys-once-v.pgbench): the read probes the versions it can meet (the consumer's registered
+-- versions, few) with = any, and the key's B-tree holds 16 bytes an entry.
+create table effect_keys_v (
+    event_key      uuid     primary key,
+    consumer_key   integer  not null,
+    effect_version integer  not null,
+    day            date     not null,
+    flags          smallint not null default 0
+);
