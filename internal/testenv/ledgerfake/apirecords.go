@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/replayctl/replayctl/apikey"
@@ -14,16 +13,14 @@ import (
 )
 
 // APIRecords keeps API idempotency records and retention policies in memory: keys.Records, for
-// unit tests of keys show, uncertain, resolve and policy, and idempotency.Store (apileases.go). Records are seeded with AddAPIKeys (the
-// defaults of ledgertest.InsertAPIKeys) and policies with RetentionPoliciesRegister.
+// unit tests of keys show, uncertain, resolve and policy, and idempotency.Store (apileases.go).
+// Records are seeded with AddAPIKeys (the defaults of ledgertest.InsertAPIKeys) and policies with
+// RetentionPoliciesRegister.
 type APIRecords struct {
-	mu       sync.Mutex
+	store
 	records  map[apikey.Key]*apiRecord
 	policies []apikey.Policy
-	audit    []ledger.AuditEntry
 	daily    []apikey.DailyCount
-	// Now is the store's clock, as the database's now() is; time.Now when nil.
-	Now func() time.Time
 }
 
 var _ keys.Records = (*APIRecords)(nil)
@@ -37,13 +34,6 @@ type apiRecord struct {
 // NewAPIRecords returns a store without records or policies.
 func NewAPIRecords() *APIRecords {
 	return &APIRecords{records: map[apikey.Key]*apiRecord{}}
-}
-
-func (f *APIRecords) now() time.Time {
-	if f.Now != nil {
-		return f.Now()
-	}
-	return time.Now()
 }
 
 // AddAPIKeys stores records as ledgertest.InsertAPIKeys writes them.
@@ -80,17 +70,6 @@ func (f *APIRecords) RetentionPoliciesRegister(_ context.Context, policies []api
 		f.policies = append(f.policies, p)
 	}
 	return nil
-}
-
-// AuditActions returns the action of every audit entry written, oldest first.
-func (f *APIRecords) AuditActions() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]string, len(f.audit))
-	for i, e := range f.audit {
-		out[i] = e.Action
-	}
-	return out
 }
 
 // CheckSchema always passes: the fake has no schema to be behind.

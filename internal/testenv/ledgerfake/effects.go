@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/replayctl/replayctl/ledger"
@@ -17,18 +16,15 @@ import (
 
 // Effects keeps effects rows, jobs and their targets in memory: reconcile.Ledger and
 // reconcile.ResolveLedger, for unit tests of reconcile's run and resolve, and consumer.Ledger
-// (consumer.go), for the SDK's. Rows are seeded with
-// AddEffects and changed with the methods named after ledgertest's (StickLeases, AskedAgo,
-// SettleByHand), so a test reads the same on the fake and on PostgreSQL.
+// (consumer.go), for the SDK's. Rows are seeded with AddEffects and changed with the methods named
+// after ledgertest's (StickLeases, AskedAgo, SettleByHand), so a test reads the same on the fake
+// and on PostgreSQL.
 type Effects struct {
-	mu      sync.Mutex
+	store
 	rows    map[effectKey]*effectRow
 	jobs    map[string]ledgertest.Job
 	targets map[targetKey]*target
-	audit   []ledger.AuditEntry
 	sdk     sdkTables
-	// Now is the store's clock, as the database's now() is; time.Now when nil.
-	Now func() time.Time
 }
 
 var (
@@ -76,13 +72,6 @@ func NewEffects() *Effects {
 	return &Effects{rows: map[effectKey]*effectRow{}, jobs: map[string]ledgertest.Job{}, targets: map[targetKey]*target{}}
 }
 
-func (f *Effects) now() time.Time {
-	if f.Now != nil {
-		return f.Now()
-	}
-	return time.Now()
-}
-
 // AddEffects stores effects with ledgertest.InsertEffects's defaults.
 func (f *Effects) AddEffects(effects ...ledgertest.Effect) {
 	f.mu.Lock()
@@ -127,17 +116,6 @@ func (f *Effects) TargetStatuses(jobID string) map[string]string {
 		if k.jobID == jobID {
 			out[k.eventID] = t.status
 		}
-	}
-	return out
-}
-
-// AuditActions returns the action of every audit entry written, oldest first.
-func (f *Effects) AuditActions() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]string, len(f.audit))
-	for i, e := range f.audit {
-		out[i] = e.Action
 	}
 	return out
 }
