@@ -2,7 +2,6 @@ package ledgerfake
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -72,10 +71,7 @@ func (f *Effects) Incidents() []ledger.EffectIncident {
 }
 
 func (r *effectRow) effectRow(now time.Time) ledger.EffectRow {
-	refs, _ := json.Marshal(r.refs)
-	if len(r.refs) == 0 {
-		refs = []byte("[]")
-	}
+	refs := r.refsJSON()
 	out := ledger.EffectRow{Consumer: r.consumer, EventID: r.eventID, EffectVersion: r.version, State: r.state,
 		RequestHash: r.requestHash, RequestHashAlg: r.requestHashAlg, ResultHash: r.resultHash, ResultBody: r.resultBody,
 		OutcomeKind: r.outcomeKind, EffectCount: r.effectCount, ExternalRefs: refs, LeaseOwner: r.leaseOwner,
@@ -98,12 +94,9 @@ func (f *Effects) EffectsForEvent(_ context.Context, consumer, eventID string) (
 	defer f.mu.Unlock()
 	now := f.now()
 	var out []ledger.EffectRow
-	for _, r := range f.rows {
-		if r.consumer == consumer && r.eventID == eventID {
-			out = append(out, r.effectRow(now))
-		}
+	for _, r := range f.rowsOfEvent(consumer, eventID) {
+		out = append(out, r.effectRow(now))
 	}
-	slices.SortFunc(out, func(a, b ledger.EffectRow) int { return a.EffectVersion - b.EffectVersion })
 	return out, nil
 }
 
@@ -182,11 +175,9 @@ func (f *Effects) EffectsCallStarted(_ context.Context, key ledger.EffectKey, ow
 
 // EffectsComplete stores c's outcome and releases the lease, if c.Owner holds the row.
 func (f *Effects) EffectsComplete(_ context.Context, c ledger.EffectCompletion) (bool, error) {
-	var refs []json.RawMessage
-	if len(c.ExternalRefs) > 0 {
-		if err := json.Unmarshal(c.ExternalRefs, &refs); err != nil {
-			return false, fmt.Errorf("record the outcome of %s: external refs: %w", c.Key, err)
-		}
+	refs, err := decodeRefs(c.ExternalRefs)
+	if err != nil {
+		return false, fmt.Errorf("record the outcome of %s: external refs: %w", c.Key, err)
 	}
 	return f.change(c.Key, heldBy(c.Owner), func(r *effectRow, now time.Time) {
 		replay, evidence := now.Add(c.ResultRetention.Truncate(time.Millisecond)), now.Add(c.EvidenceRetention.Truncate(time.Millisecond))
@@ -206,11 +197,9 @@ func (f *Effects) EffectsRelease(_ context.Context, key ledger.EffectKey, owner,
 
 // EffectsMarkUncertain marks u.Owner's row uncertain; the owner is kept for whoever reviews it.
 func (f *Effects) EffectsMarkUncertain(_ context.Context, u ledger.EffectUncertainty) (bool, error) {
-	var refs []json.RawMessage
-	if len(u.ExternalRefs) > 0 {
-		if err := json.Unmarshal(u.ExternalRefs, &refs); err != nil {
-			return false, fmt.Errorf("mark %s uncertain: external refs: %w", u.Key, err)
-		}
+	refs, err := decodeRefs(u.ExternalRefs)
+	if err != nil {
+		return false, fmt.Errorf("mark %s uncertain: external refs: %w", u.Key, err)
 	}
 	return f.change(u.Key, heldBy(u.Owner), func(r *effectRow, now time.Time) {
 		r.state, r.effectCount, r.refs, r.lastError, r.leaseExpiresAt, r.updatedAt = stateUncertain, u.EffectCount, refs, u.LastError, nil, now
@@ -256,11 +245,9 @@ func (f *Effects) EffectsReopenExpired(_ context.Context, consumer, eventID stri
 // EffectsApplyExpiredVerdict writes v's row where there is none or a tombstone: reconciled for
 // happened (with fresh evidence), uncertain for review otherwise; false when another row is there.
 func (f *Effects) EffectsApplyExpiredVerdict(_ context.Context, v ledger.ExpiredVerdict) (bool, error) {
-	var found []json.RawMessage
-	if len(v.ExternalRefs) > 0 {
-		if err := json.Unmarshal(v.ExternalRefs, &found); err != nil {
-			return false, fmt.Errorf("record look-up verdict %s for %s: external refs: %w", v.Verdict, v.Key, err)
-		}
+	found, err := decodeRefs(v.ExternalRefs)
+	if err != nil {
+		return false, fmt.Errorf("record look-up verdict %s for %s: external refs: %w", v.Verdict, v.Key, err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -198,8 +198,7 @@ func (f *Effects) EffectsUncertainPage(_ context.Context, flt ledger.UncertainFi
 // effectsStuckPage's conditions do.
 func (f *Effects) listed(r *effectRow, flt ledger.UncertainFilter, now time.Time) bool {
 	if flt.Stuck {
-		if r.state != stateProcessing || r.callsStarted <= 0 || r.leaseExpiresAt == nil ||
-			!r.leaseExpiresAt.Before(now.Add(-ledger.StuckLeaseAfter)) {
+		if !r.stuck(now) {
 			return false
 		}
 	} else if r.state != stateUncertain {
@@ -221,6 +220,13 @@ func (f *Effects) listed(r *effectRow, flt ledger.UncertainFilter, now time.Time
 	return true
 }
 
+// stuck is a stuck lease (ledger.UncertainRow.Stuck): processing with a call started, its lease
+// lapsed more than ledger.StuckLeaseAfter ago.
+func (r *effectRow) stuck(now time.Time) bool {
+	return r.state == stateProcessing && r.callsStarted > 0 && r.leaseExpiresAt != nil &&
+		r.leaseExpiresAt.Before(now.Add(-ledger.StuckLeaseAfter))
+}
+
 // compareKey orders by event ID in byte order (collate "C"), then by version.
 func compareKey(eventA string, versionA int, eventB string, versionB int) int {
 	if c := strings.Compare(eventA, eventB); c != 0 {
@@ -229,11 +235,39 @@ func compareKey(eventA string, versionA int, eventB string, versionB int) int {
 	return versionA - versionB
 }
 
-func (r *effectRow) uncertainRow(now time.Time) ledger.UncertainRow {
-	refs, _ := json.Marshal(r.refs)
+// refsJSON is the row's external_refs as the ledger reads them: a JSON array, empty when none.
+func (r *effectRow) refsJSON() json.RawMessage {
 	if len(r.refs) == 0 {
-		refs = []byte("[]")
+		return json.RawMessage("[]")
 	}
+	refs, _ := json.Marshal(r.refs)
+	return refs
+}
+
+// decodeRefs reads a JSON array of references, as the ledger's ::jsonb does; none when empty.
+func decodeRefs(raw json.RawMessage) ([]json.RawMessage, error) {
+	var refs []json.RawMessage
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	err := json.Unmarshal(raw, &refs)
+	return refs, err
+}
+
+// rowsOfEvent returns the rows of consumer's event, lowest version first. The caller holds f.mu.
+func (f *Effects) rowsOfEvent(consumer, eventID string) []*effectRow {
+	var out []*effectRow
+	for _, r := range f.rows {
+		if r.consumer == consumer && r.eventID == eventID {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b *effectRow) int { return a.version - b.version })
+	return out
+}
+
+func (r *effectRow) uncertainRow(now time.Time) ledger.UncertainRow {
+	refs := r.refsJSON()
 	return ledger.UncertainRow{EventID: r.eventID, EffectVersion: r.version, State: r.state, JobID: r.jobID,
 		RequestHash: r.requestHash, RequestHashAlg: r.requestHashAlg, EffectCount: r.effectCount, CallsStarted: r.callsStarted,
 		ExternalRefs: refs, LeaseOwner: r.leaseOwner, LastError: r.lastError, UpdatedAt: r.updatedAt,
@@ -247,12 +281,9 @@ func (f *Effects) EffectsOfEventForReview(_ context.Context, consumer, eventID s
 	defer f.mu.Unlock()
 	now := f.now()
 	var out []ledger.UncertainRow
-	for _, r := range f.rows {
-		if r.consumer == consumer && r.eventID == eventID {
-			out = append(out, r.uncertainRow(now))
-		}
+	for _, r := range f.rowsOfEvent(consumer, eventID) {
+		out = append(out, r.uncertainRow(now))
 	}
-	slices.SortFunc(out, func(a, b ledger.UncertainRow) int { return a.EffectVersion - b.EffectVersion })
 	return out, nil
 }
 
@@ -314,8 +345,7 @@ func (f *Effects) EffectsReconcileApply(_ context.Context, b ledger.ReconcileBat
 // stuck lease for a verdict on one), unchanged since, and a resolution is happened or not.
 func applicable(r *effectRow, v ledger.ReconcileVerdict, now time.Time) bool {
 	if v.Stuck {
-		if r.state != stateProcessing || r.callsStarted <= 0 || r.leaseExpiresAt == nil ||
-			!r.leaseExpiresAt.Before(now.Add(-ledger.StuckLeaseAfter)) {
+		if !r.stuck(now) {
 			return false
 		}
 	} else if r.state != stateUncertain {
@@ -368,10 +398,7 @@ func auditAction(r *effectRow, v ledger.ReconcileVerdict) string {
 
 // appendMissing appends each reference of found (a JSON array) that refs does not hold yet, once.
 func appendMissing(refs []json.RawMessage, found json.RawMessage) []json.RawMessage {
-	var add []json.RawMessage
-	if len(found) > 0 {
-		_ = json.Unmarshal(found, &add)
-	}
+	add, _ := decodeRefs(found)
 	for _, ref := range add {
 		if !slices.ContainsFunc(refs, func(have json.RawMessage) bool { return bytes.Equal(compact(have), compact(ref)) }) {
 			refs = append(refs, ref)
