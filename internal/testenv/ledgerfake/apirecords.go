@@ -103,8 +103,7 @@ func (r *apiRecord) read(now time.Time) apikey.Record {
 
 // awaitingDecision is uncertain, or processing under a lease that lapsed after a call started.
 func (r *apiRecord) awaitingDecision(now time.Time) bool {
-	return r.State == apikey.StateUncertain || (r.State == apikey.StateProcessing && r.leaseExpiresAt != nil &&
-		!r.leaseExpiresAt.After(now) && r.CallsStarted > 0)
+	return r.State == apikey.StateUncertain || lapsedAfterACall(r, now)
 }
 
 // APIKeysOfKey returns every record of keyHash, under any scope, by route and scope hash; route,
